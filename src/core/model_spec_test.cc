@@ -1,0 +1,68 @@
+#include "core/model_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace maitre {
+namespace {
+
+constexpr char kMeta[] = R"({"format":"torchscript",
+  "inputs":[{"name":"input","datatype":"FP32","shape":[-1,1,28,28]}],
+  "outputs":[{"name":"logits","datatype":"FP32","shape":[-1,10]}],
+  "accuracy":0.9})";
+
+Tensor Image(int batch, std::string name = "input") {
+  return Tensor{std::move(name), DataType::kFp32, {batch, 1, 28, 28},
+                std::string(batch * 784 * 4, '\0')};
+}
+
+TEST(ModelSpecTest, ParsesAndRoundTrips) {
+  auto spec = ParseModelSpecJson(kMeta);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->format, ModelFormat::kTorchScript);
+  ASSERT_EQ(spec->inputs.size(), 1u);
+  EXPECT_EQ(spec->inputs[0].shape, (std::vector<int64_t>{-1, 1, 28, 28}));
+  EXPECT_DOUBLE_EQ(*spec->declared_accuracy, 0.9);
+  auto again = ParseModelSpecJson(ModelSpecToJson(*spec));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outputs[0].name, "logits");
+}
+
+TEST(ModelSpecTest, RejectsBadMeta) {
+  for (const char* bad : {"", "[]", "{", R"({"inputs":[]})",
+                          R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1]}]})",
+                          R"({"format":"tf","inputs":[{"name":"x","datatype":"FP32","shape":[1]}],
+                              "outputs":[{"name":"y","datatype":"FP32","shape":[1]}]})",
+                          R"({"inputs":[{"name":"x","datatype":"F32","shape":[1]}],
+                              "outputs":[{"name":"y","datatype":"FP32","shape":[1]}]})",
+                          R"({"inputs":[{"name":"x","datatype":"FP32","shape":[0]}],
+                              "outputs":[{"name":"y","datatype":"FP32","shape":[1]}]})",
+                          R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1]}],
+                              "outputs":[{"name":"y","datatype":"FP32","shape":[1]}],
+                              "accuracy":3})"}) {
+    EXPECT_EQ(ParseModelSpecJson(bad).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+TEST(ModelSpecTest, ChecksInputs) {
+  ModelSpec spec = *ParseModelSpecJson(kMeta);
+  auto batch = spec.CheckInputs({Image(3)});
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(*batch, 3);
+  // A single input may carry any name.
+  EXPECT_TRUE(spec.CheckInputs({Image(1, "INPUT__0")}).ok());
+  EXPECT_FALSE(spec.CheckInputs({}).ok());
+  EXPECT_FALSE(spec.CheckInputs({Image(1), Image(1)}).ok());
+  Tensor flat{"input", DataType::kFp32, {1, 784}, std::string(784 * 4, '\0')};
+  EXPECT_FALSE(spec.CheckInputs({flat}).ok());
+  Tensor ints = Image(1);
+  ints.dtype = DataType::kInt32;
+  EXPECT_FALSE(spec.CheckInputs({ints}).ok());
+  Tensor short_data = Image(2);
+  short_data.data.resize(100);
+  EXPECT_FALSE(spec.CheckInputs({short_data}).ok());
+  EXPECT_FALSE(spec.CheckInputs({Image(0)}).ok());
+}
+
+}  // namespace
+}  // namespace maitre

@@ -1,0 +1,62 @@
+// The measured behaviour of one variant on one worker type, as a value that
+// answers the planners' questions (DESIGN §8.9, after Nexus's ModelProfile).
+// Every policy and the simulator take profiles as arguments.
+//
+// Thread-safety: immutable after Create; safe to share across threads.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace maitre {
+
+struct LatencyPoint {
+  int batch = 1;
+  double p50_ms = 0;
+  double p99_ms = 0;
+};
+
+class Profile {
+ public:
+  Profile() = default;
+
+  // Points need batch >= 1, strictly increasing batches, 0 < p50 <= p99.
+  static absl::StatusOr<Profile> Create(std::vector<LatencyPoint> points, double load_ms,
+                                        double memory_mb);
+
+  bool empty() const { return points_.empty(); }
+  const std::vector<LatencyPoint>& points() const { return points_; }
+  double load_ms() const { return load_ms_; }
+  double memory_mb() const { return memory_mb_; }
+  int max_batch() const { return points_.empty() ? 0 : points_.back().batch; }
+
+  // Median latency of one batch of `batch` queries. Linear between measured
+  // sizes; below the smallest it is the smallest's; above the largest it
+  // follows the last segment's slope (never decreasing).
+  double LatencyAt(int batch) const { return Interpolate(batch, /*p99=*/false); }
+  double P99At(int batch) const { return Interpolate(batch, /*p99=*/true); }
+
+  // The largest batch, up to max_batch(), whose LatencyAt fits within
+  // `latency_ms`; 0 when even batch 1 does not.
+  int MaxBatchWithin(double latency_ms) const;
+
+  // Queries per second when full batches of `batch` run back to back.
+  double ThroughputAt(int batch) const;
+
+  // The highest rate one instance sustains while its queries meet `slo_ms`.
+  // A query may arrive just after a batch started and then ride in the next
+  // one, so a batch size b is usable when 2·LatencyAt(b) <= slo_ms (the
+  // Nexus rule). If no batch passes that test but batch 1 alone fits the SLO,
+  // batch 1's throughput is returned; 0 if batch 1 does not fit.
+  double SaturationQps(double slo_ms) const;
+
+ private:
+  double Interpolate(int batch, bool p99) const;
+
+  std::vector<LatencyPoint> points_;
+  double load_ms_ = 0;
+  double memory_mb_ = 0;
+};
+
+}  // namespace maitre

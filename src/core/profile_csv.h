@@ -1,0 +1,33 @@
+// The profile CSV of DESIGN §6.4, one row per (variant, worker type, batch):
+//   model,variant,worker_type,batch,latency_p50_ms,latency_p99_ms,load_ms,memory_mb,accuracy
+// It moves profiles between machines and feeds the simulator.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/profile.h"
+#include "core/variant.h"
+
+namespace maitre {
+
+// One (variant, worker type) profile and the variant's accuracy.
+struct ProfileRecord {
+  VariantKey key;
+  std::string worker_type;
+  double accuracy = 0;
+  Profile profile;
+};
+
+inline constexpr char kProfileCsvHeader[] =
+    "model,variant,worker_type,batch,latency_p50_ms,latency_p99_ms,load_ms,memory_mb,accuracy";
+
+std::string WriteProfileCsv(const std::vector<ProfileRecord>& records);
+
+// Groups rows by (model, variant, worker_type). Errors name the line.
+absl::StatusOr<std::vector<ProfileRecord>> ParseProfileCsv(absl::string_view text);
+
+}  // namespace maitre

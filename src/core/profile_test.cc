@@ -1,0 +1,52 @@
+#include "core/profile.h"
+
+#include <gtest/gtest.h>
+
+namespace maitre {
+namespace {
+
+Profile Make() {
+  // 2 ms at batch 1, 3 ms at 2, 5 ms at 4, 9 ms at 8.
+  return *Profile::Create({{4, 5, 6}, {1, 2, 2.5}, {2, 3, 4}, {8, 9, 11}}, 40, 120);
+}
+
+TEST(ProfileTest, CreateValidates) {
+  EXPECT_FALSE(Profile::Create({}, 0, 0).ok());
+  EXPECT_FALSE(Profile::Create({{0, 1, 1}}, 0, 0).ok());
+  EXPECT_FALSE(Profile::Create({{1, 2, 1}}, 0, 0).ok());
+  EXPECT_FALSE(Profile::Create({{1, 1, 1}, {1, 2, 2}}, 0, 0).ok());
+  EXPECT_FALSE(Profile::Create({{1, 1, 1}}, -1, 0).ok());
+}
+
+TEST(ProfileTest, LatencyInterpolatesAndExtrapolates) {
+  Profile p = Make();
+  EXPECT_DOUBLE_EQ(p.LatencyAt(1), 2);
+  EXPECT_DOUBLE_EQ(p.LatencyAt(3), 4);    // halfway between 3 and 5
+  EXPECT_DOUBLE_EQ(p.LatencyAt(6), 7);    // halfway between 5 and 9
+  EXPECT_DOUBLE_EQ(p.LatencyAt(10), 11);  // slope 1 ms per query past 8
+  EXPECT_DOUBLE_EQ(p.P99At(8), 11);
+  EXPECT_EQ(p.max_batch(), 8);
+}
+
+TEST(ProfileTest, MaxBatchWithin) {
+  Profile p = Make();
+  EXPECT_EQ(p.MaxBatchWithin(1.9), 0);
+  EXPECT_EQ(p.MaxBatchWithin(2), 1);
+  EXPECT_EQ(p.MaxBatchWithin(6), 5);
+  EXPECT_EQ(p.MaxBatchWithin(1000), 8);  // never beyond what was measured
+}
+
+TEST(ProfileTest, ThroughputAndSaturation) {
+  Profile p = Make();
+  EXPECT_DOUBLE_EQ(p.ThroughputAt(1), 500);
+  EXPECT_DOUBLE_EQ(p.ThroughputAt(8), 8000.0 / 9);
+  // SLO 10 ms: batches with 2·latency <= 10 are 1..4; best is 4/5 ms = 800/s.
+  EXPECT_DOUBLE_EQ(p.SaturationQps(10), 800);
+  // SLO 3 ms: no batch passes the 2x rule, batch 1 alone fits.
+  EXPECT_DOUBLE_EQ(p.SaturationQps(3), 500);
+  EXPECT_DOUBLE_EQ(p.SaturationQps(1), 0);
+  EXPECT_DOUBLE_EQ(Profile().SaturationQps(100), 0);
+}
+
+}  // namespace
+}  // namespace maitre

@@ -1,0 +1,44 @@
+#include "core/variant.h"
+
+#include <gtest/gtest.h>
+
+#include "core/worker_type.h"
+
+namespace maitre {
+namespace {
+
+TEST(VariantKeyTest, ParsesAtLastColon) {
+  auto k = VariantKey::Parse("fmnist-cnn:torch-opt");
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->model, "fmnist-cnn");
+  EXPECT_EQ(k->variant, "torch-opt");
+  EXPECT_EQ(k->ToString(), "fmnist-cnn:torch-opt");
+  EXPECT_FALSE(VariantKey::Parse("plain").has_value());
+  EXPECT_FALSE(VariantKey::Parse(":x").has_value());
+  EXPECT_FALSE(VariantKey::Parse("x:").has_value());
+}
+
+TEST(RequirementsTest, FallsBackToDefaults) {
+  Requirements defaults{100.0, 0.8, std::nullopt};
+  Requirements q{std::nullopt, 0.9, 1.0};
+  Requirements r = q.Or(defaults);
+  EXPECT_EQ(*r.latency_ms, 100.0);
+  EXPECT_EQ(*r.min_accuracy, 0.9);
+  EXPECT_EQ(*r.max_cost, 1.0);
+}
+
+TEST(WorkerTypeTableTest, DefaultAndParse) {
+  WorkerTypeTable t = WorkerTypeTable::Default();
+  ASSERT_NE(t.Find("cpu-2"), nullptr);
+  EXPECT_EQ(t.Find("cpu-2")->cores, 2);
+  EXPECT_DOUBLE_EQ(t.Find("cpu-2")->price_per_hour, 2 * t.Find("cpu-1")->price_per_hour);
+  EXPECT_EQ(t.Find("gpu"), nullptr);
+  auto parsed = WorkerTypeTable::Parse("a:1:100:0.5,b:4:800:2");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->types().size(), 2u);
+  EXPECT_FALSE(WorkerTypeTable::Parse("a:1:100").ok());
+  EXPECT_FALSE(WorkerTypeTable::Parse("a:0:100:1").ok());
+}
+
+}  // namespace
+}  // namespace maitre

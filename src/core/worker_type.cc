@@ -1,0 +1,41 @@
+#include "core/worker_type.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace maitre {
+
+WorkerTypeTable WorkerTypeTable::Default() {
+  return WorkerTypeTable({
+      {"cpu-1", 1, 4096, 0.0425},
+      {"cpu-2", 2, 8192, 0.085},
+  });
+}
+
+absl::StatusOr<WorkerTypeTable> WorkerTypeTable::Parse(absl::string_view spec) {
+  std::vector<WorkerType> types;
+  for (absl::string_view row : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(row, ':');
+    WorkerType t;
+    if (f.size() != 4 || f[0].empty() || !absl::SimpleAtoi(f[1], &t.cores) ||
+        !absl::SimpleAtoi(f[2], &t.memory_mb) || !absl::SimpleAtod(f[3], &t.price_per_hour) ||
+        t.cores < 1 || t.memory_mb < 1 || t.price_per_hour < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad worker type \"", row, "\"; expected name:cores:memory_mb:price_per_hour"));
+    }
+    t.name = std::string(f[0]);
+    types.push_back(std::move(t));
+  }
+  if (types.empty()) return absl::InvalidArgumentError("no worker types given");
+  return WorkerTypeTable(std::move(types));
+}
+
+const WorkerType* WorkerTypeTable::Find(absl::string_view name) const {
+  for (const WorkerType& t : types_) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace maitre

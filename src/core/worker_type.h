@@ -1,0 +1,42 @@
+// Worker types: hardware classes with resources and a price (DESIGN §2). They
+// play the part of cloud instance types in the papers.
+//
+// Thread-safety: value types; not synchronised.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace maitre {
+
+struct WorkerType {
+  std::string name;
+  int cores = 1;
+  int64_t memory_mb = 0;
+  double price_per_hour = 0;  // dollars
+};
+
+class WorkerTypeTable {
+ public:
+  WorkerTypeTable() = default;
+  explicit WorkerTypeTable(std::vector<WorkerType> types) : types_(std::move(types)) {}
+
+  // The embedded default for a small CPU machine, priced in the ratio of
+  // cloud CPU instances: cpu-1 (1 core, $0.0425/h) and cpu-2 (2 cores,
+  // $0.085/h).
+  static WorkerTypeTable Default();
+
+  // Parses "name:cores:memory_mb:price_per_hour[,...]".
+  static absl::StatusOr<WorkerTypeTable> Parse(absl::string_view spec);
+
+  const WorkerType* Find(absl::string_view name) const;
+  const std::vector<WorkerType>& types() const { return types_; }
+
+ private:
+  std::vector<WorkerType> types_;
+};
+
+}  // namespace maitre
