@@ -1,8 +1,119 @@
+// `maitre`: one binary, one subcommand per role (DESIGN §6.3).
 #include <CLI/CLI.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "cli/client_commands.h"
+#include "controller/serve.h"
+#include "worker/worker_main.h"
+
+namespace {
+
+constexpr char kDefaultServer[] = "http://127.0.0.1:8000";
+
+std::vector<int> ParseCores(const std::string& list) {
+  std::vector<int> cores;
+  for (absl::string_view c : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    int core = 0;
+    if (absl::SimpleAtoi(c, &core) && core >= 0) cores.push_back(core);
+  }
+  return cores;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"maitre: model-less inference serving"};
   app.require_subcommand(1);
+  int exit_code = 0;
+
+  maitre::controller::ServeOptions serve;
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Run the controller (and local workers)");
+  serve_cmd->add_option("--data-dir", serve.data_dir,
+                        "Registry and model store (default $MAITRE_DATA_DIR or "
+                        "~/.local/share/maitre)");
+  serve_cmd->add_option("--http", serve.http, "HTTP listen address")->capture_default_str();
+  serve_cmd->add_option("--grpc", serve.grpc, "gRPC listen address")->capture_default_str();
+  serve_cmd->add_option("--workers", serve.workers,
+                        "Local workers to keep running, type:count,... (\"\" for none)")
+      ->capture_default_str();
+  serve_cmd->add_option("--worker-types", serve.worker_types,
+                        "Worker types, name:cores:memory_mb:price_per_hour,...");
+  serve_cmd->add_option("--batching", serve.batching,
+                        "Batching policy: proteus, clipper-aimd, nexus, timeout, mark")
+      ->capture_default_str();
+  size_t max_body_mb = serve.max_body_bytes >> 20;
+  serve_cmd->add_option("--max-body-mb", max_body_mb, "Largest request body")
+      ->capture_default_str();
+  serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
+      ->capture_default_str();
+  serve_cmd->add_option("--default-timeout", serve.default_timeout_s,
+                        "Seconds a query without a latency objective may take")
+      ->capture_default_str();
+  serve_cmd->callback([&] {
+    serve.max_body_bytes = max_body_mb << 20;
+    exit_code = maitre::controller::RunServe(serve);
+  });
+
+  maitre::worker::WorkerOptions worker;
+  std::string cores;
+  CLI::App* worker_cmd = app.add_subcommand("worker", "Run a worker process");
+  worker_cmd->add_option("--controller", worker.controller, "Controller gRPC address")
+      ->capture_default_str();
+  worker_cmd->add_option("--type", worker.type, "Worker type")->capture_default_str();
+  worker_cmd->add_option("--listen", worker.listen, "Listen address (port 0: any free port)")
+      ->capture_default_str();
+  worker_cmd->add_option("--advertise", worker.advertise_host,
+                         "Host the controller should use to reach this worker");
+  worker_cmd->add_option("--cores", cores, "CPUs to pin to, e.g. 0,1");
+  worker_cmd->add_option("--cache-dir", worker.cache_dir, "Where fetched model files are kept");
+  worker_cmd->add_option("--launch-token", worker.launch_token)->group("");
+  worker_cmd->callback([&] {
+    worker.cores = ParseCores(cores);
+    exit_code = maitre::worker::RunWorker(worker);
+  });
+
+  maitre::cli::RegisterArgs reg;
+  reg.server = kDefaultServer;
+  CLI::App* reg_cmd = app.add_subcommand("register", "Register a model with an app");
+  reg_cmd->add_option("--server", reg.server, "Server URL")->capture_default_str();
+  reg_cmd->add_option("--app", reg.app, "App that owns the model")->required();
+  reg_cmd->add_option("--name", reg.name, "Model name")->required();
+  reg_cmd->add_option("--model", reg.model, "TorchScript .pt or ONNX file")->required();
+  reg_cmd->add_option("--valset", reg.valset, "Validation set .npz (inputs, labels)");
+  reg_cmd->add_option("--onnx", reg.onnx, "ONNX export of a TorchScript model");
+  reg_cmd->add_option("--meta", reg.meta, "Meta JSON file (format, inputs, outputs)");
+  reg_cmd->add_option("--format", reg.format, "torchscript | onnx");
+  reg_cmd->add_option("--input", reg.inputs, "NAME:DTYPE:SHAPE, e.g. input:FP32:-1,1,28,28");
+  reg_cmd->add_option("--output", reg.outputs, "NAME:DTYPE:SHAPE, e.g. logits:FP32:-1,10");
+  reg_cmd->add_option("--accuracy", reg.accuracy, "Declared accuracy when there is no valset");
+  reg_cmd->add_flag("--json", reg.json, "Print JSON");
+  reg_cmd->callback([&] { exit_code = maitre::cli::RunRegister(reg); });
+
+  maitre::cli::InferArgs infer;
+  infer.server = kDefaultServer;
+  CLI::App* infer_cmd = app.add_subcommand("infer", "Send one inference request");
+  infer_cmd->add_option("--server", infer.server, "Server URL")->capture_default_str();
+  infer_cmd->add_option("--model", infer.model, "Model, or model:variant");
+  infer_cmd->add_option("--app", infer.app, "App (model-less query)");
+  infer_cmd->add_option("--latency-ms", infer.latency_ms, "Latency objective");
+  infer_cmd->add_option("--min-accuracy", infer.min_accuracy, "Minimum accuracy (fraction)");
+  infer_cmd->add_option("--max-cost", infer.max_cost, "Cost ceiling, $/h");
+  infer_cmd->add_option("--input", infer.input, ".npz arrays or a .json v2 request")->required();
+  infer_cmd->add_flag("--json", infer.json, "Print the raw JSON response");
+  infer_cmd->callback([&] { exit_code = maitre::cli::RunInfer(infer); });
+
+  maitre::cli::ListArgs list;
+  list.server = kDefaultServer;
+  for (auto [name, help] : {std::pair{"apps", "List apps"}, {"models", "List models"}}) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("--server", list.server, "Server URL")->capture_default_str();
+    cmd->add_option("--app", list.app, "Only this app");
+    cmd->add_flag("--json", list.json, "Print JSON");
+  }
+  app.get_subcommand("apps")->callback([&] { exit_code = maitre::cli::RunApps(list); });
+  app.get_subcommand("models")->callback([&] { exit_code = maitre::cli::RunModels(list); });
+
   CLI11_PARSE(app, argc, argv);
-  return 0;
+  return exit_code;
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "core/model_spec.h"
 #include "core/profile.h"
 
 namespace maitre {
@@ -29,6 +30,14 @@ struct VariantKey {
   bool operator<(const VariantKey& o) const {
     return model != o.model ? model < o.model : variant < o.variant;
   }
+};
+
+// Everything a worker needs to load and run one variant.
+struct VariantSpec {
+  VariantKey key;
+  Runtime runtime = Runtime::kTorch;
+  std::string blob;  // content hash of the file the executor loads
+  ModelSpec spec;
 };
 
 enum class AccuracySource { kUnknown, kMeasured, kDeclared };

@@ -1,7 +1,12 @@
 #include "policy/batching.h"
 
 #include "absl/strings/str_cat.h"
+#include "policy/batching_clipper.h"
+#include "policy/batching_mark.h"
+#include "policy/batching_nexus.h"
+#include "policy/batching_proteus.h"
 #include "policy/batching_timeout.h"
+#include "policy/latency_table.h"
 
 namespace maitre::policy {
 
@@ -22,15 +27,64 @@ int32_t PrefixWithin(absl::Span<const QueuedQuery> queue, int32_t max_rows) {
   return n;
 }
 
-absl::StatusOr<std::unique_ptr<BatchingPolicy>> CreateBatchingPolicy(
-    const BatchingOptions& options, const Profile& profile) {
+absl::StatusOr<std::unique_ptr<BatchingPolicy>> CreateBatchingPolicy(const BatchingOptions& options,
+                                                                     const Profile& profile) {
   if (options.max_batch < 1) return absl::InvalidArgumentError("max_batch must be at least 1");
-  if (options.policy == "timeout") {
-    return std::make_unique<TimeoutBatching>(options.max_batch, options.max_queue_delay);
+  if (options.max_queue_delay < 0 || options.slo < 0 || options.expected_rate_qps < 0) {
+    return absl::InvalidArgumentError(
+        "max_queue_delay, slo and expected_rate_qps must not be negative");
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown batching policy \"", options.policy,
-      "\"; choose timeout, proteus, clipper-aimd, nexus or mark"));
+  const bool p99 = !options.plan_with_median;
+  auto needs_profile = [&]() -> absl::Status {
+    if (profile.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "batching policy \"", options.policy, "\" plans with service times and needs a profile"));
+    }
+    return absl::OkStatus();
+  };
+  if (options.policy == "timeout") {
+    if (profile.empty()) {
+      return std::make_unique<TimeoutBatching>(options.max_batch, options.max_queue_delay);
+    }
+    return std::make_unique<TimeoutBatching>(options.max_batch, options.max_queue_delay,
+                                             LatencyTable::Build(profile, options.max_batch), p99);
+  }
+  if (options.policy == "proteus") {
+    if (auto s = needs_profile(); !s.ok()) return s;
+    return std::make_unique<ProteusBatching>(options.max_batch, options.slo,
+                                             LatencyTable::Build(profile, options.max_batch), p99);
+  }
+  if (options.policy == "nexus") {
+    if (auto s = needs_profile(); !s.ok()) return s;
+    return std::make_unique<NexusBatching>(options.max_batch, options.slo,
+                                           LatencyTable::Build(profile, options.max_batch));
+  }
+  if (options.policy == "mark") {
+    if (auto s = needs_profile(); !s.ok()) return s;
+    return std::make_unique<MarkBatching>(options.max_batch, options.slo, options.expected_rate_qps,
+                                          LatencyTable::Build(profile, options.max_batch), p99);
+  }
+  if (options.policy == "clipper-aimd") {
+    if (!(options.aimd_step > 0) || !(options.aimd_decrease > 0 && options.aimd_decrease < 1) ||
+        options.aimd_initial_batch < 1) {
+      return absl::InvalidArgumentError(
+          "clipper-aimd needs aimd_step > 0, 0 < aimd_decrease < 1 and aimd_initial_batch >= 1");
+    }
+    ClipperAimdBatching::Options o;
+    o.max_batch = options.max_batch;
+    o.initial_batch = options.aimd_initial_batch;
+    o.step = options.aimd_step;
+    o.decrease = options.aimd_decrease;
+    o.batch_latency_signal = options.aimd_batch_latency_signal;
+    o.slo = options.slo;
+    if (o.batch_latency_signal && o.slo <= 0) {
+      return absl::InvalidArgumentError("clipper-aimd's batch-latency signal needs an slo");
+    }
+    return std::make_unique<ClipperAimdBatching>(o);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown batching policy \"", options.policy,
+                   "\"; choose timeout, proteus, clipper-aimd, nexus or mark"));
 }
 
 }  // namespace maitre::policy

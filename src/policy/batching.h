@@ -75,6 +75,23 @@ struct BatchingOptions {
   // `nexus`, `mark`: the latency objective the batch size is derived from.
   // When zero, policies that need one use the head query's own deadline.
   Nanos slo = 0;
+  // `mark`: the arrival rate this instance expects (queries per second), for
+  // MArk's stability constraint W + T_b <= b/rate. Zero leaves it out.
+  double expected_rate_qps = 0;
+  // `clipper-aimd`: the maximum batch starts at `aimd_initial_batch`, grows
+  // by `aimd_step` after each batch with no miss and is multiplied by
+  // `aimd_decrease` after a batch with a miss (Clipper: +1, x0.9).
+  int32_t aimd_initial_batch = 1;
+  double aimd_step = 1;
+  double aimd_decrease = 0.9;
+  // `clipper-aimd`: what counts as a miss. By default a batch in which some
+  // query finished after its deadline (as in the Proteus artifact's AIMD);
+  // when set, a batch whose own service time exceeded `slo` (the Clipper
+  // paper's signal, blind to queueing).
+  bool aimd_batch_latency_signal = false;
+  // `proteus`, `nexus`, `mark`, `timeout`: plan service times with the
+  // profile's median instead of its p99 (the default; see batching_proteus.h).
+  bool plan_with_median = false;
 };
 
 // `profile` is the variant's profile on this worker type; policies that plan

@@ -1,0 +1,288 @@
+#include "cli/client_commands.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cli/api_client.h"
+#include "cli/table.h"
+#include "core/file_util.h"
+#include "core/status_macros.h"
+#include "http/multipart.h"
+#include "runtime/npz.h"
+
+namespace maitre::cli {
+namespace {
+
+using nlohmann::json;
+
+int Fail(const absl::Status& status) {
+  std::cerr << "maitre: " << status.message() << "\n";
+  return 1;
+}
+
+// "input:FP32:-1,1,28,28" -> {"name","datatype","shape"}.
+absl::StatusOr<json> ParseTensorFlag(const std::string& flag) {
+  std::vector<std::string> f = absl::StrSplit(flag, ':');
+  if (f.size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad tensor spec \"", flag, "\"; expected NAME:DTYPE:SHAPE, e.g. "
+                     "input:FP32:-1,1,28,28"));
+  }
+  json shape = json::array();
+  for (absl::string_view d : absl::StrSplit(f[2], ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(d, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad dimension \"", d, "\" in ", flag));
+    }
+    shape.push_back(v);
+  }
+  return json{{"name", f[0]}, {"datatype", absl::AsciiStrToUpper(f[1])}, {"shape", shape}};
+}
+
+absl::StatusOr<std::string> BuildMeta(const RegisterArgs& args) {
+  if (!args.meta.empty()) return ReadFileToString(args.meta);
+  std::string format = args.format;
+  if (format.empty()) format = absl::EndsWith(args.model, ".onnx") ? "onnx" : "torchscript";
+  if (args.inputs.empty() || args.outputs.empty()) {
+    return absl::InvalidArgumentError(
+        "describe the model with --meta FILE, or with --input and --output "
+        "(NAME:DTYPE:SHAPE, e.g. --input input:FP32:-1,1,28,28 --output logits:FP32:-1,10)");
+  }
+  json meta{{"format", format}, {"inputs", json::array()}, {"outputs", json::array()}};
+  for (const std::string& i : args.inputs) {
+    MAITRE_ASSIGN_OR_RETURN(json t, ParseTensorFlag(i));
+    meta["inputs"].push_back(t);
+  }
+  for (const std::string& o : args.outputs) {
+    MAITRE_ASSIGN_OR_RETURN(json t, ParseTensorFlag(o));
+    meta["outputs"].push_back(t);
+  }
+  if (args.accuracy >= 0) meta["accuracy"] = args.accuracy;
+  return meta.dump();
+}
+
+// JSON "data" for one tensor of a v2 request.
+json TensorData(const Tensor& t) {
+  json data = json::array();
+  int64_t n = t.NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case DataType::kFp32:
+        data.push_back(t.As<float>()[i]);
+        break;
+      case DataType::kFp64:
+        data.push_back(t.As<double>()[i]);
+        break;
+      case DataType::kInt64:
+        data.push_back(t.As<int64_t>()[i]);
+        break;
+      case DataType::kInt32:
+        data.push_back(t.As<int32_t>()[i]);
+        break;
+      case DataType::kUint8:
+        data.push_back(t.As<uint8_t>()[i]);
+        break;
+      default:
+        data.push_back(0);
+    }
+  }
+  return data;
+}
+
+// A v2 request body from an input file: a .json request as it is, or the
+// arrays of a .npz (all but "labels", which is returned for comparison).
+absl::StatusOr<std::string> RequestBody(const InferArgs& args, std::vector<int64_t>* labels) {
+  MAITRE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(args.input));
+  json request;
+  if (absl::EndsWith(args.input, ".json")) {
+    request = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+    if (request.is_discarded() || !request.is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat(args.input, " is not a JSON object"));
+    }
+  } else {
+    MAITRE_ASSIGN_OR_RETURN(auto arrays, runtime::ParseNpz(bytes));
+    request["inputs"] = json::array();
+    for (const auto& [name, tensor] : arrays) {
+      if (name == "labels") {
+        if (tensor.dtype == DataType::kInt64) {
+          labels->assign(tensor.As<int64_t>(), tensor.As<int64_t>() + tensor.NumElements());
+        }
+        continue;
+      }
+      request["inputs"].push_back({{"name", name},
+                                   {"datatype", std::string(DataTypeName(tensor.dtype))},
+                                   {"shape", tensor.shape},
+                                   {"data", TensorData(tensor)}});
+    }
+    if (request["inputs"].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(args.input, " holds no input arrays"));
+    }
+  }
+  json& params = request["parameters"];
+  if (!params.is_object()) params = json::object();
+  if (args.latency_ms > 0) params["latency_ms"] = args.latency_ms;
+  if (args.min_accuracy >= 0) params["min_accuracy"] = args.min_accuracy;
+  if (args.max_cost >= 0) params["max_cost"] = args.max_cost;
+  return request.dump();
+}
+
+}  // namespace
+
+int RunRegister(const RegisterArgs& args) {
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  auto meta = BuildMeta(args);
+  if (!meta.ok()) return Fail(meta.status());
+  std::vector<http::Part> parts;
+  auto model = ReadFileToString(args.model);
+  if (!model.ok()) return Fail(model.status());
+  parts.push_back({"model", args.model, "application/octet-stream", *std::move(model)});
+  parts.push_back({"meta", "meta.json", "application/json", *std::move(meta)});
+  for (const auto& [name, path] : {std::pair{"valset", args.valset}, {"onnx", args.onnx}}) {
+    if (path.empty()) continue;
+    auto bytes = ReadFileToString(path);
+    if (!bytes.ok()) return Fail(bytes.status());
+    parts.push_back({name, path, "application/octet-stream", *std::move(bytes)});
+  }
+  std::string content_type;
+  std::string body = http::EncodeMultipart(parts, &content_type);
+  std::cerr << "registering " << args.name << " for app " << args.app
+            << " (the server checks it on a worker) ...\n";
+  auto result = api->Post(absl::StrCat("/v2/apps/", args.app, "/models/", args.name),
+                          std::move(body), content_type);
+  if (!result.ok()) return Fail(result.status());
+  if (args.json) {
+    std::cout << result->dump(2) << "\n";
+    return 0;
+  }
+  std::cout << (result->value("unchanged", false) ? "already registered (same file): "
+                                                  : "registered: ")
+            << args.app << "/" << args.name << "\n";
+  Table table({"VARIANT", "RUNTIME", "ACCURACY", "SOURCE", "STATE"});
+  for (const json& v : (*result)["variants"]) {
+    table.Add({v["variant"], v["runtime"], absl::StrFormat("%.4f", v["accuracy"].get<double>()),
+               v["accuracy_source"], v["state"]});
+  }
+  std::cout << table.Render();
+  return 0;
+}
+
+int RunInfer(const InferArgs& args) {
+  if (args.model.empty() == args.app.empty()) {
+    return Fail(absl::InvalidArgumentError("give exactly one of --model or --app"));
+  }
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  std::vector<int64_t> labels;
+  auto body = RequestBody(args, &labels);
+  if (!body.ok()) return Fail(body.status());
+  std::string path = args.app.empty() ? absl::StrCat("/v2/models/", args.model, "/infer")
+                                      : absl::StrCat("/v2/apps/", args.app, "/infer");
+  auto result = api->Post(path, *std::move(body));
+  if (!result.ok()) return Fail(result.status());
+  if (args.json) {
+    std::cout << result->dump(2) << "\n";
+    return 0;
+  }
+  const json& p = (*result)["parameters"];
+  std::cout << "model    " << (*result)["model_name"].get<std::string>() << "\n"
+            << "variant  " << (*result)["model_version"].get<std::string>() << "\n"
+            << "worker   " << p.value("worker", "") << " (" << p.value("worker_type", "")
+            << ")\n"
+            << absl::StrFormat("timings  queue %d us, compute %d us, total %d us, batch %d\n",
+                               p.value("queue_us", 0), p.value("compute_us", 0),
+                               p.value("total_us", 0), p.value("batch_size", 0));
+  for (const json& out : (*result)["outputs"]) {
+    std::vector<int64_t> shape = out["shape"];
+    std::cout << "output   " << out["name"].get<std::string>() << " " << out["shape"].dump()
+              << " " << out["datatype"].get<std::string>() << "\n";
+    if (shape.size() != 2 || !out["data"].is_array()) continue;
+    // Scores per row: show the top-1 class, and the label when known.
+    int correct = 0;
+    for (int64_t r = 0; r < shape[0]; ++r) {
+      int64_t best = 0;
+      double best_score = -1e300;
+      for (int64_t c = 0; c < shape[1]; ++c) {
+        const json& v = out["data"][r * shape[1] + c];
+        double score = v.is_number() ? v.get<double>() : -1e300;
+        if (score > best_score) {
+          best_score = score;
+          best = c;
+        }
+      }
+      std::cout << "  row " << r << ": class " << best;
+      if (r < static_cast<int64_t>(labels.size())) {
+        std::cout << " (label " << labels[r] << ")";
+        correct += labels[r] == best ? 1 : 0;
+      }
+      std::cout << "\n";
+    }
+    if (!labels.empty()) {
+      std::cout << absl::StrFormat("  %d of %d correct\n", correct, shape[0]);
+    }
+  }
+  return 0;
+}
+
+int RunApps(const ListArgs& args) {
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  auto apps = api->Get("/v2/apps");
+  if (!apps.ok()) return Fail(apps.status());
+  if (args.json) {
+    std::cout << apps->dump(2) << "\n";
+    return 0;
+  }
+  Table table({"APP", "MODELS", "DEFAULTS"});
+  for (const json& app : (*apps)["apps"]) {
+    table.Add({app["name"], std::to_string(app["models"].size()), app["defaults"].dump()});
+  }
+  std::cout << table.Render();
+  return 0;
+}
+
+int RunModels(const ListArgs& args) {
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  std::vector<std::string> apps;
+  if (!args.app.empty()) {
+    apps.push_back(args.app);
+  } else {
+    auto list = api->Get("/v2/apps");
+    if (!list.ok()) return Fail(list.status());
+    for (const json& app : (*list)["apps"]) apps.push_back(app["name"]);
+  }
+  json all = json::array();
+  Table table({"MODEL", "APP", "FORMAT", "VARIANTS", "BEST ACCURACY", "READY"});
+  for (const std::string& app_name : apps) {
+    auto app = api->Get(absl::StrCat("/v2/apps/", app_name));
+    if (!app.ok()) return Fail(app.status());
+    for (json& model : (*app)["models"]) {
+      double best = 0;
+      int ready = 0;
+      for (const json& v : model["variants"]) {
+        best = std::max(best, v["accuracy"].get<double>());
+        ready += v["state"] == "ready" ? 1 : 0;
+      }
+      table.Add({model["name"], app_name, model["format"],
+                 std::to_string(model["variants"].size()), absl::StrFormat("%.4f", best),
+                 absl::StrCat(ready, "/", model["variants"].size())});
+      model["app"] = app_name;
+      all.push_back(model);
+    }
+  }
+  if (args.json) {
+    std::cout << all.dump(2) << "\n";
+  } else {
+    std::cout << table.Render();
+  }
+  return 0;
+}
+
+}  // namespace maitre::cli

@@ -1,0 +1,47 @@
+// The client subcommands of `maitre` (DESIGN §6.3): register, infer, apps,
+// models. Each talks to a running server over its HTTP API.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace maitre::cli {
+
+struct RegisterArgs {
+  std::string server;
+  std::string app;
+  std::string name;
+  std::string model;    // file
+  std::string valset;   // optional .npz
+  std::string onnx;     // optional ONNX companion
+  std::string meta;     // optional meta JSON file
+  std::string format;   // torchscript | onnx (default: from the file)
+  std::vector<std::string> inputs;   // NAME:DTYPE:SHAPE
+  std::vector<std::string> outputs;  // NAME:DTYPE:SHAPE
+  double accuracy = -1;              // declared, when no valset
+  bool json = false;
+};
+
+struct InferArgs {
+  std::string server;
+  std::string model;
+  std::string app;
+  double latency_ms = 0;
+  double min_accuracy = -1;
+  double max_cost = -1;
+  std::string input;  // .npz or .json
+  bool json = false;
+};
+
+struct ListArgs {
+  std::string server;
+  std::string app;
+  bool json = false;
+};
+
+int RunRegister(const RegisterArgs& args);
+int RunInfer(const InferArgs& args);
+int RunApps(const ListArgs& args);
+int RunModels(const ListArgs& args);
+
+}  // namespace maitre::cli

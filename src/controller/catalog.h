@@ -1,0 +1,79 @@
+// The data path's view of the registry: apps, models, variants and their
+// profiles as an immutable snapshot. Queries read a snapshot without locks
+// or database access; registration builds a new snapshot and swaps it in.
+//
+// Thread-safety: thread-safe; snapshots are immutable and shared.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/registry/registry.h"
+#include "core/variant.h"
+
+namespace maitre::controller {
+
+struct CatalogVariant {
+  VariantSpec spec;
+  double accuracy = 0;
+  AccuracySource accuracy_source = AccuracySource::kUnknown;
+  registry::VariantState state = registry::VariantState::kPending;
+  std::string detail;
+  std::map<std::string, Profile> profiles;  // by worker type
+
+  bool ready() const { return state == registry::VariantState::kReady; }
+  const Profile* ProfileOn(const std::string& worker_type) const {
+    auto it = profiles.find(worker_type);
+    return it == profiles.end() ? nullptr : &it->second;
+  }
+};
+
+struct CatalogModel {
+  std::string app;
+  std::string name;
+  ModelSpec spec;
+  std::string valset_blob;
+  std::vector<CatalogVariant> variants;  // the registered variant first
+
+  const CatalogVariant* FindVariant(absl::string_view variant) const;
+  // The variant served when a query names only the model and no policy
+  // decides otherwise: the registered one if it is ready, else any ready one.
+  const CatalogVariant* DefaultVariant() const;
+};
+
+struct CatalogApp {
+  std::string name;
+  Requirements defaults;
+  std::vector<std::string> models;
+};
+
+struct CatalogSnapshot {
+  std::map<std::string, CatalogApp, std::less<>> apps;
+  std::map<std::string, CatalogModel, std::less<>> models;
+
+  const CatalogModel* FindModel(absl::string_view name) const;
+  const CatalogApp* FindApp(absl::string_view name) const;
+};
+
+class Catalog {
+ public:
+  Catalog() : snapshot_(std::make_shared<const CatalogSnapshot>()) {}
+
+  std::shared_ptr<const CatalogSnapshot> Get() const {
+    absl::ReaderMutexLock lock(&mu_);
+    return snapshot_;
+  }
+
+  // Rebuilds the snapshot from the registry.
+  absl::Status Reload(const registry::Registry& registry);
+
+ private:
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const CatalogSnapshot> snapshot_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::controller

@@ -1,0 +1,171 @@
+// The controller's live view of its workers and the instances on them: who
+// is registered, what each worker last reported, which variants are loading
+// or ready where, and how many queries this controller has in flight to each
+// instance. It is the metadata store's in-memory half (DESIGN §3); the
+// registry is the durable half.
+//
+// Thread-safety: thread-safe. Data-path calls (PickReady, Release) hold the
+// lock for a short scan of the workers.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/worker_api.h"
+#include "core/clock.h"
+#include "core/variant.h"
+#include "core/worker_type.h"
+
+namespace maitre::controller {
+
+// Where an instance is in its life on a worker (see docs/architecture.md).
+//   kLoading --Load ok--> kReady --Unload--> (removed)
+//   kLoading --Load failed--> kFailed --retry after a pause--> kLoading
+// A worker's loss removes all its instances.
+enum class InstancePhase { kLoading, kReady, kFailed };
+absl::string_view InstancePhaseName(InstancePhase phase);
+
+// One instance's figures from its worker's last report.
+struct InstanceStats {
+  int replicas = 0;
+  int queue_length = 0;
+  double arrival_qps = 0;
+  double served_qps = 0;
+  double latency_p50_ms = 0;
+  double latency_p99_ms = 0;
+  double compute_p50_ms = 0;
+  double mean_batch = 0;
+  int64_t dropped = 0;
+};
+
+struct InstanceView {
+  VariantKey key;
+  InstancePhase phase = InstancePhase::kLoading;
+  std::string error;       // why the last load failed
+  Nanos phase_since = 0;
+  int64_t outstanding = 0;  // queries in flight from this controller
+  InstanceStats stats;
+};
+
+struct WorkerView {
+  std::string id;
+  WorkerType type;
+  std::string address;
+  int pid = 0;
+  std::string launch_token;
+  Nanos registered_at = 0;
+  Nanos last_report = 0;
+  double cpu_utilisation = 0;
+  double memory_mb = 0;
+  std::vector<InstanceView> instances;
+};
+
+// What a worker reports (the transport-free form of ReportRequest).
+struct WorkerReport {
+  std::string worker_id;
+  double cpu_utilisation = 0;
+  double memory_mb = 0;
+  std::vector<std::pair<VariantKey, InstanceStats>> instances;
+};
+
+// A chosen instance for one query. Release() it when the query completes.
+struct Route {
+  std::string worker_id;
+  std::string worker_type;
+  std::shared_ptr<WorkerApi> api;
+};
+
+using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
+
+class Cluster {
+ public:
+  struct Options {
+    WorkerTypeTable types = WorkerTypeTable::Default();
+    const Clock* clock = SteadyClock::Get();
+    // A worker that has not reported for this long is considered lost.
+    Nanos silence_limit = 3 * kSecond;
+    // How a WorkerApi is made for a worker's address.
+    std::function<std::unique_ptr<WorkerApi>(const std::string& address)> connect =
+        NewGrpcWorkerApi;
+  };
+
+  explicit Cluster(Options options);
+
+  const WorkerTypeTable& types() const { return options_.types; }
+
+  // ---- membership ----
+  // Registers a worker; InvalidArgument for a type not in the table.
+  absl::StatusOr<std::string> AddWorker(const std::string& type, const std::string& address,
+                                        int pid, const std::string& launch_token);
+  // Updates a worker's figures; false when the worker is unknown.
+  bool ApplyReport(const WorkerReport& report);
+  // Forgets a worker. Its loading instances' waiters get UNAVAILABLE.
+  void RemoveWorker(const std::string& worker_id, absl::string_view reason);
+  // Removes workers silent for longer than the limit; returns their ids.
+  std::vector<std::string> RemoveSilentWorkers();
+  // Called (without the lock held) whenever a worker is removed.
+  void OnWorkerRemoved(std::function<void(const WorkerView&)> callback);
+
+  // ---- data path ----
+  // The ready instance of `key` with the fewest queries in flight, counting
+  // this query; nullopt when none is ready.
+  std::optional<Route> PickReady(const VariantKey& key);
+  void Release(const std::string& worker_id, const VariantKey& key);
+
+  // ---- loading ----
+  // Where `key` is loading, if anywhere: adds `waiter` there and returns
+  // true. Otherwise returns false and keeps `waiter`.
+  bool WaitForLoad(const VariantKey& key, LoadWaiter& waiter);
+  // Marks `key` as loading on `worker_id` with a first waiter (may be null).
+  // If the worker is gone, the waiter is told so and the error returned.
+  absl::Status BeginLoad(const std::string& worker_id, const VariantKey& key,
+                         LoadWaiter waiter);
+  // Ends a load; waiters are told (outside the lock).
+  void FinishLoad(const std::string& worker_id, const VariantKey& key, absl::Status status);
+  // Removes an instance after it was unloaded.
+  void RemoveInstance(const std::string& worker_id, const VariantKey& key);
+  // When `key` last failed to load anywhere, and why (for backing off).
+  std::optional<std::pair<Nanos, std::string>> LastLoadFailure(const VariantKey& key) const;
+
+  std::shared_ptr<WorkerApi> Api(const std::string& worker_id) const;
+  std::vector<WorkerView> Snapshot() const;
+  size_t worker_count() const;
+
+ private:
+  struct Instance {
+    InstancePhase phase = InstancePhase::kLoading;
+    std::string error;
+    Nanos phase_since = 0;
+    int64_t outstanding = 0;
+    InstanceStats stats;
+    std::vector<LoadWaiter> waiters;
+  };
+  struct Worker {
+    WorkerView view;  // instances are kept in `instances` below
+    std::shared_ptr<WorkerApi> api;
+    std::map<VariantKey, Instance> instances;
+  };
+
+  WorkerView ViewOf(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the worker and returns what is left to do outside the lock.
+  std::pair<WorkerView, std::vector<LoadWaiter>> EraseWorkerLocked(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> waiters,
+                     absl::string_view reason);
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<VariantKey, std::pair<Nanos, std::string>> load_failures_ ABSL_GUARDED_BY(mu_);
+  int64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
+  std::vector<std::function<void(const WorkerView&)>> removed_callbacks_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::controller

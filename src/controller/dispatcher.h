@@ -1,0 +1,61 @@
+// The data path from a parsed request to a worker and back (DESIGN §3):
+// resolve what the query names, check its inputs, choose a variant and an
+// instance, load on demand, send it with its deadline, and retry once
+// elsewhere if the worker is lost on the way.
+//
+// Thread-safety: thread-safe. Infer never blocks; its callback runs on a
+// transport or control thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "controller/catalog.h"
+#include "controller/cluster.h"
+#include "controller/infer_codec.h"
+#include "controller/placer.h"
+
+namespace maitre::controller {
+
+// What a query names: a model (Maitre picks the variant) or one variant.
+struct InferTarget {
+  std::string model;
+  std::string variant;  // empty: Maitre chooses
+};
+
+using InferDone = absl::AnyInvocable<void(absl::StatusOr<InferResponse>) &&>;
+
+class Dispatcher {
+ public:
+  struct Options {
+    Catalog* catalog = nullptr;
+    Cluster* cluster = nullptr;
+    Placer* placer = nullptr;
+    const Clock* clock = SteadyClock::Get();
+    // The deadline of a query that states no latency objective.
+    Nanos default_timeout = 30 * kSecond;
+    // Sends after the first when a worker is lost mid-query.
+    int max_retries = 1;
+    // Workers aim to answer this long before a query's deadline: the reply's
+    // trip back plus scheduling delay on a busy host.
+    Nanos reply_margin = kMillisecond;
+  };
+
+  explicit Dispatcher(Options options) : options_(options) {}
+
+  // `received` is when the front-end received the query; deadlines and the
+  // reported total time count from it.
+  void Infer(InferTarget target, InferRequest request, Nanos received, InferDone done);
+
+ private:
+  struct Query;
+  void Attempt(std::shared_ptr<Query> query);
+  void Send(std::shared_ptr<Query> query, Route route);
+  void Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result);
+
+  const Options options_;
+};
+
+}  // namespace maitre::controller

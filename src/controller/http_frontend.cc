@@ -1,0 +1,350 @@
+#include "controller/http_frontend.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "controller/infer_codec.h"
+#include "controller/status_http.h"
+#include "http/multipart.h"
+
+namespace maitre::controller {
+namespace {
+
+using nlohmann::json;
+
+http::Response ErrorResponse(const absl::Status& status) {
+  return http::Response::Error(HttpStatusFor(status), status.message());
+}
+
+json SpecJson(const TensorSpec& spec) {
+  return {{"name", spec.name},
+          {"datatype", std::string(DataTypeName(spec.dtype))},
+          {"shape", spec.shape}};
+}
+
+json RequirementsJson(const Requirements& r) {
+  json j = json::object();
+  if (r.latency_ms) j["latency_ms"] = *r.latency_ms;
+  if (r.min_accuracy) j["min_accuracy"] = *r.min_accuracy;
+  if (r.max_cost) j["max_cost"] = *r.max_cost;
+  return j;
+}
+
+// "model" or "model:variant" as the {model} path segment, plus an optional
+// /versions/{version} which also names a variant.
+InferTarget TargetOf(const http::PathParams& params) {
+  InferTarget target;
+  auto model = params.find("model");
+  target.model = model->second;
+  if (auto key = VariantKey::Parse(target.model)) {
+    target.model = key->model;
+    target.variant = key->variant;
+  }
+  if (auto version = params.find("version"); version != params.end()) {
+    target.variant = version->second;
+  }
+  return target;
+}
+
+class Frontend {
+ public:
+  explicit Frontend(const FrontendOptions& options) : o_(options) {}
+
+  void Live(http::Responder respond) {
+    std::move(respond)(http::Response::Json(200, R"({"live":true})"));
+  }
+
+  void Ready(http::Responder respond) {
+    if (o_.cluster->worker_count() == 0) {
+      std::move(respond)(http::Response::Json(
+          503, R"({"ready":false,"error":"no worker has joined the controller yet"})"));
+      return;
+    }
+    std::move(respond)(http::Response::Json(200, R"({"ready":true})"));
+  }
+
+  void ServerMetadata(http::Responder respond) {
+    json j{{"name", "maitre"},
+           {"version", o_.version},
+           {"extensions",
+            {"model_less_apps", "variants", "registration", "repository_index"}}};
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  void ModelMetadata(const http::PathParams& params, http::Responder respond) {
+    InferTarget target = TargetOf(params);
+    auto catalog = o_.catalog->Get();
+    const CatalogModel* model = catalog->FindModel(target.model);
+    if (model == nullptr) {
+      std::move(respond)(ErrorResponse(UnknownModel(target.model)));
+      return;
+    }
+    if (!target.variant.empty() && model->FindVariant(target.variant) == nullptr) {
+      std::move(respond)(ErrorResponse(UnknownVariant(*model, target.variant)));
+      return;
+    }
+    json j{{"name", model->name},
+           {"versions", json::array()},
+           {"platform", model->spec.format == ModelFormat::kOnnx ? "onnx" : "pytorch_torchscript"},
+           {"inputs", json::array()},
+           {"outputs", json::array()}};
+    for (const CatalogVariant& v : model->variants) j["versions"].push_back(v.spec.key.variant);
+    for (const TensorSpec& t : model->spec.inputs) j["inputs"].push_back(SpecJson(t));
+    for (const TensorSpec& t : model->spec.outputs) j["outputs"].push_back(SpecJson(t));
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  void ModelReady(const http::PathParams& params, http::Responder respond) {
+    InferTarget target = TargetOf(params);
+    auto catalog = o_.catalog->Get();
+    const CatalogModel* model = catalog->FindModel(target.model);
+    if (model == nullptr) {
+      std::move(respond)(ErrorResponse(UnknownModel(target.model)));
+      return;
+    }
+    const CatalogVariant* variant =
+        target.variant.empty() ? model->DefaultVariant() : model->FindVariant(target.variant);
+    bool ready = variant != nullptr && variant->ready() && o_.cluster->worker_count() > 0;
+    json j{{"name", model->name}, {"ready", ready}};
+    if (!ready) {
+      j["error"] = variant == nullptr ? "no ready variant" : "no worker or variant not ready";
+    }
+    std::move(respond)(http::Response::Json(ready ? 200 : 503, j.dump()));
+  }
+
+  void Infer(http::Request&& request, const http::PathParams& params, http::Responder respond) {
+    Nanos received = o_.clock->Now();
+    auto parsed = ParseInferRequestJson(request.body);
+    if (!parsed.ok()) {
+      std::move(respond)(ErrorResponse(parsed.status()));
+      return;
+    }
+    o_.dispatcher->Infer(TargetOf(params), *std::move(parsed), received,
+                         [respond = std::move(respond)](
+                             absl::StatusOr<InferResponse> result) mutable {
+                           if (!result.ok()) {
+                             std::move(respond)(ErrorResponse(result.status()));
+                             return;
+                           }
+                           std::move(respond)(
+                               http::Response::Json(200, WriteInferResponseJson(*result)));
+                         });
+  }
+
+  void Register(http::Request&& request, const http::PathParams& params,
+                http::Responder respond) {
+    absl::string_view content_type = request.GetHeader("Content-Type");
+    if (!absl::StartsWithIgnoreCase(content_type, "multipart/form-data")) {
+      std::move(respond)(http::Response::Error(
+          400, "registration takes multipart/form-data with parts 'model' (the file), 'meta' "
+               "(JSON) and optionally 'valset' (.npz) and 'onnx'"));
+      return;
+    }
+    auto parts = http::ParseMultipart(content_type, request.body);
+    if (!parts.ok()) {
+      std::move(respond)(ErrorResponse(parts.status()));
+      return;
+    }
+    Upload upload;
+    upload.app = params.find("app")->second;
+    upload.model = params.find("model")->second;
+    for (http::Part& part : *parts) {
+      if (part.name == "model") upload.model_bytes = std::move(part.data);
+      else if (part.name == "meta") upload.meta_json = std::move(part.data);
+      else if (part.name == "valset") upload.valset_bytes = std::move(part.data);
+      else if (part.name == "onnx") upload.onnx_bytes = std::move(part.data);
+    }
+    // Registration takes seconds (validation runs on a worker): it must not
+    // hold an I/O thread, so it runs on the control queue.
+    auto shared_respond = std::make_shared<http::Responder>(std::move(respond));
+    o_.control->Post([this, upload = std::move(upload), shared_respond] {
+      auto result = o_.registrar->Register(upload);
+      if (!result.ok()) {
+        std::move (*shared_respond)(ErrorResponse(result.status()));
+        return;
+      }
+      json j{{"app", result->app},
+             {"model", result->model},
+             {"unchanged", result->unchanged},
+             {"variants", json::array()}};
+      for (const RegisteredVariant& v : result->variants) {
+        j["variants"].push_back({{"variant", v.variant},
+                                 {"runtime", v.runtime},
+                                 {"accuracy", v.accuracy},
+                                 {"accuracy_source", v.accuracy_source},
+                                 {"state", v.state}});
+      }
+      std::move (*shared_respond)(http::Response::Json(result->unchanged ? 200 : 201, j.dump()));
+    });
+  }
+
+  void ListApps(http::Responder respond) {
+    auto catalog = o_.catalog->Get();
+    json apps = json::array();
+    for (const auto& [name, app] : catalog->apps) {
+      apps.push_back(
+          {{"name", name}, {"defaults", RequirementsJson(app.defaults)}, {"models", app.models}});
+    }
+    std::move(respond)(http::Response::Json(200, json{{"apps", apps}}.dump()));
+  }
+
+  void GetApp(const http::PathParams& params, http::Responder respond) {
+    auto catalog = o_.catalog->Get();
+    const std::string& name = params.find("app")->second;
+    const CatalogApp* app = catalog->FindApp(name);
+    if (app == nullptr) {
+      std::move(respond)(http::Response::Error(
+          404, absl::StrCat("no app named '", name, "'; GET /v2/apps lists them")));
+      return;
+    }
+    json models = json::array();
+    for (const std::string& model_name : app->models) {
+      const CatalogModel* model = catalog->FindModel(model_name);
+      if (model != nullptr) models.push_back(ModelJson(*model));
+    }
+    json j{{"name", app->name}, {"defaults", RequirementsJson(app->defaults)}, {"models", models}};
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  void RepositoryIndex(http::Responder respond) {
+    auto catalog = o_.catalog->Get();
+    std::vector<WorkerView> workers = o_.cluster->Snapshot();
+    json models = json::array();
+    for (const auto& [name, model] : catalog->models) {
+      for (const CatalogVariant& v : model.variants) {
+        json instances = json::array();
+        for (const WorkerView& w : workers) {
+          for (const InstanceView& inst : w.instances) {
+            if (!(inst.key == v.spec.key)) continue;
+            instances.push_back({{"worker", w.id},
+                                 {"worker_type", w.type.name},
+                                 {"phase", std::string(InstancePhaseName(inst.phase))},
+                                 {"replicas", inst.stats.replicas},
+                                 {"queue_length", inst.stats.queue_length},
+                                 {"arrival_qps", inst.stats.arrival_qps},
+                                 {"served_qps", inst.stats.served_qps},
+                                 {"latency_p50_ms", inst.stats.latency_p50_ms},
+                                 {"latency_p99_ms", inst.stats.latency_p99_ms},
+                                 {"in_flight", inst.outstanding},
+                                 {"error", inst.error}});
+          }
+        }
+        models.push_back({{"name", model.name},
+                          {"version", v.spec.key.variant},
+                          {"app", model.app},
+                          {"state", v.ready() ? "READY" : "UNAVAILABLE"},
+                          {"reason", v.detail},
+                          {"instances", instances}});
+      }
+    }
+    json worker_list = json::array();
+    for (const WorkerView& w : workers) {
+      worker_list.push_back({{"id", w.id},
+                             {"type", w.type.name},
+                             {"address", w.address},
+                             {"pid", w.pid},
+                             {"cpu_utilisation", w.cpu_utilisation},
+                             {"memory_mb", w.memory_mb}});
+    }
+    std::move(respond)(
+        http::Response::Json(200, json{{"models", models}, {"workers", worker_list}}.dump()));
+  }
+
+ private:
+  static absl::Status UnknownModel(const std::string& name) {
+    return absl::NotFoundError(absl::StrCat("no model named '", name,
+                                            "' is registered; GET /v2/apps lists them"));
+  }
+  static absl::Status UnknownVariant(const CatalogModel& model, const std::string& variant) {
+    std::string known;
+    for (const CatalogVariant& v : model.variants) absl::StrAppend(&known, " ", v.spec.key.variant);
+    return absl::NotFoundError(
+        absl::StrCat("model '", model.name, "' has no variant '", variant, "'; it has:", known));
+  }
+
+  json ModelJson(const CatalogModel& model) const {
+    json variants = json::array();
+    for (const CatalogVariant& v : model.variants) {
+      json profiles = json::object();
+      for (const auto& [type_name, profile] : v.profiles) {
+        const WorkerType* type = o_.cluster->types().Find(type_name);
+        json points = json::array();
+        for (const LatencyPoint& p : profile.points()) {
+          points.push_back({{"batch", p.batch}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms}});
+        }
+        double best_qps = 0;
+        for (const LatencyPoint& p : profile.points()) {
+          best_qps = std::max(best_qps, profile.ThroughputAt(p.batch));
+        }
+        profiles[type_name] = {{"load_ms", profile.load_ms()},
+                               {"memory_mb", profile.memory_mb()},
+                               {"p50_batch1_ms", profile.LatencyAt(1)},
+                               {"max_throughput_qps", best_qps},
+                               {"price_per_hour", type ? type->price_per_hour : 0.0},
+                               {"points", points}};
+      }
+      variants.push_back({{"variant", v.spec.key.variant},
+                          {"runtime", std::string(RuntimeName(v.spec.runtime))},
+                          {"accuracy", v.accuracy},
+                          {"accuracy_source", std::string(AccuracySourceName(v.accuracy_source))},
+                          {"state", std::string(registry::VariantStateName(v.state))},
+                          {"detail", v.detail},
+                          {"profiles", profiles}});
+    }
+    json inputs = json::array(), outputs = json::array();
+    for (const TensorSpec& t : model.spec.inputs) inputs.push_back(SpecJson(t));
+    for (const TensorSpec& t : model.spec.outputs) outputs.push_back(SpecJson(t));
+    return {{"name", model.name},
+            {"format", std::string(ModelFormatName(model.spec.format))},
+            {"inputs", inputs},
+            {"outputs", outputs},
+            {"variants", variants}};
+  }
+
+  const FrontendOptions o_;
+};
+
+}  // namespace
+
+void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
+  // The router keeps its handlers for the server's lifetime; the frontend
+  // is shared by them all.
+  auto f = std::make_shared<Frontend>(options);
+  using http::PathParams;
+  using http::Request;
+  using http::Responder;
+  router.Add("GET", "/v2/health/live",
+             [f](Request&&, const PathParams&, Responder r) { f->Live(std::move(r)); });
+  router.Add("GET", "/v2/health/ready",
+             [f](Request&&, const PathParams&, Responder r) { f->Ready(std::move(r)); });
+  router.Add("GET", "/v2",
+             [f](Request&&, const PathParams&, Responder r) { f->ServerMetadata(std::move(r)); });
+  for (const char* base : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
+    router.Add("GET", base, [f](Request&&, const PathParams& p, Responder r) {
+      f->ModelMetadata(p, std::move(r));
+    });
+    router.Add("GET", absl::StrCat(base, "/ready"),
+               [f](Request&&, const PathParams& p, Responder r) {
+                 f->ModelReady(p, std::move(r));
+               });
+    router.Add("POST", absl::StrCat(base, "/infer"),
+               [f](Request&& q, const PathParams& p, Responder r) {
+                 f->Infer(std::move(q), p, std::move(r));
+               });
+  }
+  router.Add("POST", "/v2/apps/{app}/models/{model}",
+             [f](Request&& q, const PathParams& p, Responder r) {
+               f->Register(std::move(q), p, std::move(r));
+             });
+  router.Add("GET", "/v2/apps",
+             [f](Request&&, const PathParams&, Responder r) { f->ListApps(std::move(r)); });
+  router.Add("GET", "/v2/apps/{app}", [f](Request&&, const PathParams& p, Responder r) {
+    f->GetApp(p, std::move(r));
+  });
+  router.Add("POST", "/v2/repository/index", [f](Request&&, const PathParams&, Responder r) {
+    f->RepositoryIndex(std::move(r));
+  });
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,404 @@
+#include "controller/infer_codec.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include <simdjson.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace maitre::controller {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+// simdjson speaks std::string_view; Debian's absl has its own string_view.
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+absl::Status Invalid(absl::string_view a, absl::string_view b = "", absl::string_view c = "") {
+  return absl::InvalidArgumentError(absl::StrCat(a, b, c));
+}
+
+// Appends the values of a (possibly nested) JSON array to `out` as raw bytes
+// of `dtype`, counting them in `count`.
+absl::Status AppendData(element e, DataType dtype, const std::string& name, std::string* out,
+                        int64_t* count) {
+  if (e.type() == element_type::ARRAY) {
+    for (element child : array(e)) {
+      absl::Status s = AppendData(child, dtype, name, out, count);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  auto append = [out](const void* p, size_t n) {
+    out->append(static_cast<const char*>(p), n);
+  };
+  auto number = [&](double* v) -> absl::Status {
+    if (e.is_int64()) {
+      *v = static_cast<double>(e.get_int64().value_unsafe());
+    } else if (e.is_uint64()) {
+      *v = static_cast<double>(e.get_uint64().value_unsafe());
+    } else if (e.is_double()) {
+      *v = e.get_double().value_unsafe();
+    } else {
+      return Invalid("input '", name, "': data must hold numbers");
+    }
+    return absl::OkStatus();
+  };
+  ++*count;
+  switch (dtype) {
+    case DataType::kFp32: {
+      double v;
+      if (auto s = number(&v); !s.ok()) return s;
+      float f = static_cast<float>(v);
+      append(&f, sizeof f);
+      return absl::OkStatus();
+    }
+    case DataType::kFp64: {
+      double v;
+      if (auto s = number(&v); !s.ok()) return s;
+      append(&v, sizeof v);
+      return absl::OkStatus();
+    }
+    case DataType::kBool: {
+      if (!e.is_bool()) return Invalid("input '", name, "': BOOL data must hold true/false");
+      uint8_t b = e.get_bool().value_unsafe() ? 1 : 0;
+      append(&b, 1);
+      return absl::OkStatus();
+    }
+    default:
+      break;
+  }
+  // Integer types: the value must be an integer within the type's range.
+  int64_t i = 0;
+  uint64_t u = 0;
+  bool is_signed = e.is_int64();
+  if (is_signed) {
+    i = e.get_int64().value_unsafe();
+  } else if (e.is_uint64()) {
+    u = e.get_uint64().value_unsafe();
+  } else {
+    return Invalid("input '", name, absl::StrCat("': ", DataTypeName(dtype),
+                                                 " data must hold integers"));
+  }
+  auto put = [&](auto typed, int64_t lo, uint64_t hi) -> absl::Status {
+    using T = decltype(typed);
+    bool fits = is_signed ? (i >= lo && (i < 0 || static_cast<uint64_t>(i) <= hi)) : u <= hi;
+    if (!fits) {
+      return Invalid("input '", name,
+                     absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
+    }
+    T v = is_signed ? static_cast<T>(i) : static_cast<T>(u);
+    append(&v, sizeof v);
+    return absl::OkStatus();
+  };
+  switch (dtype) {
+    case DataType::kInt8:
+      return put(int8_t{}, INT8_MIN, INT8_MAX);
+    case DataType::kInt16:
+      return put(int16_t{}, INT16_MIN, INT16_MAX);
+    case DataType::kInt32:
+      return put(int32_t{}, INT32_MIN, INT32_MAX);
+    case DataType::kInt64:
+      return put(int64_t{}, INT64_MIN, INT64_MAX);
+    case DataType::kUint8:
+      return put(uint8_t{}, 0, UINT8_MAX);
+    case DataType::kUint16:
+      return put(uint16_t{}, 0, UINT16_MAX);
+    case DataType::kUint32:
+      return put(uint32_t{}, 0, UINT32_MAX);
+    case DataType::kUint64:
+      return put(uint64_t{}, 0, UINT64_MAX);
+    default:
+      return Invalid("input '", name,
+                     absl::StrCat("': ", DataTypeName(dtype),
+                                  " cannot be sent as JSON; send it as binary data"));
+  }
+}
+
+absl::StatusOr<Tensor> ParseInput(element e, size_t index) {
+  std::string where = absl::StrCat("inputs[", index, "]");
+  if (e.type() != element_type::OBJECT) return Invalid(where, " must be an object");
+  object o = e;
+  Tensor t;
+  std::string_view name;
+  if (o["name"].get(name) != simdjson::SUCCESS || name.empty()) {
+    return Invalid(where, " needs a \"name\" string");
+  }
+  t.name = std::string(name);
+  std::string_view dtype;
+  if (o["datatype"].get(dtype) != simdjson::SUCCESS) {
+    return Invalid("input '", t.name, "' needs a \"datatype\" string such as \"FP32\"");
+  }
+  t.dtype = ParseDataType(Sv(dtype));
+  if (t.dtype == DataType::kInvalid) {
+    return Invalid("input '", t.name, absl::StrCat("': unknown datatype \"", Sv(dtype), "\""));
+  }
+  array shape;
+  if (o["shape"].get(shape) != simdjson::SUCCESS) {
+    return Invalid("input '", t.name, "' needs a \"shape\" array");
+  }
+  for (element d : shape) {
+    int64_t v = 0;
+    if (d.get(v) != simdjson::SUCCESS || v < 0) {
+      return Invalid("input '", t.name, "': shape entries must be non-negative integers");
+    }
+    t.shape.push_back(v);
+  }
+  int64_t expected = t.NumElements();
+  element data;
+  if (o["data"].get(data) != simdjson::SUCCESS) {
+    return Invalid("input '", t.name, "' needs \"data\"");
+  }
+  size_t elem = DataTypeSize(t.dtype);
+  if (elem > 0 && expected > 0 && expected < (int64_t{1} << 31)) {
+    t.data.reserve(static_cast<size_t>(expected) * elem);
+  }
+  int64_t count = 0;
+  absl::Status s = AppendData(data, t.dtype, t.name, &t.data, &count);
+  if (!s.ok()) return s;
+  if (count != expected) {
+    return Invalid("input '", t.name,
+                   absl::StrCat("': shape ", ShapeToString(t.shape), " needs ", expected,
+                                " values but data has ", count));
+  }
+  return t;
+}
+
+absl::Status ParseParameters(element e, InferRequest* request) {
+  if (e.type() != element_type::OBJECT) return Invalid("\"parameters\" must be an object");
+  object o = e;
+  for (auto [key, value] : o) {
+    auto read = [&](std::optional<double>* field, double lo, double hi) -> absl::Status {
+      double v = 0;
+      if (value.get(v) != simdjson::SUCCESS) {
+        int64_t iv = 0;
+        if (value.get(iv) != simdjson::SUCCESS) {
+          return Invalid("parameter \"", Sv(key), "\" must be a number");
+        }
+        v = static_cast<double>(iv);
+      }
+      if (!(v >= lo && v <= hi)) {
+        return Invalid("parameter \"", Sv(key),
+                       absl::StrCat("\" must be between ", lo, " and ", hi));
+      }
+      *field = v;
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (key == "latency_ms") {
+      s = read(&request->requirements.latency_ms, 0.001, 3.6e6);
+    } else if (key == "min_accuracy") {
+      s = read(&request->requirements.min_accuracy, 0, 1);
+    } else if (key == "max_cost") {
+      s = read(&request->requirements.max_cost, 0, 1e9);
+    } else if (key == "binary_data_output") {
+      bool b = false;
+      if (value.get(b) != simdjson::SUCCESS) {
+        return Invalid("parameter \"binary_data_output\" must be true or false");
+      }
+      request->binary_outputs = b;
+    }
+    // Other parameters are carried by the protocol for other servers'
+    // extensions; ignoring them keeps standard clients working.
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+void AppendNumber(std::string* out, float v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+template <typename T>
+void AppendInteger(std::string* out, T v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+void AppendJsonString(std::string* out, absl::string_view s) {
+  out->push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          snprintf(buf, sizeof buf, "\\u%04x", c);
+          out->append(buf);
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendTensorData(std::string* out, const Tensor& t) {
+  int64_t n = t.NumElements();
+  out->push_back('[');
+  for (int64_t i = 0; i < n; ++i) {
+    if (i > 0) out->push_back(',');
+    switch (t.dtype) {
+      case DataType::kFp32: {
+        float v = t.As<float>()[i];
+        if (std::isfinite(v)) {
+          AppendNumber(out, v);
+        } else {
+          out->append("null");  // JSON has no NaN or infinity
+        }
+        break;
+      }
+      case DataType::kFp64: {
+        double v = t.As<double>()[i];
+        if (std::isfinite(v)) {
+          char buf[40];
+          auto r = std::to_chars(buf, buf + sizeof buf, v);
+          out->append(buf, r.ptr);
+        } else {
+          out->append("null");
+        }
+        break;
+      }
+      case DataType::kBool:
+        out->append(t.As<uint8_t>()[i] ? "true" : "false");
+        break;
+      case DataType::kInt8:
+        AppendInteger(out, t.As<int8_t>()[i]);
+        break;
+      case DataType::kInt16:
+        AppendInteger(out, t.As<int16_t>()[i]);
+        break;
+      case DataType::kInt32:
+        AppendInteger(out, t.As<int32_t>()[i]);
+        break;
+      case DataType::kInt64:
+        AppendInteger(out, t.As<int64_t>()[i]);
+        break;
+      case DataType::kUint8:
+        AppendInteger(out, t.As<uint8_t>()[i]);
+        break;
+      case DataType::kUint16:
+        AppendInteger(out, t.As<uint16_t>()[i]);
+        break;
+      case DataType::kUint32:
+        AppendInteger(out, t.As<uint32_t>()[i]);
+        break;
+      case DataType::kUint64:
+        AppendInteger(out, t.As<uint64_t>()[i]);
+        break;
+      default:
+        out->append("null");
+    }
+  }
+  out->push_back(']');
+}
+
+}  // namespace
+
+absl::StatusOr<InferRequest> ParseInferRequestJson(absl::string_view body) {
+  // One parser per thread keeps its buffers warm across requests.
+  thread_local simdjson::dom::parser parser;
+  simdjson::padded_string padded(body.data(), body.size());
+  element doc;
+  if (auto error = parser.parse(padded).get(doc); error != simdjson::SUCCESS) {
+    return Invalid("the request body is not valid JSON (", simdjson::error_message(error), ")");
+  }
+  if (doc.type() != element_type::OBJECT) return Invalid("the request body must be a JSON object");
+  object root = doc;
+  InferRequest request;
+  std::string_view id;
+  if (auto e = root["id"]; e.error() == simdjson::SUCCESS) {
+    if (e.get(id) != simdjson::SUCCESS) return Invalid("\"id\" must be a string");
+    request.id = std::string(id);
+  }
+  if (auto e = root["parameters"]; e.error() == simdjson::SUCCESS) {
+    absl::Status s = ParseParameters(e.value_unsafe(), &request);
+    if (!s.ok()) return s;
+  }
+  array inputs;
+  if (root["inputs"].get(inputs) != simdjson::SUCCESS) {
+    return Invalid("the request needs an \"inputs\" array");
+  }
+  size_t index = 0;
+  for (element e : inputs) {
+    auto t = ParseInput(e, index++);
+    if (!t.ok()) return t.status();
+    request.inputs.push_back(*std::move(t));
+  }
+  if (request.inputs.empty()) return Invalid("\"inputs\" must not be empty");
+  if (auto e = root["outputs"]; e.error() == simdjson::SUCCESS) {
+    array outputs;
+    if (e.get(outputs) != simdjson::SUCCESS) return Invalid("\"outputs\" must be an array");
+    for (element o : outputs) {
+      std::string_view name;
+      if (o["name"].get(name) != simdjson::SUCCESS) {
+        return Invalid("each entry of \"outputs\" needs a \"name\"");
+      }
+      request.outputs.emplace_back(name);
+    }
+  }
+  return request;
+}
+
+std::string WriteInferResponseJson(const InferResponse& response) {
+  std::string out;
+  size_t estimate = 256;
+  for (const Tensor& t : response.outputs) estimate += 16 * static_cast<size_t>(t.NumElements());
+  out.reserve(estimate);
+  out.append("{\"model_name\":");
+  AppendJsonString(&out, response.model_name);
+  out.append(",\"model_version\":");
+  AppendJsonString(&out, response.model_version);
+  out.append(",\"id\":");
+  AppendJsonString(&out, response.id);
+  const InferTimings& timing = response.timings;
+  out.append(",\"parameters\":{\"worker\":");
+  AppendJsonString(&out, timing.worker);
+  out.append(",\"worker_type\":");
+  AppendJsonString(&out, timing.worker_type);
+  out.append(",\"queue_us\":");
+  AppendInteger(&out, timing.queue_us);
+  out.append(",\"compute_us\":");
+  AppendInteger(&out, timing.compute_us);
+  out.append(",\"total_us\":");
+  AppendInteger(&out, timing.total_us);
+  out.append(",\"batch_size\":");
+  AppendInteger(&out, timing.batch_size);
+  out.append("},\"outputs\":[");
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const Tensor& t = response.outputs[i];
+    if (i > 0) out.push_back(',');
+    out.append("{\"name\":");
+    AppendJsonString(&out, t.name);
+    out.append(",\"datatype\":\"");
+    out.append(DataTypeName(t.dtype).data(), DataTypeName(t.dtype).size());
+    out.append("\",\"shape\":[");
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (d > 0) out.push_back(',');
+      AppendInteger(&out, t.shape[d]);
+    }
+    out.append("],\"data\":");
+    AppendTensorData(&out, t);
+    out.push_back('}');
+  }
+  out.append("]}");
+  return out;
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,90 @@
+#include "controller/placer.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+
+namespace maitre::controller {
+
+std::string Placer::ChooseWorker(const CatalogVariant& variant) const {
+  // Online placement: the least utilised worker whose memory still fits the
+  // variant's profiled footprint, with fewer instances breaking ties.
+  std::string best;
+  double best_score = std::numeric_limits<double>::infinity();
+  for (const WorkerView& w : options_.cluster->Snapshot()) {
+    const Profile* profile = variant.ProfileOn(w.type.name);
+    double need_mb = profile != nullptr ? profile->memory_mb() : 0;
+    if (w.type.memory_mb > 0 && w.memory_mb + need_mb > w.type.memory_mb) continue;
+    bool already = false;
+    for (const InstanceView& inst : w.instances) already |= inst.key == variant.spec.key;
+    if (already) continue;
+    double score = w.cpu_utilisation + 0.01 * static_cast<double>(w.instances.size());
+    if (score < best_score) {
+      best_score = score;
+      best = w.id;
+    }
+  }
+  return best;
+}
+
+void Placer::EnsureLoaded(const CatalogVariant& variant, LoadWaiter done) {
+  const VariantKey& key = variant.spec.key;
+  std::string worker;
+  {
+    absl::MutexLock lock(&mu_);
+    if (options_.cluster->WaitForLoad(key, done)) return;
+    if (auto failure = options_.cluster->LastLoadFailure(key);
+        failure.has_value() && options_.clock->Now() - failure->first < options_.failure_backoff) {
+      std::move(done)(absl::UnavailableError(
+          absl::StrCat(key.ToString(), " could not be loaded: ", failure->second)));
+      return;
+    }
+    worker = ChooseWorker(variant);
+    if (worker.empty()) {
+      std::move(done)(absl::UnavailableError(absl::StrCat(
+          "no worker can take ", key.ToString(),
+          options_.cluster->worker_count() == 0 ? ": no workers are registered yet"
+                                                : ": every worker is full")));
+      return;
+    }
+    absl::Status begun = options_.cluster->BeginLoad(worker, key, std::move(done));
+    if (!begun.ok()) return;  // the worker vanished; its waiters were told
+  }
+  StartLoad(worker, variant, 1);
+}
+
+void Placer::LoadOn(const std::string& worker_id, const CatalogVariant& variant, int replicas,
+                    LoadWaiter done) {
+  absl::Status begun = options_.cluster->BeginLoad(worker_id, variant.spec.key, std::move(done));
+  if (!begun.ok()) return;
+  StartLoad(worker_id, variant, replicas);
+}
+
+void Placer::StartLoad(const std::string& worker_id, const CatalogVariant& variant,
+                       int replicas) {
+  std::vector<LatencyPoint> profile;
+  for (const WorkerView& w : options_.cluster->Snapshot()) {
+    if (w.id != worker_id) continue;
+    if (const Profile* p = variant.ProfileOn(w.type.name)) profile = p->points();
+  }
+  VariantSpec spec = variant.spec;
+  options_.control->Post([this, worker_id, spec, replicas, profile] {
+    std::shared_ptr<WorkerApi> api = options_.cluster->Api(worker_id);
+    absl::Status status = absl::UnavailableError(absl::StrCat("worker ", worker_id, " is gone"));
+    if (api != nullptr) {
+      auto result = api->Load(spec, replicas, profile);
+      status = result.status();
+      if (result.ok()) {
+        spdlog::info("{} loaded on {} in {:.0f} ms", spec.key.ToString(), worker_id,
+                     result->load_ms);
+      } else {
+        spdlog::warn("loading {} on {} failed: {}", spec.key.ToString(), worker_id,
+                     status.message());
+      }
+    }
+    options_.cluster->FinishLoad(worker_id, spec.key, status);
+  });
+}
+
+}  // namespace maitre::controller

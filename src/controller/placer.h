@@ -1,0 +1,52 @@
+// Places variants on workers on demand: when a query needs a variant that is
+// loaded nowhere, the placer picks a worker and loads it there, and every
+// query that needs it meanwhile waits for that one load. Loads run on the
+// control work queue, never on a data-path thread.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "controller/catalog.h"
+#include "controller/cluster.h"
+#include "core/work_queue.h"
+
+namespace maitre::controller {
+
+class Placer {
+ public:
+  struct Options {
+    Cluster* cluster = nullptr;
+    WorkQueue* control = nullptr;
+    const Clock* clock = SteadyClock::Get();
+    // After a failed load, queries for that variant fail fast for this long
+    // instead of retrying a load that is likely to fail again.
+    Nanos failure_backoff = 5 * kSecond;
+  };
+
+  explicit Placer(Options options) : options_(options) {}
+
+  // Joins the load of `variant` in progress, or starts one on the best
+  // worker. `done` learns how the load ended.
+  void EnsureLoaded(const CatalogVariant& variant, LoadWaiter done);
+
+  // Loads `variant` on a given worker (autoscaling, tests); `done` may be
+  // null.
+  void LoadOn(const std::string& worker_id, const CatalogVariant& variant, int replicas,
+              LoadWaiter done);
+
+  // The worker a new instance of `variant` should go to, or "" if none fits.
+  std::string ChooseWorker(const CatalogVariant& variant) const;
+
+ private:
+  // Sends the Load to the worker on the control queue; the instance must
+  // already be marked loading in the cluster.
+  void StartLoad(const std::string& worker_id, const CatalogVariant& variant, int replicas);
+
+  const Options options_;
+  absl::Mutex mu_;  // makes "is it loading? else start a load" atomic
+};
+
+}  // namespace maitre::controller

@@ -1,0 +1,645 @@
+#include "controller/registry/registry.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/registry/blob_store.h"
+#include "controller/registry/sqlite.h"
+#include "core/status_macros.h"
+#include "core/logging.h"
+
+namespace maitre::registry {
+namespace {
+
+constexpr size_t kMaxNameLength = 128;
+
+// ---- enum names ----
+// core/variant.h has name functions but no parsers; these invert them by
+// trying every enumerator, so a renamed enumerator cannot drift out of step.
+
+constexpr Runtime kRuntimes[] = {Runtime::kTorch, Runtime::kOpenCv};
+constexpr AccuracySource kAccuracySources[] = {AccuracySource::kUnknown, AccuracySource::kMeasured,
+                                               AccuracySource::kDeclared};
+constexpr VariantState kVariantStates[] = {VariantState::kPending, VariantState::kReady,
+                                           VariantState::kFailed};
+
+absl::StatusOr<Runtime> ParseRuntimeName(absl::string_view name) {
+  for (Runtime r : kRuntimes) {
+    if (RuntimeName(r) == name) return r;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown runtime \"", name, "\""));
+}
+
+absl::StatusOr<AccuracySource> ParseAccuracySourceName(absl::string_view name) {
+  for (AccuracySource s : kAccuracySources) {
+    if (AccuracySourceName(s) == name) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown accuracy source \"", name, "\""));
+}
+
+// ---- validation of records before they are written ----
+
+absl::Status ValidateFraction(absl::string_view what, double value) {
+  if (std::isfinite(value) && value >= 0 && value <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " must be a fraction in [0,1], got ", value));
+}
+
+// `required` false lets the hash be empty (an optional file).
+absl::Status ValidateBlob(absl::string_view what, absl::string_view hash, bool required) {
+  if (hash.empty() && !required) return absl::OkStatus();
+  if (BlobStore::IsValidHash(hash)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " must be a blob hash (64 lowercase hex digits)"));
+}
+
+absl::Status ValidateRequirements(const Requirements& r) {
+  if (r.latency_ms && !(std::isfinite(*r.latency_ms) && *r.latency_ms > 0)) {
+    return absl::InvalidArgumentError("default latency_ms must be a positive number");
+  }
+  if (r.min_accuracy)
+    MAITRE_RETURN_IF_ERROR(ValidateFraction("default min_accuracy", *r.min_accuracy));
+  if (r.max_cost && !(std::isfinite(*r.max_cost) && *r.max_cost >= 0)) {
+    return absl::InvalidArgumentError("default max_cost must be a non-negative number");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateModel(const ModelRecord& m) {
+  MAITRE_RETURN_IF_ERROR(ValidateName("app name", m.app));
+  MAITRE_RETURN_IF_ERROR(ValidateName("model name", m.name));
+  MAITRE_RETURN_IF_ERROR(ValidateBlob("source_blob", m.source_blob, /*required=*/true));
+  MAITRE_RETURN_IF_ERROR(ValidateBlob("onnx_blob", m.onnx_blob, /*required=*/false));
+  MAITRE_RETURN_IF_ERROR(ValidateBlob("valset_blob", m.valset_blob, /*required=*/false));
+  // The spec is stored as JSON and parsed on every read; refuse one that
+  // would not come back, rather than store a model nobody can load.
+  auto round_trip = ParseModelSpecJson(ModelSpecToJson(m.spec));
+  if (!round_trip.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", m.name, " has an invalid spec: ", round_trip.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateVariant(const VariantRecord& v) {
+  MAITRE_RETURN_IF_ERROR(ValidateName("model name", v.key.model));
+  MAITRE_RETURN_IF_ERROR(ValidateName("variant name", v.key.variant));
+  MAITRE_RETURN_IF_ERROR(
+      ValidateBlob(absl::StrCat("blob of ", v.key.ToString()), v.blob, /*required=*/false));
+  return ValidateFraction(absl::StrCat("accuracy of ", v.key.ToString()), v.accuracy);
+}
+
+absl::Status ValidateProfile(const ProfileRecord& p) {
+  MAITRE_RETURN_IF_ERROR(ValidateName("model name", p.key.model));
+  MAITRE_RETURN_IF_ERROR(ValidateName("variant name", p.key.variant));
+  MAITRE_RETURN_IF_ERROR(ValidateName("worker type", p.worker_type));
+  if (p.profile.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the profile of ", p.key.ToString(), " on ", p.worker_type, " has no points"));
+  }
+  return ValidateFraction(absl::StrCat("accuracy of ", p.key.ToString()), p.accuracy);
+}
+
+// ---- decoding rows ----
+// Column orders match the SELECTs below.
+
+AppRecord AppFromRow(const Statement& st) {
+  AppRecord app;
+  app.name = st.Text(0);
+  app.defaults.latency_ms = st.OptionalDouble(1);
+  app.defaults.min_accuracy = st.OptionalDouble(2);
+  app.defaults.max_cost = st.OptionalDouble(3);
+  return app;
+}
+
+absl::StatusOr<ModelRecord> ModelFromRow(const Statement& st) {
+  ModelRecord m;
+  m.name = st.Text(0);
+  m.app = st.Text(1);
+  auto spec = ParseModelSpecJson(st.Text(2));
+  if (!spec.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("model ", m.name, " has an unreadable spec: ", spec.status().message()));
+  }
+  m.spec = *std::move(spec);
+  m.source_blob = st.Text(3);
+  m.onnx_blob = st.Text(4);
+  m.valset_blob = st.Text(5);
+  m.created_unix_ms = st.Int(6);
+  return m;
+}
+
+absl::StatusOr<VariantRecord> VariantFromRow(const Statement& st) {
+  VariantRecord v;
+  v.key = {st.Text(0), st.Text(1)};
+  auto runtime = ParseRuntimeName(st.Text(2));
+  auto source = ParseAccuracySourceName(st.Text(5));
+  auto state = ParseVariantState(st.Text(6));
+  for (const absl::Status& s : {runtime.status(), source.status(), state.status()}) {
+    if (!s.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("variant ", v.key.ToString(), " has an unreadable row: ", s.message()));
+    }
+  }
+  v.runtime = *runtime;
+  v.blob = st.Text(3);
+  v.accuracy = st.Double(4);
+  v.accuracy_source = *source;
+  v.state = *state;
+  v.detail = st.Text(7);
+  return v;
+}
+
+// Reads every row of `st` through `decode` (returning T or StatusOr<T>).
+// Rows that fail to decode are logged and skipped; a failing step is logged
+// and ends the list (see the note on List* in registry.h).
+template <typename T, typename Decode>
+std::vector<T> ReadAll(Statement& st, Decode decode, const char* what) {
+  std::vector<T> out;
+  while (true) {
+    absl::StatusOr<bool> row = st.Step();
+    if (!row.ok()) {
+      spdlog::error("listing {}: {}", what, row.status().ToString());
+      break;
+    }
+    if (!*row) break;
+    absl::StatusOr<T> item = decode(st);
+    if (!item.ok()) {
+      spdlog::error("listing {}: skipping a row: {}", what, item.status().ToString());
+      continue;
+    }
+    out.push_back(*std::move(item));
+  }
+  return out;
+}
+
+// Brings the file's schema up to `migrations.back().version`; returns the
+// version it ends at.
+absl::StatusOr<int> Migrate(Connection& db, const std::vector<Migration>& migrations) {
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    if (migrations[i].version != static_cast<int>(i) + 1) {
+      return absl::InvalidArgumentError(
+          "registry migrations must be numbered 1, 2, 3, ... in order without gaps");
+    }
+  }
+  MAITRE_RETURN_IF_ERROR(
+      db.Exec("CREATE TABLE IF NOT EXISTS schema_version ("
+              " version INTEGER PRIMARY KEY NOT NULL,"
+              " description TEXT NOT NULL)"));
+  auto current_version = [&db]() -> absl::StatusOr<int> {
+    MAITRE_ASSIGN_OR_RETURN(Statement st,
+                            db.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version"));
+    MAITRE_ASSIGN_OR_RETURN(bool row, st.Step());
+    return row ? static_cast<int>(st.Int(0)) : 0;
+  };
+  MAITRE_ASSIGN_OR_RETURN(int version, current_version());
+  const int known = static_cast<int>(migrations.size());
+  if (version > known) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the registry ", db.path(), " has schema version ", version,
+        " but this build knows only up to ", known,
+        "; it was written by a newer Maitre, so use that build (or a copy of the data dir)"));
+  }
+  for (const Migration& m : migrations) {
+    if (m.version <= version) continue;
+    MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(&db));
+    // Another process may have migrated the file while this one waited for
+    // the write lock.
+    MAITRE_ASSIGN_OR_RETURN(version, current_version());
+    if (m.version <= version) continue;
+    absl::Status applied = db.Exec(m.sql);
+    if (!applied.ok()) {
+      return absl::Status(applied.code(),
+                          absl::StrCat("registry schema migration ", m.version, " (", m.description,
+                                       ") failed: ", applied.message()));
+    }
+    MAITRE_ASSIGN_OR_RETURN(
+        Statement record,
+        db.Prepare("INSERT INTO schema_version(version, description) VALUES (?1, ?2)"));
+    MAITRE_RETURN_IF_ERROR(record.BindInt(m.version).BindText(m.description).Run());
+    MAITRE_RETURN_IF_ERROR(tx.Commit());
+    version = m.version;
+    spdlog::info("registry {}: schema migrated to version {} ({})", db.path(), m.version,
+                 m.description);
+  }
+  return version;
+}
+
+}  // namespace
+
+absl::Status ValidateName(absl::string_view what, absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " must not be empty"));
+  if (name.size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is ", name.size(), " characters; the limit is ", kMaxNameLength));
+  }
+  for (char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " \"", name, "\" may only use letters, digits, '.', '_' and '-'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::string_view VariantStateName(VariantState state) {
+  switch (state) {
+    case VariantState::kReady:
+      return "ready";
+    case VariantState::kFailed:
+      return "failed";
+    case VariantState::kPending:
+      break;
+  }
+  return "pending";
+}
+
+absl::StatusOr<VariantState> ParseVariantState(absl::string_view name) {
+  for (VariantState s : kVariantStates) {
+    if (VariantStateName(s) == name) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown variant state \"", name, "\""));
+}
+
+// ---- Registry ----
+
+absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(Options options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("the registry needs a file path");
+  std::filesystem::path parent = std::filesystem::path(options.path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat("cannot create the registry directory ",
+                                                 parent.string(), ": ", ec.message()));
+    }
+  }
+  if (std::filesystem::is_directory(options.path, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the registry path ", options.path, " is a directory; it must name a database file"));
+  }
+  MAITRE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> db, Connection::Open(options.path));
+  MAITRE_ASSIGN_OR_RETURN(int version, Migrate(*db, options.migrations));
+  return std::unique_ptr<Registry>(new Registry(std::move(db), options.path, version));
+}
+
+Registry::Registry(std::unique_ptr<Connection> db, std::string path, int schema_version)
+    : path_(std::move(path)), schema_version_(schema_version), db_(std::move(db)) {}
+
+Registry::~Registry() = default;
+
+absl::StatusOr<bool> Registry::ModelExistsLocked(absl::string_view name) const {
+  MAITRE_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT 1 FROM models WHERE name = ?1"));
+  return st.BindText(name).Step();
+}
+
+absl::StatusOr<bool> Registry::VariantExistsLocked(const VariantKey& key) const {
+  MAITRE_ASSIGN_OR_RETURN(Statement st,
+                          db_->Prepare("SELECT 1 FROM variants WHERE model = ?1 AND name = ?2"));
+  return st.BindText(key.model).BindText(key.variant).Step();
+}
+
+// ---- apps ----
+
+absl::Status Registry::PutApp(const AppRecord& app) {
+  MAITRE_RETURN_IF_ERROR(ValidateName("app name", app.name));
+  MAITRE_RETURN_IF_ERROR(ValidateRequirements(app.defaults));
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare(
+          "INSERT INTO apps(name, latency_ms, min_accuracy, max_cost) VALUES (?1, ?2, ?3, ?4)"
+          " ON CONFLICT(name) DO UPDATE SET latency_ms = excluded.latency_ms,"
+          " min_accuracy = excluded.min_accuracy, max_cost = excluded.max_cost"));
+  return st.BindText(app.name)
+      .BindOptionalDouble(app.defaults.latency_ms)
+      .BindOptionalDouble(app.defaults.min_accuracy)
+      .BindOptionalDouble(app.defaults.max_cost)
+      .Run();
+}
+
+absl::StatusOr<AppRecord> Registry::GetApp(absl::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("SELECT name, latency_ms, min_accuracy, max_cost FROM apps WHERE name = ?1"));
+  MAITRE_ASSIGN_OR_RETURN(bool found, st.BindText(name).Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no app named \"", name, "\""));
+  return AppFromRow(st);
+}
+
+std::vector<AppRecord> Registry::ListApps() const {
+  absl::MutexLock lock(&mu_);
+  auto st = db_->Prepare("SELECT name, latency_ms, min_accuracy, max_cost FROM apps ORDER BY name");
+  if (!st.ok()) {
+    spdlog::error("listing apps: {}", st.status().ToString());
+    return {};
+  }
+  return ReadAll<AppRecord>(*st, AppFromRow, "apps");
+}
+
+// ---- models ----
+
+absl::Status Registry::RegisterModel(const ModelRecord& model,
+                                     const std::vector<VariantRecord>& variants) {
+  MAITRE_RETURN_IF_ERROR(ValidateModel(model));
+  std::vector<VariantRecord> owned = variants;
+  std::set<std::string> seen;
+  for (VariantRecord& v : owned) {
+    if (v.key.model.empty()) v.key.model = model.name;
+    if (v.key.model != model.name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variant ", v.key.ToString(), " does not belong to model ", model.name));
+    }
+    MAITRE_RETURN_IF_ERROR(ValidateVariant(v));
+    if (!seen.insert(v.key.variant).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variant ", v.key.ToString(), " is listed twice"));
+    }
+  }
+
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_.get()));
+  {
+    MAITRE_ASSIGN_OR_RETURN(Statement st,
+                            db_->Prepare("SELECT app, source_blob FROM models WHERE name = ?1"));
+    MAITRE_ASSIGN_OR_RETURN(bool exists, st.BindText(model.name).Step());
+    if (exists) {
+      std::string owner = st.Text(0);
+      if (owner != model.app) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "model name \"", model.name, "\" is already registered by app \"", owner,
+            "\"; model names are global because /v2/models/{name} addresses them, so pick another "
+            "name"));
+      }
+      // Same app, same bytes: registration is idempotent. Returning rolls
+      // the (empty) transaction back.
+      if (st.Text(1) == model.source_blob) return absl::OkStatus();
+    }
+  }
+  // New bytes under an existing name replace the old model; deleting it
+  // cascades to its variants and profiles.
+  {
+    MAITRE_ASSIGN_OR_RETURN(Statement del, db_->Prepare("DELETE FROM models WHERE name = ?1"));
+    MAITRE_RETURN_IF_ERROR(del.BindText(model.name).Run());
+  }
+  {
+    MAITRE_ASSIGN_OR_RETURN(
+        Statement app,
+        db_->Prepare("INSERT INTO apps(name) VALUES (?1) ON CONFLICT(name) DO NOTHING"));
+    MAITRE_RETURN_IF_ERROR(app.BindText(model.app).Run());
+  }
+  {
+    MAITRE_ASSIGN_OR_RETURN(
+        Statement ins,
+        db_->Prepare("INSERT INTO models(name, app, spec_json, source_blob, onnx_blob, valset_blob,"
+                     " created_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    MAITRE_RETURN_IF_ERROR(ins.BindText(model.name)
+                               .BindText(model.app)
+                               .BindText(ModelSpecToJson(model.spec))
+                               .BindText(model.source_blob)
+                               .BindText(model.onnx_blob)
+                               .BindText(model.valset_blob)
+                               .BindInt(model.created_unix_ms)
+                               .Run());
+  }
+  for (const VariantRecord& v : owned) MAITRE_RETURN_IF_ERROR(UpsertVariantLocked(v));
+  return tx.Commit();
+}
+
+absl::StatusOr<ModelRecord> Registry::GetModel(absl::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare(
+          "SELECT name, app, spec_json, source_blob, onnx_blob, valset_blob, created_unix_ms"
+          " FROM models WHERE name = ?1"));
+  MAITRE_ASSIGN_OR_RETURN(bool found, st.BindText(name).Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no model named \"", name, "\""));
+  return ModelFromRow(st);
+}
+
+std::vector<ModelRecord> Registry::ListModels(absl::string_view app) const {
+  absl::MutexLock lock(&mu_);
+  auto st = db_->Prepare(
+      "SELECT name, app, spec_json, source_blob, onnx_blob, valset_blob, created_unix_ms"
+      " FROM models WHERE ?1 = '' OR app = ?1 ORDER BY name");
+  if (!st.ok()) {
+    spdlog::error("listing models: {}", st.status().ToString());
+    return {};
+  }
+  st->BindText(app);
+  return ReadAll<ModelRecord>(*st, ModelFromRow, "models");
+}
+
+absl::Status Registry::DeleteModel(absl::string_view name) {
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM models WHERE name = ?1"));
+  MAITRE_RETURN_IF_ERROR(st.BindText(name).Run());
+  if (db_->Changes() == 0)
+    return absl::NotFoundError(absl::StrCat("no model named \"", name, "\""));
+  return absl::OkStatus();
+}
+
+// ---- variants ----
+
+absl::Status Registry::UpsertVariantLocked(const VariantRecord& v) {
+  // ON CONFLICT DO UPDATE keeps the row (and so its profiles); INSERT OR
+  // REPLACE would delete it and cascade the profiles away.
+  MAITRE_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("INSERT INTO variants(model, name, runtime, blob, accuracy, accuracy_source,"
+                   " state, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                   " ON CONFLICT(model, name) DO UPDATE SET runtime = excluded.runtime,"
+                   " blob = excluded.blob, accuracy = excluded.accuracy,"
+                   " accuracy_source = excluded.accuracy_source, state = excluded.state,"
+                   " detail = excluded.detail"));
+  return st.BindText(v.key.model)
+      .BindText(v.key.variant)
+      .BindText(RuntimeName(v.runtime))
+      .BindText(v.blob)
+      .BindDouble(v.accuracy)
+      .BindText(AccuracySourceName(v.accuracy_source))
+      .BindText(VariantStateName(v.state))
+      .BindText(v.detail)
+      .Run();
+}
+
+absl::Status Registry::PutVariant(const VariantRecord& variant) {
+  MAITRE_RETURN_IF_ERROR(ValidateVariant(variant));
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_.get()));
+  MAITRE_ASSIGN_OR_RETURN(bool exists, ModelExistsLocked(variant.key.model));
+  if (!exists) {
+    return absl::NotFoundError(absl::StrCat("cannot store variant ", variant.key.ToString(),
+                                            ": no model named \"", variant.key.model, "\""));
+  }
+  MAITRE_RETURN_IF_ERROR(UpsertVariantLocked(variant));
+  return tx.Commit();
+}
+
+absl::StatusOr<VariantRecord> Registry::GetVariant(const VariantKey& key) const {
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("SELECT model, name, runtime, blob, accuracy, accuracy_source, state, detail"
+                   " FROM variants WHERE model = ?1 AND name = ?2"));
+  MAITRE_ASSIGN_OR_RETURN(bool found, st.BindText(key.model).BindText(key.variant).Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no variant ", key.ToString()));
+  return VariantFromRow(st);
+}
+
+std::vector<VariantRecord> Registry::ListVariants(absl::string_view model) const {
+  absl::MutexLock lock(&mu_);
+  auto st = db_->Prepare(
+      "SELECT model, name, runtime, blob, accuracy, accuracy_source, state, detail"
+      " FROM variants WHERE ?1 = '' OR model = ?1 ORDER BY model, name");
+  if (!st.ok()) {
+    spdlog::error("listing variants: {}", st.status().ToString());
+    return {};
+  }
+  st->BindText(model);
+  return ReadAll<VariantRecord>(*st, VariantFromRow, "variants");
+}
+
+// ---- profiles ----
+
+absl::Status Registry::UpsertProfileLocked(const ProfileRecord& p) {
+  {
+    MAITRE_ASSIGN_OR_RETURN(
+        Statement st,
+        db_->Prepare(
+            "INSERT INTO profiles(model, variant, worker_type, accuracy, load_ms, memory_mb)"
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            " ON CONFLICT(model, variant, worker_type) DO UPDATE SET"
+            " accuracy = excluded.accuracy, load_ms = excluded.load_ms,"
+            " memory_mb = excluded.memory_mb"));
+    MAITRE_RETURN_IF_ERROR(st.BindText(p.key.model)
+                               .BindText(p.key.variant)
+                               .BindText(p.worker_type)
+                               .BindDouble(p.accuracy)
+                               .BindDouble(p.profile.load_ms())
+                               .BindDouble(p.profile.memory_mb())
+                               .Run());
+  }
+  {
+    // The new profile replaces every old point, including batch sizes the
+    // new measurement stopped before.
+    MAITRE_ASSIGN_OR_RETURN(
+        Statement st, db_->Prepare("DELETE FROM profile_points"
+                                   " WHERE model = ?1 AND variant = ?2 AND worker_type = ?3"));
+    MAITRE_RETURN_IF_ERROR(
+        st.BindText(p.key.model).BindText(p.key.variant).BindText(p.worker_type).Run());
+  }
+  for (const LatencyPoint& point : p.profile.points()) {
+    MAITRE_ASSIGN_OR_RETURN(
+        Statement st,
+        db_->Prepare(
+            "INSERT INTO profile_points(model, variant, worker_type, batch, p50_ms, p99_ms)"
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    MAITRE_RETURN_IF_ERROR(st.BindText(p.key.model)
+                               .BindText(p.key.variant)
+                               .BindText(p.worker_type)
+                               .BindInt(point.batch)
+                               .BindDouble(point.p50_ms)
+                               .BindDouble(point.p99_ms)
+                               .Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Registry::PutProfile(const ProfileRecord& profile) {
+  MAITRE_RETURN_IF_ERROR(ValidateProfile(profile));
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_.get()));
+  MAITRE_ASSIGN_OR_RETURN(bool exists, VariantExistsLocked(profile.key));
+  if (!exists) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot store a profile for unknown variant ", profile.key.ToString()));
+  }
+  MAITRE_RETURN_IF_ERROR(UpsertProfileLocked(profile));
+  return tx.Commit();
+}
+
+std::vector<ProfileRecord> Registry::ListProfiles(absl::string_view model) const {
+  absl::MutexLock lock(&mu_);
+  auto st = db_->Prepare(
+      "SELECT p.model, p.variant, p.worker_type, p.accuracy, p.load_ms, p.memory_mb,"
+      " pt.batch, pt.p50_ms, pt.p99_ms"
+      " FROM profiles p JOIN profile_points pt"
+      " ON pt.model = p.model AND pt.variant = p.variant AND pt.worker_type = p.worker_type"
+      " WHERE ?1 = '' OR p.model = ?1"
+      " ORDER BY p.model, p.variant, p.worker_type, pt.batch");
+  if (!st.ok()) {
+    spdlog::error("listing profiles: {}", st.status().ToString());
+    return {};
+  }
+  st->BindText(model);
+
+  // Rows arrive grouped by profile; each group becomes one record.
+  std::vector<ProfileRecord> out;
+  ProfileRecord current;
+  std::vector<LatencyPoint> points;
+  double load_ms = 0, memory_mb = 0;
+  auto flush = [&]() {
+    if (points.empty()) return;
+    auto profile = Profile::Create(std::move(points), load_ms, memory_mb);
+    points.clear();
+    if (!profile.ok()) {
+      spdlog::error("listing profiles: skipping {} on {}: {}", current.key.ToString(),
+                    current.worker_type, profile.status().ToString());
+      return;
+    }
+    current.profile = *std::move(profile);
+    out.push_back(current);
+  };
+  while (true) {
+    absl::StatusOr<bool> row = st->Step();
+    if (!row.ok()) {
+      spdlog::error("listing profiles: {}", row.status().ToString());
+      break;
+    }
+    if (!*row) break;
+    VariantKey key{st->Text(0), st->Text(1)};
+    std::string worker_type = st->Text(2);
+    if (!points.empty() && !(key == current.key && worker_type == current.worker_type)) flush();
+    if (points.empty()) {
+      current.key = std::move(key);
+      current.worker_type = std::move(worker_type);
+      current.accuracy = st->Double(3);
+      load_ms = st->Double(4);
+      memory_mb = st->Double(5);
+    }
+    points.push_back(LatencyPoint{static_cast<int>(st->Int(6)), st->Double(7), st->Double(8)});
+  }
+  flush();
+  return out;
+}
+
+absl::StatusOr<int> Registry::ImportProfiles(const std::vector<ProfileRecord>& profiles) {
+  for (const ProfileRecord& p : profiles) MAITRE_RETURN_IF_ERROR(ValidateProfile(p));
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_.get()));
+  std::set<std::string> missing;
+  for (const ProfileRecord& p : profiles) {
+    MAITRE_ASSIGN_OR_RETURN(bool exists, VariantExistsLocked(p.key));
+    if (!exists) missing.insert(p.key.ToString());
+  }
+  if (!missing.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot import profiles for unknown variants ", absl::StrJoin(missing, ", "),
+                     "; register their models first. Nothing was imported."));
+  }
+  for (const ProfileRecord& p : profiles) MAITRE_RETURN_IF_ERROR(UpsertProfileLocked(p));
+  MAITRE_RETURN_IF_ERROR(tx.Commit());
+  return static_cast<int>(profiles.size());
+}
+
+}  // namespace maitre::registry

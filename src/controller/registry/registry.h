@@ -1,0 +1,180 @@
+// The durable registry (DESIGN §3, "metadata store"): apps, the models they
+// registered, each model's variants and each variant's profiles, kept in one
+// SQLite file under the data dir so that a restart keeps everything and never
+// profiles again. Model files themselves live in the BlobStore; records here
+// name them by content hash.
+//
+// Only the durable half of the metadata store lives here. Live state (loaded
+// instances, queue lengths, worker health) is in memory elsewhere and is
+// never written to this file.
+//
+// Errors: InvalidArgument for a malformed record (names, hashes, fractions),
+// NotFound for something absent, AlreadyExists for a model name taken by
+// another app, DataLoss for a file or row that cannot be read back,
+// Unavailable when another process holds the file's lock too long.
+//
+// Thread-safety: thread-safe. One SQLite connection is shared by all callers
+// and guarded by a mutex, so calls are serialised; every call is a short
+// control-path operation (the data path never touches this class). Several
+// processes may open the same file: writes take SQLite's write lock up front
+// (BEGIN IMMEDIATE) and wait up to a busy timeout.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/registry/schema.h"
+#include "core/model_spec.h"
+#include "core/profile.h"
+#include "core/profile_csv.h"
+#include "core/variant.h"
+
+namespace maitre::registry {
+
+class Connection;
+
+// Names of apps, models, variants and worker types: 1 to 128 characters from
+// [A-Za-z0-9._-]. They appear in URL paths (/v2/models/{name}) and variant
+// ids ("model:variant"), so ':' and '/' are excluded. `what` names the field
+// in the error ("app name").
+absl::Status ValidateName(absl::string_view what, absl::string_view name);
+
+struct AppRecord {
+  std::string name;
+  Requirements defaults;  // unset fields: no default
+};
+
+struct ModelRecord {
+  std::string app;
+  std::string name;
+  ModelSpec spec;               // must have inputs and outputs (it is stored as JSON)
+  std::string source_blob;      // the registered file; required
+  std::string onnx_blob;        // optional companion ONNX file; empty when none
+  std::string valset_blob;      // optional validation set; empty when none
+  int64_t created_unix_ms = 0;  // stored as given; the caller owns the clock
+};
+
+// A variant's lifecycle (DESIGN §8.3). A variant is created kPending while it
+// is generated, its accuracy measured and it is profiled (`detail` says how
+// far, e.g. "profiling 3/7"), then becomes kReady (it may serve) or kFailed
+// (`detail` says why). Allowed transitions: pending -> ready | failed;
+// ready -> pending (re-profiling); failed -> pending (retry). The registry
+// stores what it is told and does not enforce them: the registrar owns the
+// lifecycle, and recovery after a crash may need to reset any state.
+enum class VariantState { kPending, kReady, kFailed };
+absl::string_view VariantStateName(VariantState state);  // "pending" | "ready" | "failed"
+absl::StatusOr<VariantState> ParseVariantState(absl::string_view name);
+
+struct VariantRecord {
+  VariantKey key;
+  Runtime runtime = Runtime::kTorch;
+  std::string blob;  // the file the executor loads; may be empty while pending
+  double accuracy = 0;
+  AccuracySource accuracy_source = AccuracySource::kUnknown;
+  VariantState state = VariantState::kPending;
+  std::string detail;
+};
+
+using ::maitre::ProfileRecord;
+
+class Registry {
+ public:
+  struct Options {
+    std::string path;  // the SQLite file; its parent directory is created
+    // The schema steps to apply. Leave the default: tests pass their own list
+    // to simulate a data dir written by an older or newer build.
+    std::vector<Migration> migrations = SchemaMigrations();
+  };
+
+  // Opens or creates the registry and brings its schema up to date. A file
+  // that is not a registry, is corrupt, or was written by a newer build (a
+  // schema version above the last migration) is refused with a message
+  // naming the file.
+  static absl::StatusOr<std::unique_ptr<Registry>> Open(Options options);
+  ~Registry();
+
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // The schema version of the open file (the last migration applied).
+  int schema_version() const { return schema_version_; }
+  const std::string& path() const { return path_; }
+
+  // ---- apps ----
+  // Creates the app or replaces its default requirements.
+  absl::Status PutApp(const AppRecord& app);
+  absl::StatusOr<AppRecord> GetApp(absl::string_view name) const;
+  std::vector<AppRecord> ListApps() const;  // by name
+
+  // ---- models ----
+  // Registers a model and its initial variants in one transaction, creating
+  // the app (with no default requirements) when it is new. Each variant's
+  // key.model must be the model's name (an empty one is filled in).
+  // - The name is registered under another app: AlreadyExists; model names
+  //   are global because /v2/models/{name} addresses them.
+  // - The same app registers the same name with the same source_blob: OK and
+  //   nothing changes (registration is idempotent by content), even if
+  //   `variants` differ; call GetModel first to tell the two cases apart.
+  // - The same app, different bytes: the old model, its variants and their
+  //   profiles are replaced, all in one transaction.
+  absl::Status RegisterModel(const ModelRecord& model, const std::vector<VariantRecord>& variants);
+  absl::StatusOr<ModelRecord> GetModel(absl::string_view name) const;
+  // All models ("") or one app's, by name. An unknown app gives an empty list.
+  std::vector<ModelRecord> ListModels(absl::string_view app = "") const;
+  // Deletes the model with its variants and profiles; NotFound if absent.
+  // The app stays.
+  absl::Status DeleteModel(absl::string_view name);
+
+  // ---- variants ----
+  // Creates or updates one variant; NotFound unless its model is registered.
+  // Updating keeps the variant's profiles.
+  absl::Status PutVariant(const VariantRecord& variant);
+  absl::StatusOr<VariantRecord> GetVariant(const VariantKey& key) const;
+  // All variants ("") or one model's, by (model, variant name).
+  std::vector<VariantRecord> ListVariants(absl::string_view model = "") const;
+
+  // ---- profiles ----
+  // Creates or replaces the profile of (variant, worker type) with all its
+  // batch points; NotFound unless the variant exists. The record's accuracy
+  // is stored with the profile as given (the variant's own accuracy is in
+  // its VariantRecord; the writer keeps the two in step).
+  absl::Status PutProfile(const ProfileRecord& profile);
+  // All profiles ("") or one model's, by (model, variant, worker type), each
+  // with its points in batch order.
+  std::vector<ProfileRecord> ListProfiles(absl::string_view model = "") const;
+  // Stores profiles read from CSV (core/profile_csv.h), all or nothing. If
+  // any names a variant that is not registered, NotFound lists every such
+  // variant and nothing is stored. Returns how many profiles were stored.
+  absl::StatusOr<int> ImportProfiles(const std::vector<ProfileRecord>& profiles);
+
+  // The List* calls have no error channel: a read that fails part way (disk
+  // error, a damaged row) logs the error and returns the rows read so far,
+  // skipping rows that cannot be decoded. Get* calls report such errors.
+
+ private:
+  Registry(std::unique_ptr<Connection> db, std::string path, int schema_version);
+
+  absl::Status UpsertVariantLocked(const VariantRecord& variant) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status UpsertProfileLocked(const ProfileRecord& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> ModelExistsLocked(absl::string_view name) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> VariantExistsLocked(const VariantKey& key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  const int schema_version_;
+  // Guards the connection: SQLite statements carry state between steps, and
+  // even reads borrow them from the connection's cache. Mutable so const
+  // reads can lock it.
+  mutable absl::Mutex mu_;
+  const std::unique_ptr<Connection> db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::registry

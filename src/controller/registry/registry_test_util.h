@@ -1,0 +1,96 @@
+// Helpers shared by the registry's tests: a scratch directory that removes
+// itself, and small valid records to store.
+//
+// Thread-safety: the helpers are pure functions; a TempDir is not shared.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "controller/registry/registry.h"
+#include "core/sha256.h"
+#include "gtest/gtest.h"
+
+namespace maitre::registry::test_util {
+
+// A fresh directory under the test temp dir, removed with its contents when
+// the object goes away, so a failing test leaves nothing behind either.
+class TempDir {
+ public:
+  TempDir() {
+    std::string base = ::testing::TempDir();  // ends with '/'
+    if (!base.empty() && base.back() == '/') base.pop_back();
+    std::string pattern = base + "/maitre_registry_XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A blob hash derived from `seed`, standing in for a real stored file.
+inline std::string FakeBlob(const std::string& seed) { return Sha256Hex(seed); }
+
+inline ModelSpec SimpleSpec() {
+  ModelSpec spec;
+  spec.format = ModelFormat::kTorchScript;
+  spec.inputs.push_back(TensorSpec{"input", DataType::kFp32, {-1, 1, 28, 28}});
+  spec.outputs.push_back(TensorSpec{"logits", DataType::kFp32, {-1, 10}});
+  return spec;
+}
+
+inline ModelRecord MakeModel(const std::string& app, const std::string& name,
+                             const std::string& bytes_seed) {
+  ModelRecord m;
+  m.app = app;
+  m.name = name;
+  m.spec = SimpleSpec();
+  m.source_blob = FakeBlob(bytes_seed);
+  m.created_unix_ms = 1700000000000;
+  return m;
+}
+
+inline VariantRecord MakeVariant(const std::string& model, const std::string& variant,
+                                 Runtime runtime = Runtime::kTorch) {
+  VariantRecord v;
+  v.key = {model, variant};
+  v.runtime = runtime;
+  v.blob = FakeBlob(model + ":" + variant);
+  v.accuracy = 0.875;
+  v.accuracy_source = AccuracySource::kMeasured;
+  v.state = VariantState::kReady;
+  return v;
+}
+
+// A profile at batches 1, 2, 4, ... up to `max_batch`, with latencies that
+// grow with the batch and are offset by `base_ms`.
+inline ProfileRecord MakeProfile(const std::string& model, const std::string& variant,
+                                 const std::string& worker_type, double base_ms = 1.0,
+                                 int max_batch = 64) {
+  std::vector<LatencyPoint> points;
+  for (int b = 1; b <= max_batch; b *= 2) {
+    points.push_back(LatencyPoint{b, base_ms + 0.25 * b, base_ms + 0.4 * b});
+  }
+  ProfileRecord p;
+  p.key = {model, variant};
+  p.worker_type = worker_type;
+  p.accuracy = 0.875;
+  p.profile = *Profile::Create(std::move(points), /*load_ms=*/42.5, /*memory_mb=*/128.25);
+  return p;
+}
+
+}  // namespace maitre::registry::test_util

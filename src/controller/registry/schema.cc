@@ -1,0 +1,75 @@
+#include "controller/registry/schema.h"
+
+namespace maitre::registry {
+
+// Design notes for version 1:
+// - Model names are the primary key of `models` (not (app, name)) because
+//   /v2/models/{name} addresses a model without its app.
+// - Requirements are nullable columns: NULL means "no default".
+// - Enumerations are stored as their names, not numbers, so the file stays
+//   readable with the sqlite3 shell and a reordered C++ enum cannot silently
+//   change stored meaning. There are no CHECK constraints on them because
+//   SQLite cannot alter a CHECK without rebuilding the table; the code
+//   validates instead.
+// - Deleting a model cascades to its variants, their profiles and the
+//   profiles' points. Upserts use ON CONFLICT DO UPDATE, never INSERT OR
+//   REPLACE, which would delete the row and cascade away its children.
+// - Profile points are rows, one per batch size, so every measured point is
+//   kept exactly (REAL is an IEEE double) and can be queried.
+const std::vector<Migration>& SchemaMigrations() {
+  static const auto* migrations = new std::vector<Migration>{
+      {1, "apps, models, variants, profiles", R"sql(
+CREATE TABLE apps (
+  name         TEXT PRIMARY KEY NOT NULL,
+  latency_ms   REAL,
+  min_accuracy REAL,
+  max_cost     REAL
+);
+CREATE TABLE models (
+  name            TEXT PRIMARY KEY NOT NULL,
+  app             TEXT NOT NULL REFERENCES apps(name),
+  spec_json       TEXT NOT NULL,
+  source_blob     TEXT NOT NULL,
+  onnx_blob       TEXT NOT NULL DEFAULT '',
+  valset_blob     TEXT NOT NULL DEFAULT '',
+  created_unix_ms INTEGER NOT NULL
+);
+CREATE INDEX models_by_app ON models(app);
+CREATE TABLE variants (
+  model           TEXT NOT NULL REFERENCES models(name) ON DELETE CASCADE,
+  name            TEXT NOT NULL,
+  runtime         TEXT NOT NULL,
+  blob            TEXT NOT NULL,
+  accuracy        REAL NOT NULL,
+  accuracy_source TEXT NOT NULL,
+  state           TEXT NOT NULL,
+  detail          TEXT NOT NULL,
+  PRIMARY KEY (model, name)
+);
+CREATE TABLE profiles (
+  model       TEXT NOT NULL,
+  variant     TEXT NOT NULL,
+  worker_type TEXT NOT NULL,
+  accuracy    REAL NOT NULL,
+  load_ms     REAL NOT NULL,
+  memory_mb   REAL NOT NULL,
+  PRIMARY KEY (model, variant, worker_type),
+  FOREIGN KEY (model, variant) REFERENCES variants(model, name) ON DELETE CASCADE
+);
+CREATE TABLE profile_points (
+  model       TEXT NOT NULL,
+  variant     TEXT NOT NULL,
+  worker_type TEXT NOT NULL,
+  batch       INTEGER NOT NULL,
+  p50_ms      REAL NOT NULL,
+  p99_ms      REAL NOT NULL,
+  PRIMARY KEY (model, variant, worker_type, batch),
+  FOREIGN KEY (model, variant, worker_type)
+    REFERENCES profiles(model, variant, worker_type) ON DELETE CASCADE
+);
+)sql"},
+  };
+  return *migrations;
+}
+
+}  // namespace maitre::registry

@@ -1,0 +1,246 @@
+#include "controller/serve.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "controller/catalog.h"
+#include "controller/cluster.h"
+#include "controller/dispatcher.h"
+#include "controller/http_frontend.h"
+#include "controller/local_provider.h"
+#include "controller/placer.h"
+#include "controller/registrar.h"
+#include "controller/registry/blob_store.h"
+#include "controller/registry/registry.h"
+#include "controller/registry_service.h"
+#include "core/file_util.h"
+#include "core/status_macros.h"
+#include "core/work_queue.h"
+#include "http/server.h"
+#include "core/logging.h"
+
+namespace maitre::controller {
+namespace {
+
+constexpr Nanos kReportInterval = 500 * kMillisecond;
+
+std::string DefaultDataDir() {
+  if (const char* dir = std::getenv("MAITRE_DATA_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home != nullptr ? home : "/tmp", "/.local/share/maitre");
+}
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "maitre" : path.string();
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseWorkerCounts(
+    absl::string_view spec, const WorkerTypeTable& types) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(item, ':');
+    int count = 0;
+    if (f.size() != 2 || !absl::SimpleAtoi(f[1], &count) || count < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad --workers entry \"", item, "\"; expected type:count, e.g. cpu-1:2"));
+    }
+    if (types.Find(f[0]) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--workers names unknown worker type \"", f[0], "\""));
+    }
+    counts.push_back({std::string(f[0]), count});
+  }
+  return counts;
+}
+
+}  // namespace
+
+// Owns every component of a running controller, in dependency order so that
+// destruction stops the front doors before what they use.
+class Controller {
+ public:
+  absl::Status Start(const ServeOptions& options) {
+    std::string data_dir = options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
+    MAITRE_RETURN_IF_ERROR(MakeDirectories(data_dir));
+    WorkerTypeTable types = WorkerTypeTable::Default();
+    if (!options.worker_types.empty()) {
+      MAITRE_ASSIGN_OR_RETURN(types, WorkerTypeTable::Parse(options.worker_types));
+    }
+    MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(options.workers, types));
+
+    MAITRE_ASSIGN_OR_RETURN(registry_,
+                            registry::Registry::Open({absl::StrCat(data_dir, "/registry.db")}));
+    MAITRE_ASSIGN_OR_RETURN(blobs_, registry::BlobStore::Open({absl::StrCat(data_dir, "/blobs")}));
+    MAITRE_RETURN_IF_ERROR(catalog_.Reload(*registry_));
+
+    Cluster::Options cluster_options;
+    cluster_options.types = types;
+    cluster_ = std::make_unique<Cluster>(cluster_options);
+    // Two control threads: a long validation must not hold up every load.
+    control_ = std::make_unique<WorkQueue>(2);
+    placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), control_.get()});
+    Dispatcher::Options dispatcher_options;
+    dispatcher_options.catalog = &catalog_;
+    dispatcher_options.cluster = cluster_.get();
+    dispatcher_options.placer = placer_.get();
+    dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
+    dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
+    registrar_ = std::make_unique<Registrar>(
+        Registrar::Options{registry_.get(), blobs_.get(), &catalog_, cluster_.get()});
+
+    // gRPC: the workers' registry service (the public protocol joins it).
+    RegistryService::Options registry_options;
+    registry_options.cluster = cluster_.get();
+    registry_options.blobs = blobs_.get();
+    registry_options.report_interval = kReportInterval;
+    registry_options.batching_policy = options.batching;
+    registry_options.on_join = [this](const std::string& id, const std::string& token) {
+      if (provider_ != nullptr && !token.empty()) provider_->OnJoin(id, token);
+    };
+    registry_service_ = std::make_unique<RegistryService>(registry_options);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options.grpc, grpc::InsecureServerCredentials(), &grpc_port_);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_body_bytes));
+    builder.SetMaxSendMessageSize(-1);
+    builder.RegisterService(registry_service_.get());
+    grpc_server_ = builder.BuildAndStart();
+    if (grpc_server_ == nullptr || grpc_port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options.grpc));
+    }
+    std::string grpc_host = options.grpc.substr(0, options.grpc.rfind(':'));
+    std::string grpc_address = absl::StrCat(grpc_host, ":", grpc_port_);
+
+    http::Router router;
+    FrontendOptions frontend;
+    frontend.catalog = &catalog_;
+    frontend.cluster = cluster_.get();
+    frontend.dispatcher = dispatcher_.get();
+    frontend.registrar = registrar_.get();
+    frontend.control = control_.get();
+    AddHttpRoutes(frontend, router);
+    http::ServerOptions http_options;
+    http_options.address = options.http;
+    http_options.threads = options.http_threads;
+    http_options.max_body_bytes = options.max_body_bytes;
+    MAITRE_ASSIGN_OR_RETURN(http_server_, http::Server::Create(http_options, std::move(router)));
+    http_server_->Start();
+
+    if (!worker_counts.empty()) {
+      LocalProvider::Options provider_options;
+      provider_options.binary = options.binary.empty() ? SelfExecutable() : options.binary;
+      // Workers reach the controller on loopback when it listens everywhere.
+      provider_options.controller =
+          absl::StrCat(grpc_host == "0.0.0.0" ? "127.0.0.1" : grpc_host, ":", grpc_port_);
+      provider_options.log_dir = absl::StrCat(data_dir, "/logs");
+      provider_options.cache_dir = absl::StrCat(data_dir, "/worker-cache");
+      provider_options.on_exit = [this](const LaunchedWorker& w) {
+        if (!w.worker_id.empty()) cluster_->RemoveWorker(w.worker_id, "its process ended");
+      };
+      provider_ = std::make_unique<LocalProvider>(provider_options);
+      for (const auto& [type, count] : worker_counts) {
+        provider_->SetDesired(*types.Find(type), count);
+      }
+      // A worker the cluster gave up on (silent) is killed so it is replaced.
+      cluster_->OnWorkerRemoved([this](const WorkerView& w) { provider_->Kill(w.id); });
+      provider_->Start();
+    }
+
+    maintenance_ = std::thread([this] {
+      while (!SteadyClock::Get()->SleepUntil(SteadyClock::Get()->Now() + kReportInterval,
+                                              &stopping_)) {
+        cluster_->RemoveSilentWorkers();
+      }
+    });
+
+    nlohmann::json endpoints{{"http", absl::StrCat("http://", options.http.substr(
+                                                                  0, options.http.rfind(':')),
+                                                   ":", http_server_->port())},
+                             {"grpc", grpc_address},
+                             {"pid", getpid()}};
+    MAITRE_RETURN_IF_ERROR(
+        WriteFileAtomically(absl::StrCat(data_dir, "/endpoints.json"), endpoints.dump()));
+    spdlog::info("maitre serving: HTTP {} gRPC {} data {}", endpoints["http"].get<std::string>(),
+                 grpc_address, data_dir);
+    return absl::OkStatus();
+  }
+
+  ~Controller() {
+    stopping_ = true;
+    if (maintenance_.joinable()) maintenance_.join();
+    if (http_server_ != nullptr) http_server_->Stop();
+    if (provider_ != nullptr) provider_->Stop();
+    if (grpc_server_ != nullptr) {
+      grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    }
+    control_.reset();  // finishes queued control work while the rest exists
+  }
+
+  int http_port() const { return http_server_->port(); }
+  int grpc_port() const { return grpc_port_; }
+
+ private:
+  std::unique_ptr<registry::Registry> registry_;
+  std::unique_ptr<registry::BlobStore> blobs_;
+  Catalog catalog_;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<WorkQueue> control_;
+  std::unique_ptr<Placer> placer_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<Registrar> registrar_;
+  std::unique_ptr<RegistryService> registry_service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int grpc_port_ = 0;
+  std::unique_ptr<http::Server> http_server_;
+  std::unique_ptr<LocalProvider> provider_;
+  std::atomic<bool> stopping_{false};
+  std::thread maintenance_;
+};
+
+ControllerHandle::ControllerHandle(std::unique_ptr<Controller> controller)
+    : controller_(std::move(controller)) {}
+ControllerHandle::~ControllerHandle() = default;
+int ControllerHandle::http_port() const { return controller_->http_port(); }
+int ControllerHandle::grpc_port() const { return controller_->grpc_port(); }
+
+absl::StatusOr<std::unique_ptr<ControllerHandle>> StartController(const ServeOptions& options) {
+  auto controller = std::make_unique<Controller>();
+  MAITRE_RETURN_IF_ERROR(controller->Start(options));
+  return std::make_unique<ControllerHandle>(std::move(controller));
+}
+
+int RunServe(const ServeOptions& options) {
+  // Signals are taken synchronously; block them before any thread starts so
+  // that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto controller = StartController(options);
+  if (!controller.ok()) {
+    spdlog::error("maitre serve: {}", controller.status().message());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("maitre serve: signal {}, shutting down", sig);
+  controller->reset();
+  spdlog::info("maitre serve: stopped");
+  return 0;
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,54 @@
+// The `maitre serve` process: the controller with every component wired
+// together (DESIGN §3), and its embedded defaults.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace maitre::controller {
+
+struct ServeOptions {
+  // Where the registry (registry.db), model files (blobs/), worker logs and
+  // caches live. Empty: $MAITRE_DATA_DIR, else ~/.local/share/maitre.
+  std::string data_dir;
+  std::string http = "127.0.0.1:8000";  // port 0 picks a free port
+  std::string grpc = "127.0.0.1:8001";
+  // Local workers to start and keep running, "type:count,...". The embedded
+  // default starts one of each type so both exist. "" starts none (workers
+  // then join from elsewhere with `maitre worker --controller`).
+  std::string workers = "cpu-1:1,cpu-2:1";
+  // The worker-type table, "name:cores:memory_mb:price_per_hour,...".
+  // Empty: cpu-1 and cpu-2 (see WorkerTypeTable::Default).
+  std::string worker_types;
+  // The batching policy worker instances use.
+  std::string batching = "proteus";
+  size_t max_body_bytes = size_t{256} << 20;
+  int http_threads = 1;
+  double default_timeout_s = 30;
+  // The maitre executable the local provider launches workers from.
+  // Empty: this process's own executable.
+  std::string binary;
+};
+
+class Controller;
+
+// A running controller. Destroying it stops everything it started.
+class ControllerHandle {
+ public:
+  explicit ControllerHandle(std::unique_ptr<Controller> controller);
+  ~ControllerHandle();
+  int http_port() const;
+  int grpc_port() const;
+
+ private:
+  std::unique_ptr<Controller> controller_;
+};
+
+absl::StatusOr<std::unique_ptr<ControllerHandle>> StartController(const ServeOptions& options);
+
+// Runs until SIGINT/SIGTERM; returns the process exit code.
+int RunServe(const ServeOptions& options);
+
+}  // namespace maitre::controller

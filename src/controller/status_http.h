@@ -1,0 +1,34 @@
+// How a Status becomes an HTTP status (DESIGN §6.1): every error a client
+// can see maps to the code that tells it what to do next.
+#pragma once
+
+#include "absl/status/status.h"
+
+namespace maitre::controller {
+
+inline int HttpStatusFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kAlreadyExists:
+      return 409;
+    case absl::StatusCode::kFailedPrecondition:
+      return 422;  // requirements no variant can meet
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kAborted:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,80 @@
+// What the controller can ask of one worker, independent of transport
+// (DESIGN §8.8): the real implementation speaks gRPC; tests substitute fakes.
+//
+// Thread-safety: implementations are thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "core/profile.h"
+#include "core/tensor.h"
+#include "core/time.h"
+#include "core/variant.h"
+
+namespace maitre::controller {
+
+struct WorkerReply {
+  std::vector<Tensor> outputs;
+  int64_t queue_us = 0;
+  int64_t compute_us = 0;
+  int64_t total_us = 0;  // at the worker
+  int32_t batch_size = 0;
+};
+
+using WorkerReplyCallback = absl::AnyInvocable<void(absl::StatusOr<WorkerReply>) &&>;
+
+struct LoadResult {
+  double load_ms = 0;
+  double memory_mb = 0;
+};
+
+struct ProfileRequest {
+  std::vector<int> batch_sizes;  // empty: the worker's default ladder
+  double latency_ceiling_ms = 0;  // 0: the worker's default
+  int warmup = 0;
+  int repetitions = 0;
+  std::vector<Tensor> sample;    // one example row, or empty for zeros
+};
+
+struct Evaluation {
+  double accuracy = 0;
+  int64_t examples = 0;
+};
+
+class WorkerApi {
+ public:
+  virtual ~WorkerApi() = default;
+
+  // Runs a query; `done` is called exactly once, on a thread of the
+  // transport's, and must not block. The inputs are shared so that a query
+  // whose worker is lost can be sent again elsewhere.
+  // A best-effort query has no latency objective and is never held back to
+  // build a batch. The worker aims to answer `reply_margin` before the
+  // timeout, the time the answer needs to travel back.
+  struct InferOptions {
+    Nanos timeout = 0;
+    Nanos reply_margin = 0;
+    bool best_effort = false;
+  };
+  virtual void Infer(const VariantKey& key, std::shared_ptr<const std::vector<Tensor>> inputs,
+                     const InferOptions& options, WorkerReplyCallback done) = 0;
+
+  // Control path: these block the calling thread.
+  virtual absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
+                                          const std::vector<LatencyPoint>& profile) = 0;
+  virtual absl::Status Unload(const VariantKey& key) = 0;
+  virtual absl::StatusOr<Profile> ProfileVariant(const VariantSpec& spec,
+                                                 const ProfileRequest& request) = 0;
+  virtual absl::StatusOr<Evaluation> Evaluate(const VariantSpec& spec,
+                                              const std::string& valset_blob,
+                                              int batch_size) = 0;
+};
+
+// A WorkerApi over gRPC to the worker listening at `address`.
+std::unique_ptr<WorkerApi> NewGrpcWorkerApi(const std::string& address);
+
+}  // namespace maitre::controller

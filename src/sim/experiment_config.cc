@@ -1,0 +1,562 @@
+#include "sim/experiment_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/file_util.h"
+#include "core/profile_csv.h"
+#include "core/status_macros.h"
+#include "core/worker_type.h"
+#include "yaml-cpp/yaml.h"
+
+namespace maitre::sim {
+namespace {
+
+absl::Status Bad(const std::string& path, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
+}
+
+std::string Key(const std::string& path, absl::string_view key) {
+  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+}
+
+// Absent keys and empty values ("key:") both count as not given.
+bool Present(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
+
+std::string Item(const std::string& path, size_t i) { return absl::StrCat(path, "[", i, "]"); }
+
+std::string Resolve(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
+  return absl::StrCat(base_dir, "/", path);
+}
+
+// Rejects keys outside `allowed`, so that a typo is an error rather than a
+// silently ignored setting.
+absl::Status CheckMap(const YAML::Node& node, const std::string& path,
+                      const std::vector<std::string>& allowed) {
+  if (!node.IsMap()) return Bad(path, "expected a mapping");
+  for (const auto& kv : node) {
+    std::string key = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return Bad(Key(path, key),
+                 absl::StrCat("unknown key (expected one of: ", absl::StrJoin(allowed, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> AsNumber(const YAML::Node& node, const std::string& path) {
+  double v;
+  if (!node.IsScalar() || !absl::SimpleAtod(node.Scalar(), &v) || !std::isfinite(v)) {
+    return Bad(path, "expected a number");
+  }
+  return v;
+}
+
+// Reads map[key] into *out when present; errors if `required` and absent.
+absl::Status ReadNumber(const YAML::Node& map, const std::string& path, const char* key,
+                        double* out, bool required = false) {
+  YAML::Node n = map[key];
+  if (!Present(n)) return required ? Bad(Key(path, key), "is required") : absl::OkStatus();
+  MAITRE_ASSIGN_OR_RETURN(*out, AsNumber(n, Key(path, key)));
+  return absl::OkStatus();
+}
+
+absl::Status ReadInt(const YAML::Node& map, const std::string& path, const char* key, int64_t* out,
+                     bool required = false) {
+  YAML::Node n = map[key];
+  if (!Present(n)) return required ? Bad(Key(path, key), "is required") : absl::OkStatus();
+  if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), out)) {
+    return Bad(Key(path, key), "expected an integer");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadString(const YAML::Node& map, const std::string& path, const char* key,
+                        std::string* out, bool required = false) {
+  YAML::Node n = map[key];
+  if (!Present(n)) return required ? Bad(Key(path, key), "is required") : absl::OkStatus();
+  if (!n.IsScalar() || n.Scalar().empty()) return Bad(Key(path, key), "expected a string");
+  *out = n.Scalar();
+  return absl::OkStatus();
+}
+
+absl::Status ReadMillis(const YAML::Node& map, const std::string& path, const char* key, Nanos* out,
+                        bool required = false) {
+  double ms = ToMillis(*out);
+  MAITRE_RETURN_IF_ERROR(ReadNumber(map, path, key, &ms, required));
+  *out = static_cast<Nanos>(std::llround(ms * kMillisecond));
+  return absl::OkStatus();
+}
+
+absl::Status ReadSeconds(const YAML::Node& map, const std::string& path, const char* key,
+                         Nanos* out, bool required = false) {
+  double s = ToSeconds(*out);
+  MAITRE_RETURN_IF_ERROR(ReadNumber(map, path, key, &s, required));
+  *out = static_cast<Nanos>(std::llround(s * kSecond));
+  return absl::OkStatus();
+}
+
+absl::Status ReadNumberList(const YAML::Node& map, const std::string& path, const char* key,
+                            std::vector<double>* out) {
+  YAML::Node n = map[key];
+  if (!Present(n)) return absl::OkStatus();
+  if (!n.IsSequence()) return Bad(Key(path, key), "expected a list of numbers");
+  out->clear();
+  for (size_t i = 0; i < n.size(); ++i) {
+    MAITRE_ASSIGN_OR_RETURN(double v, AsNumber(n[i], Item(Key(path, key), i)));
+    out->push_back(v);
+  }
+  return absl::OkStatus();
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+
+  absl::StatusOr<Experiment> Parse(const YAML::Node& root) {
+    MAITRE_RETURN_IF_ERROR(
+        CheckMap(root, "experiment",
+                 {"name", "cluster", "profiles", "apps", "trace", "policies", "simulation"}));
+    exp_.name = "experiment";
+    MAITRE_RETURN_IF_ERROR(ReadString(root, "", "name", &exp_.name));
+    MAITRE_RETURN_IF_ERROR(ParseWorkerTypes(root["cluster"]));
+    MAITRE_RETURN_IF_ERROR(ParseProfiles(root["profiles"]));
+    MAITRE_RETURN_IF_ERROR(ParseApps(root["apps"]));
+    MAITRE_RETURN_IF_ERROR(ParseWorkerCounts(root["cluster"]));
+    MAITRE_RETURN_IF_ERROR(ParseTrace(root["trace"]));
+    MAITRE_RETURN_IF_ERROR(ParsePolicies(root["policies"]));
+    MAITRE_RETURN_IF_ERROR(ParseSimulation(root["simulation"]));
+    return std::move(exp_);
+  }
+
+ private:
+  int32_t WorkerTypeIndex(const std::string& name) const {
+    const auto& types = exp_.setup.worker_types;
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i].type.name == name) return static_cast<int32_t>(i);
+    }
+    return -1;
+  }
+
+  absl::Status ParseWorkerTypes(const YAML::Node& cluster) {
+    const std::string path = "cluster";
+    if (Present(cluster)) {
+      MAITRE_RETURN_IF_ERROR(CheckMap(cluster, path, {"worker_types", "workers"}));
+    }
+    YAML::Node list = Present(cluster) ? cluster["worker_types"] : YAML::Node();
+    if (!Present(list)) {
+      const WorkerTypeTable defaults = WorkerTypeTable::Default();
+      for (const WorkerType& t : defaults.types()) {
+        exp_.setup.worker_types.push_back({t, 0});
+      }
+      return absl::OkStatus();
+    }
+    const std::string lp = Key(path, "worker_types");
+    if (!list.IsSequence() || list.size() == 0) return Bad(lp, "expected a non-empty list");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string ip = Item(lp, i);
+      MAITRE_RETURN_IF_ERROR(
+          CheckMap(list[i], ip, {"name", "cores", "memory_mb", "price_per_hour"}));
+      WorkerType t;
+      int64_t cores = 1, memory = 0;
+      MAITRE_RETURN_IF_ERROR(ReadString(list[i], ip, "name", &t.name, true));
+      MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "cores", &cores));
+      MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "memory_mb", &memory));
+      MAITRE_RETURN_IF_ERROR(ReadNumber(list[i], ip, "price_per_hour", &t.price_per_hour, true));
+      if (cores < 1 || memory < 0 || t.price_per_hour < 0) {
+        return Bad(ip, "needs cores >= 1, memory_mb >= 0 and price_per_hour >= 0");
+      }
+      if (WorkerTypeIndex(t.name) >= 0) return Bad(Key(ip, "name"), "duplicate worker type");
+      t.cores = static_cast<int>(cores);
+      t.memory_mb = memory;
+      exp_.setup.worker_types.push_back({t, 0});
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddVariant(ProfileRecord record, const std::string& path) {
+    int32_t type = WorkerTypeIndex(record.worker_type);
+    if (type < 0) {
+      return Bad(path, absl::StrCat("worker type \"", record.worker_type,
+                                    "\" is not in cluster.worker_types"));
+    }
+    for (const SimVariant& v : exp_.setup.variants) {
+      if (v.key == record.key && v.worker_type == type) {
+        return Bad(path, absl::StrCat("a second profile for ", record.key.ToString(), " on ",
+                                      record.worker_type));
+      }
+    }
+    exp_.setup.variants.push_back({record.key, type, record.accuracy, std::move(record.profile)});
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseProfiles(const YAML::Node& list) {
+    const std::string path = "profiles";
+    if (!Present(list) || !list.IsSequence() || list.size() == 0) {
+      return Bad(path, "expected a non-empty list of profiles (csv: FILE, or inline)");
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string ip = Item(path, i);
+      const YAML::Node& n = list[i];
+      if (n.IsMap() && Present(n["csv"])) {
+        MAITRE_RETURN_IF_ERROR(CheckMap(n, ip, {"csv"}));
+        std::string file;
+        MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "csv", &file, true));
+        auto text = ReadFileToString(Resolve(base_dir_, file));
+        if (!text.ok()) return Bad(Key(ip, "csv"), text.status().message());
+        auto records = ParseProfileCsv(*text);
+        if (!records.ok())
+          return Bad(Key(ip, "csv"), absl::StrCat(file, ": ", records.status().message()));
+        for (ProfileRecord& r : *records) MAITRE_RETURN_IF_ERROR(AddVariant(std::move(r), ip));
+        continue;
+      }
+      MAITRE_RETURN_IF_ERROR(CheckMap(
+          n, ip,
+          {"model", "variant", "worker_type", "accuracy", "load_ms", "memory_mb", "points"}));
+      ProfileRecord r;
+      double load_ms = 0, memory_mb = 0;
+      MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "model", &r.key.model, true));
+      MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "variant", &r.key.variant, true));
+      MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "worker_type", &r.worker_type, true));
+      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "accuracy", &r.accuracy));
+      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "load_ms", &load_ms));
+      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "memory_mb", &memory_mb));
+      const std::string pp = Key(ip, "points");
+      YAML::Node points = n["points"];
+      if (!Present(points) || !points.IsSequence() || points.size() == 0) {
+        return Bad(pp, "expected a list of [batch, p50_ms, p99_ms]");
+      }
+      std::vector<LatencyPoint> parsed;
+      for (size_t k = 0; k < points.size(); ++k) {
+        const std::string kp = Item(pp, k);
+        if (!points[k].IsSequence() || points[k].size() != 3) {
+          return Bad(kp, "expected [batch, p50_ms, p99_ms]");
+        }
+        MAITRE_ASSIGN_OR_RETURN(double batch, AsNumber(points[k][0], kp));
+        MAITRE_ASSIGN_OR_RETURN(double p50, AsNumber(points[k][1], kp));
+        MAITRE_ASSIGN_OR_RETURN(double p99, AsNumber(points[k][2], kp));
+        if (batch != std::floor(batch) || batch < 1 || batch > 1e6)
+          return Bad(kp, "batch must be a whole number >= 1");
+        parsed.push_back({static_cast<int>(batch), p50, p99});
+      }
+      auto profile = Profile::Create(std::move(parsed), load_ms, memory_mb);
+      if (!profile.ok()) return Bad(pp, profile.status().message());
+      r.profile = *std::move(profile);
+      MAITRE_RETURN_IF_ERROR(AddVariant(std::move(r), ip));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseApps(const YAML::Node& list) {
+    const std::string path = "apps";
+    if (!Present(list) || !list.IsSequence() || list.size() == 0) {
+      return Bad(path, "expected a non-empty list");
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string ip = Item(path, i);
+      const YAML::Node& n = list[i];
+      MAITRE_RETURN_IF_ERROR(
+          CheckMap(n, ip, {"name", "latency_ms", "min_accuracy", "share", "instances"}));
+      SimApp app;
+      double share = 1;
+      MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "name", &app.name, true));
+      if (!names.insert(app.name).second) return Bad(Key(ip, "name"), "duplicate app name");
+      MAITRE_RETURN_IF_ERROR(ReadMillis(n, ip, "latency_ms", &app.latency, true));
+      if (app.latency <= 0) return Bad(Key(ip, "latency_ms"), "must be > 0");
+      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "min_accuracy", &app.min_accuracy));
+      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "share", &share));
+      if (share < 0) return Bad(Key(ip, "share"), "must be >= 0");
+      const int32_t app_index = static_cast<int32_t>(exp_.setup.apps.size());
+      exp_.setup.apps.push_back(app);
+      shares_.push_back(share);
+
+      const std::string lp = Key(ip, "instances");
+      YAML::Node instances = n["instances"];
+      if (!Present(instances) || !instances.IsSequence() || instances.size() == 0) {
+        return Bad(lp, "expected a non-empty list of {variant, worker_type, count}");
+      }
+      for (size_t k = 0; k < instances.size(); ++k) {
+        const std::string kp = Item(lp, k);
+        MAITRE_RETURN_IF_ERROR(CheckMap(instances[k], kp, {"variant", "worker_type", "count"}));
+        std::string variant_name, type_name;
+        int64_t count = 1;
+        MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "variant", &variant_name, true));
+        MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "worker_type", &type_name));
+        MAITRE_RETURN_IF_ERROR(ReadInt(instances[k], kp, "count", &count));
+        if (count < 0) return Bad(Key(kp, "count"), "must be >= 0");
+        auto key = VariantKey::Parse(variant_name);
+        if (!key) return Bad(Key(kp, "variant"), "expected model:variant");
+        int32_t found = -1;
+        for (size_t v = 0; v < exp_.setup.variants.size(); ++v) {
+          const SimVariant& sv = exp_.setup.variants[v];
+          if (!(sv.key == *key)) continue;
+          if (!type_name.empty() &&
+              exp_.setup.worker_types[sv.worker_type].type.name != type_name) {
+            continue;
+          }
+          if (found >= 0) {
+            return Bad(kp, absl::StrCat(variant_name,
+                                        " has profiles on several worker types; name worker_type"));
+          }
+          found = static_cast<int32_t>(v);
+        }
+        if (found < 0) {
+          return Bad(Key(kp, "variant"),
+                     absl::StrCat("no profile for ", variant_name,
+                                  type_name.empty() ? "" : absl::StrCat(" on ", type_name)));
+        }
+        for (int64_t c = 0; c < count; ++c) exp_.setup.instances.push_back({app_index, found});
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseWorkerCounts(const YAML::Node& cluster) {
+    auto& types = exp_.setup.worker_types;
+    std::vector<int32_t> needed(types.size(), 0);
+    for (const SimInstanceSpec& s : exp_.setup.instances) {
+      ++needed[exp_.setup.variants[s.variant].worker_type];
+    }
+    YAML::Node workers = Present(cluster) ? cluster["workers"] : YAML::Node();
+    if (!Present(workers)) {
+      // Default: exactly the workers the instances need.
+      for (size_t t = 0; t < types.size(); ++t) types[t].count = needed[t];
+      return absl::OkStatus();
+    }
+    const std::string path = "cluster.workers";
+    if (!workers.IsMap()) return Bad(path, "expected a mapping from worker type to count");
+    for (const auto& kv : workers) {
+      const std::string name = kv.first.Scalar();
+      int32_t t = WorkerTypeIndex(name);
+      if (t < 0) return Bad(Key(path, name), "not in cluster.worker_types");
+      int64_t count;
+      if (!kv.second.IsScalar() || !absl::SimpleAtoi(kv.second.Scalar(), &count) || count < 0) {
+        return Bad(Key(path, name), "expected a count >= 0");
+      }
+      types[t].count = static_cast<int32_t>(count);
+    }
+    for (size_t t = 0; t < types.size(); ++t) {
+      if (needed[t] > types[t].count) {
+        return Bad(Key(path, types[t].type.name), absl::StrCat("the apps place ", needed[t],
+                                                               " instances on this type but the "
+                                                               "cluster has ",
+                                                               types[t].count, " workers"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseTrace(const YAML::Node& n) {
+    const std::string path = "trace";
+    if (!Present(n)) return Bad(path, "is required (a generator or a file)");
+    MAITRE_RETURN_IF_ERROR(
+        CheckMap(n, path,
+                 {"file", "generator", "rate_qps", "cv", "shape", "rates_qps", "mean_dwell_s",
+                  "amplitude", "period_s", "phase", "spikes", "schedule", "duration_s", "seed"}));
+    GeneratorSpec& g = exp_.generator;
+    int64_t seed = 1;
+    MAITRE_RETURN_IF_ERROR(ReadInt(n, path, "seed", &seed));
+    g.seed = static_cast<uint64_t>(seed);
+    exp_.setup.seed = g.seed;
+    const bool has_file = Present(n["file"]);
+    if (has_file == Present(n["generator"])) {
+      return Bad(path, "name exactly one of file and generator");
+    }
+    if (has_file) {
+      std::string file;
+      MAITRE_RETURN_IF_ERROR(ReadString(n, path, "file", &file, true));
+      auto text = ReadFileToString(Resolve(base_dir_, file));
+      if (!text.ok()) return Bad(Key(path, "file"), text.status().message());
+      std::vector<std::string> names;
+      for (const SimApp& a : exp_.setup.apps) names.push_back(a.name);
+      auto rows = ParseTraceCsv(*text, names);
+      if (!rows.ok())
+        return Bad(Key(path, "file"), absl::StrCat(file, ": ", rows.status().message()));
+      exp_.trace_from_file = true;
+      exp_.trace_rows = *std::move(rows);
+      Nanos duration = exp_.trace_rows.empty() ? 0 : exp_.trace_rows.back().time + 1;
+      MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "duration_s", &duration));
+      if (duration <= 0) return Bad(Key(path, "duration_s"), "must be > 0 (or the trace is empty)");
+      exp_.setup.horizon = duration;
+      g.duration = duration;
+      return absl::OkStatus();
+    }
+    std::string kind;
+    MAITRE_RETURN_IF_ERROR(ReadString(n, path, "generator", &kind, true));
+    auto parsed = ParseGeneratorKind(kind);
+    if (!parsed.ok()) return Bad(Key(path, "generator"), parsed.status().message());
+    g.kind = *parsed;
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "duration_s", &g.duration, true));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "rate_qps", &g.rate_qps));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "cv", &g.cv));
+    if (Present(n["shape"])) {
+      if (Present(n["cv"])) return Bad(path, "give either cv or shape, not both");
+      double shape = 0;
+      MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "shape", &shape));
+      if (!(shape > 0)) return Bad(Key(path, "shape"), "must be > 0");
+      g.cv = 1 / std::sqrt(shape);
+    }
+    MAITRE_RETURN_IF_ERROR(ReadNumberList(n, path, "rates_qps", &g.mmpp_rates_qps));
+    std::vector<double> dwell;
+    MAITRE_RETURN_IF_ERROR(ReadNumberList(n, path, "mean_dwell_s", &dwell));
+    for (double d : dwell)
+      g.mmpp_mean_dwell.push_back(static_cast<Nanos>(std::llround(d * kSecond)));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "amplitude", &g.amplitude));
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "period_s", &g.period));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "phase", &g.phase));
+    if (YAML::Node spikes = n["spikes"]; Present(spikes)) {
+      const std::string sp = Key(path, "spikes");
+      if (!spikes.IsSequence()) return Bad(sp, "expected a list of {at_s, duration_s, multiplier}");
+      for (size_t i = 0; i < spikes.size(); ++i) {
+        const std::string ip = Item(sp, i);
+        MAITRE_RETURN_IF_ERROR(CheckMap(spikes[i], ip, {"at_s", "duration_s", "multiplier"}));
+        Spike s;
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(spikes[i], ip, "at_s", &s.at, true));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(spikes[i], ip, "duration_s", &s.length, true));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(spikes[i], ip, "multiplier", &s.multiplier, true));
+        g.spikes.push_back(s);
+      }
+    }
+    if (YAML::Node schedule = n["schedule"]; Present(schedule)) {
+      const std::string sp = Key(path, "schedule");
+      if (!schedule.IsSequence()) return Bad(sp, "expected a list of {at_s, rate_qps}");
+      for (size_t i = 0; i < schedule.size(); ++i) {
+        const std::string ip = Item(sp, i);
+        MAITRE_RETURN_IF_ERROR(CheckMap(schedule[i], ip, {"at_s", "rate_qps"}));
+        RateStep s;
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(schedule[i], ip, "at_s", &s.at, true));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(schedule[i], ip, "rate_qps", &s.rate_qps, true));
+        g.schedule.push_back(s);
+      }
+    }
+    g.app_shares = shares_;
+    exp_.setup.horizon = g.duration;
+    // Build once now so that a bad parameter is reported against the trace.
+    auto source = CreateGenerator(g);
+    if (!source.ok()) return Bad(path, source.status().message());
+    return absl::OkStatus();
+  }
+
+  absl::Status ParsePolicies(const YAML::Node& n) {
+    const std::string path = "policies";
+    if (!Present(n)) return absl::OkStatus();  // defaults: proteus batching, least-queued routing
+    MAITRE_RETURN_IF_ERROR(CheckMap(n, path, {"batching", "routing"}));
+    policy::BatchingOptions& b = exp_.setup.batching;
+    if (YAML::Node batching = n["batching"]; Present(batching)) {
+      const std::string bp = Key(path, "batching");
+      if (batching.IsScalar()) {
+        b.policy = batching.Scalar();
+      } else {
+        MAITRE_RETURN_IF_ERROR(CheckMap(
+            batching, bp,
+            {"name", "max_batch", "max_queue_delay_ms", "slo_ms", "expected_rate_qps",
+             "aimd_initial_batch", "aimd_step", "aimd_decrease", "aimd_signal", "plan_with"}));
+        int64_t max_batch = b.max_batch, initial = b.aimd_initial_batch;
+        std::string plan_with = "p99";
+        MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "name", &b.policy, true));
+        MAITRE_RETURN_IF_ERROR(ReadInt(batching, bp, "max_batch", &max_batch));
+        MAITRE_RETURN_IF_ERROR(ReadMillis(batching, bp, "max_queue_delay_ms", &b.max_queue_delay));
+        MAITRE_RETURN_IF_ERROR(ReadMillis(batching, bp, "slo_ms", &b.slo));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "expected_rate_qps", &b.expected_rate_qps));
+        MAITRE_RETURN_IF_ERROR(ReadInt(batching, bp, "aimd_initial_batch", &initial));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_step", &b.aimd_step));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_decrease", &b.aimd_decrease));
+        MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "plan_with", &plan_with));
+        std::string signal = "deadline-miss";
+        MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "aimd_signal", &signal));
+        if (signal != "deadline-miss" && signal != "batch-latency") {
+          return Bad(Key(bp, "aimd_signal"), "expected deadline-miss or batch-latency");
+        }
+        b.aimd_batch_latency_signal = signal == "batch-latency";
+        if (plan_with != "p99" && plan_with != "p50") {
+          return Bad(Key(bp, "plan_with"), "expected p99 or p50");
+        }
+        if (max_batch < 1 || max_batch > 1 << 20) return Bad(Key(bp, "max_batch"), "must be >= 1");
+        if (initial < 1 || initial > 1 << 20)
+          return Bad(Key(bp, "aimd_initial_batch"), "must be >= 1");
+        b.max_batch = static_cast<int32_t>(max_batch);
+        b.aimd_initial_batch = static_cast<int32_t>(initial);
+        b.plan_with_median = plan_with == "p50";
+      }
+      // Catch unknown names and bad parameters here, against this key.
+      for (const SimInstanceSpec& s : exp_.setup.instances) {
+        policy::BatchingOptions options = b;  // as Simulator::Create will fill it
+        if (options.slo == 0) options.slo = exp_.setup.apps[s.app].latency;
+        auto p = policy::CreateBatchingPolicy(options, exp_.setup.variants[s.variant].profile);
+        if (!p.ok()) return Bad(bp, p.status().message());
+      }
+    }
+    if (YAML::Node routing = n["routing"]; Present(routing)) {
+      const std::string rp = Key(path, "routing");
+      if (routing.IsScalar()) {
+        exp_.setup.routing = routing.Scalar();
+      } else {
+        MAITRE_RETURN_IF_ERROR(CheckMap(routing, rp, {"name"}));
+        MAITRE_RETURN_IF_ERROR(ReadString(routing, rp, "name", &exp_.setup.routing, true));
+      }
+      auto r = CreateRouter(exp_.setup.routing);
+      if (!r.ok()) return Bad(rp, r.status().message());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseSimulation(const YAML::Node& n) {
+    const std::string path = "simulation";
+    if (!Present(n)) return absl::OkStatus();
+    MAITRE_RETURN_IF_ERROR(CheckMap(n, path, {"service_noise", "seed"}));
+    std::string noise = "none";
+    MAITRE_RETURN_IF_ERROR(ReadString(n, path, "service_noise", &noise));
+    if (noise != "none" && noise != "lognormal") {
+      return Bad(Key(path, "service_noise"), "expected none or lognormal");
+    }
+    exp_.setup.service_noise = noise == "lognormal";
+    int64_t seed = static_cast<int64_t>(exp_.setup.seed);
+    MAITRE_RETURN_IF_ERROR(ReadInt(n, path, "seed", &seed));
+    exp_.setup.seed = static_cast<uint64_t>(seed);
+    return absl::OkStatus();
+  }
+
+  std::string base_dir_;
+  Experiment exp_;
+  std::vector<double> shares_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ArrivalSource>> Experiment::MakeArrivals() const {
+  if (trace_from_file) return CreateReplay(trace_rows, setup.horizon);
+  return CreateGenerator(generator);
+}
+
+absl::StatusOr<Experiment> ParseExperiment(absl::string_view yaml, const std::string& base_dir) {
+  // yaml-cpp reports errors by throwing; nothing escapes this function.
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root || root.IsNull()) return absl::InvalidArgumentError("the experiment file is empty");
+    return Parser(base_dir).Parse(root);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("experiment YAML, line ", e.mark.line + 1, ": ", e.msg));
+  }
+}
+
+absl::StatusOr<Experiment> LoadExperimentFile(const std::string& yaml_path) {
+  auto text = ReadFileToString(yaml_path);
+  if (!text.ok()) return text.status();
+  size_t slash = yaml_path.find_last_of('/');
+  std::string base_dir = slash == std::string::npos ? "." : yaml_path.substr(0, slash);
+  if (base_dir.empty()) base_dir = "/";
+  auto exp = ParseExperiment(*text, base_dir);
+  if (!exp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(yaml_path, ": ", exp.status().message()));
+  }
+  return exp;
+}
+
+}  // namespace maitre::sim

@@ -1,0 +1,72 @@
+// Experiment files (DESIGN §6.4): a YAML document naming the cluster, the
+// profiles, the apps and their requirements, the trace and a policy per
+// kind, parsed into a SimulationSetup plus an arrival stream. Errors name the
+// offending key (e.g. "apps[0].latency_ms: expected a number").
+//
+//   name: proteus-batching
+//   cluster:
+//     worker_types:            # optional; default: the embedded cpu-1, cpu-2
+//       - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.0425}
+//     workers: {cpu-1: 1}      # how many of each type the cluster pays for
+//   profiles:
+//     - csv: profile.csv       # the profile CSV format, relative to this file
+//     - model: m               # or inline
+//       variant: v
+//       worker_type: cpu-1
+//       accuracy: 0.76
+//       points: [[1, 6.0, 6.6], [8, 20.0, 22.0]]   # [batch, p50_ms, p99_ms]
+//   apps:
+//     - name: classify
+//       latency_ms: 40
+//       min_accuracy: 0.7      # optional
+//       share: 1               # share of a generated trace (default 1)
+//       instances:
+//         - {variant: "m:v", worker_type: cpu-1, count: 1}
+//   trace:
+//     generator: poisson       # uniform | poisson | gamma | mmpp | diurnal | piecewise
+//     rate_qps: 348
+//     duration_s: 600
+//     seed: 1
+//     # file: trace.csv        # instead of a generator
+//   policies:
+//     batching: {name: proteus, max_batch: 32}
+//       # also: max_queue_delay_ms, slo_ms (default: the app's latency_ms),
+//       # expected_rate_qps (mark), aimd_initial_batch, aimd_step,
+//       # aimd_decrease, aimd_signal: deadline-miss | batch-latency,
+//       # plan_with: p99 | p50
+//     routing: least-queued
+//   simulation:
+//     service_noise: lognormal # or none
+//
+// Thread-safety: pure functions (they read files named by the YAML).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace maitre::sim {
+
+struct Experiment {
+  std::string name;
+  SimulationSetup setup;
+  // Either a generator or the rows of a trace file.
+  bool trace_from_file = false;
+  GeneratorSpec generator;
+  std::vector<Arrival> trace_rows;
+
+  // A fresh arrival stream for one run (an Experiment can be run many times).
+  absl::StatusOr<std::unique_ptr<ArrivalSource>> MakeArrivals() const;
+};
+
+// `base_dir` resolves relative paths in the YAML (profile CSVs, trace files).
+absl::StatusOr<Experiment> ParseExperiment(absl::string_view yaml, const std::string& base_dir);
+
+absl::StatusOr<Experiment> LoadExperimentFile(const std::string& yaml_path);
+
+}  // namespace maitre::sim

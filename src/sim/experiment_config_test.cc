@@ -1,0 +1,162 @@
+#include "sim/experiment_config.h"
+
+#include <gtest/gtest.h>
+
+#include "core/file_util.h"
+
+namespace maitre::sim {
+namespace {
+
+constexpr char kValid[] = R"(
+name: small
+cluster:
+  worker_types:
+    - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.036}
+    - {name: cpu-2, cores: 2, memory_mb: 8192, price_per_hour: 0.072}
+  workers: {cpu-1: 2, cpu-2: 1}
+profiles:
+  - model: cnn
+    variant: torch
+    worker_type: cpu-1
+    accuracy: 0.76
+    points: [[1, 6, 6.6], [8, 20, 22]]
+  - model: cnn
+    variant: torch
+    worker_type: cpu-2
+    accuracy: 0.76
+    points: [[1, 4, 4.4], [8, 12, 13]]
+apps:
+  - name: classify
+    latency_ms: 40
+    min_accuracy: 0.7
+    share: 3
+    instances:
+      - {variant: "cnn:torch", worker_type: cpu-1, count: 2}
+  - name: other
+    latency_ms: 100
+    instances:
+      - {variant: "cnn:torch", worker_type: cpu-2}
+trace:
+  generator: gamma
+  rate_qps: 300
+  shape: 0.25
+  duration_s: 30
+  seed: 9
+policies:
+  batching: {name: nexus, max_batch: 16, max_queue_delay_ms: 3}
+  routing: least-queued
+simulation:
+  service_noise: lognormal
+)";
+
+TEST(ExperimentConfigTest, ParsesAFullExperiment) {
+  auto e = ParseExperiment(kValid, "/nonexistent");
+  ASSERT_TRUE(e.ok()) << e.status();
+  const SimulationSetup& s = e->setup;
+  EXPECT_EQ(e->name, "small");
+  ASSERT_EQ(s.worker_types.size(), 2u);
+  EXPECT_EQ(s.worker_types[0].count, 2);
+  EXPECT_EQ(s.worker_types[1].count, 1);
+  ASSERT_EQ(s.variants.size(), 2u);
+  EXPECT_EQ(s.variants[1].worker_type, 1);
+  ASSERT_EQ(s.apps.size(), 2u);
+  EXPECT_EQ(s.apps[0].latency, 40 * kMillisecond);
+  EXPECT_DOUBLE_EQ(s.apps[0].min_accuracy, 0.7);
+  ASSERT_EQ(s.instances.size(), 3u);
+  EXPECT_EQ(s.instances[2].app, 1);
+  EXPECT_EQ(s.instances[2].variant, 1);
+  EXPECT_EQ(e->generator.kind, GeneratorKind::kGamma);
+  EXPECT_DOUBLE_EQ(e->generator.cv, 2.0);
+  EXPECT_EQ(e->generator.app_shares, (std::vector<double>{3, 1}));
+  EXPECT_EQ(s.horizon, 30 * kSecond);
+  EXPECT_EQ(s.seed, 9u);
+  EXPECT_EQ(s.batching.policy, "nexus");
+  EXPECT_EQ(s.batching.max_batch, 16);
+  EXPECT_EQ(s.batching.max_queue_delay, 3 * kMillisecond);
+  EXPECT_TRUE(s.service_noise);
+  EXPECT_TRUE(e->MakeArrivals().ok());
+}
+
+// Replaces the first occurrence of `from` in kValid.
+std::string With(const std::string& from, const std::string& to) {
+  std::string text = kValid;
+  size_t pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return text.replace(pos, from.size(), to);
+}
+
+struct BadCase {
+  std::string yaml;
+  std::string mentions;  // the key the error must name
+};
+
+TEST(ExperimentConfigTest, ErrorsNameTheKey) {
+  const std::vector<BadCase> cases = {
+      {With("latency_ms: 40", "latency_ms: fast"), "apps[0].latency_ms"},
+      {With("latency_ms: 40", "latency: 40"), "apps[0].latency"},
+      {With("generator: gamma", "generator: bursty"), "trace.generator"},
+      {With("rate_qps: 300", "rate_qps: -3"), "trace"},
+      {With("cpu-1: 2, cpu-2: 1", "cpu-1: 1, cpu-2: 1"), "cluster.workers.cpu-1"},
+      {With("variant: \"cnn:torch\", worker_type: cpu-1",
+            "variant: \"cnn:onnx\", worker_type: cpu-1"),
+       "apps[0].instances[0].variant"},
+      {With("name: nexus", "name: fifo"), "policies.batching"},
+      {With("routing: least-queued", "routing: random"), "policies.routing"},
+      {With("service_noise: lognormal", "service_noise: gaussian"), "simulation.service_noise"},
+      {With("points: [[1, 6, 6.6], [8, 20, 22]]", "points: [[1, 6]]"), "profiles[0].points[0]"},
+      {With("points: [[1, 6, 6.6], [8, 20, 22]]", "points: [[1, 6, 5]]"), "profiles[0].points"},
+      {With("worker_type: cpu-1\n    accuracy", "worker_type: gpu\n    accuracy"), "profiles[0]"},
+      {With("  duration_s: 30\n", ""), "trace.duration_s"},
+      {With("generator: gamma", "file: trace.csv\n  generator: gamma"), "trace"},
+      {With("name: other", "name: classify"), "apps[1].name"},
+      {With("cores: 1,", "cores: 0,"), "cluster.worker_types[0]"},
+      {"apps: [", "line"},
+      {"", "empty"},
+  };
+  for (const BadCase& c : cases) {
+    auto e = ParseExperiment(c.yaml, "/nonexistent");
+    ASSERT_FALSE(e.ok()) << "expected an error naming " << c.mentions;
+    EXPECT_NE(e.status().message().find(c.mentions), std::string::npos)
+        << "error \"" << e.status().message() << "\" should name " << c.mentions;
+  }
+}
+
+TEST(ExperimentConfigTest, ReadsProfileCsvAndTraceFilesBesideTheYaml) {
+  std::string dir = ::testing::TempDir() + "/maitre_experiment_config_test";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(
+          dir + "/profile.csv",
+          "model,variant,worker_type,batch,latency_p50_ms,latency_p99_ms,load_ms,memory_mb,"
+          "accuracy\ncnn,torch,cpu-1,1,6,6.6,100,50,0.7\ncnn,torch,cpu-1,8,20,22,100,50,0.7\n")
+          .ok());
+  ASSERT_TRUE(WriteFileAtomically(dir + "/trace.csv", "arrival_ms,app\n0,a\n5,a\n2500,a\n").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir + "/exp.yaml", R"(
+profiles:
+  - csv: profile.csv
+apps:
+  - name: a
+    latency_ms: 50
+    instances: [{variant: "cnn:torch"}]
+trace:
+  file: trace.csv
+)")
+                  .ok());
+  auto e = LoadExperimentFile(dir + "/exp.yaml");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(e->trace_from_file);
+  EXPECT_EQ(e->trace_rows.size(), 3u);
+  EXPECT_EQ(e->setup.horizon, 2500 * kMillisecond + 1);
+  ASSERT_EQ(e->setup.variants.size(), 1u);
+  EXPECT_DOUBLE_EQ(e->setup.variants[0].accuracy, 0.7);
+  // Default cluster: the embedded worker types, one worker per instance.
+  EXPECT_EQ(e->setup.worker_types[0].type.name, "cpu-1");
+  EXPECT_EQ(e->setup.worker_types[0].count, 1);
+  EXPECT_EQ(e->setup.batching.policy, "proteus");
+
+  auto missing = LoadExperimentFile(dir + "/nope.yaml");
+  EXPECT_FALSE(missing.ok());
+}
+
+}  // namespace
+}  // namespace maitre::sim

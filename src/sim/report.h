@@ -1,0 +1,25 @@
+// The simulator's outputs (DESIGN §6.4): timeseries.csv (per second: demand,
+// served, violations, accuracy, cost, instances by variant), summary.json
+// (throughput, SLO violation ratio, effective accuracy, cost, per-app
+// breakdown) and plot.svg. All three are deterministic functions of a
+// finished simulation, so equal runs give byte-identical files.
+//
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "sim/simulator.h"
+
+namespace maitre::sim {
+
+std::string TimeseriesCsv(const Simulator& sim);
+std::string SummaryJson(const Simulator& sim, const std::string& name);
+std::string PlotSvg(const Simulator& sim, const std::string& name);
+
+// Writes the three files into `out_dir` (created if needed), each atomically.
+absl::Status WriteReports(const Simulator& sim, const std::string& name,
+                          const std::string& out_dir);
+
+}  // namespace maitre::sim

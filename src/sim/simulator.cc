@@ -1,0 +1,386 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "policy/latency_table.h"
+
+namespace maitre::sim {
+namespace {
+
+// The standard normal's 99th percentile: a lognormal with median m and
+// sigma s has its p99 at m·exp(s·z99), so s = ln(p99/p50)/z99.
+constexpr double kZ99 = 2.3263478740408408;
+
+using policy::BatchDecision;
+using policy::QueuedQuery;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
+    SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals) {
+  if (arrivals == nullptr)
+    return absl::InvalidArgumentError("the simulator needs an arrival source");
+  const int32_t n_types = static_cast<int32_t>(setup.worker_types.size());
+  const int32_t n_variants = static_cast<int32_t>(setup.variants.size());
+  const int32_t n_apps = static_cast<int32_t>(setup.apps.size());
+  if (n_apps == 0) return absl::InvalidArgumentError("the experiment has no apps");
+  for (const SimVariant& v : setup.variants) {
+    if (v.worker_type < 0 || v.worker_type >= n_types) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variant ", v.key.ToString(), " names an unknown worker type"));
+    }
+    if (v.profile.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variant ", v.key.ToString(), " has no profile"));
+    }
+  }
+  for (const SimApp& a : setup.apps) {
+    if (a.latency <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("app ", a.name, " needs a latency objective > 0"));
+    }
+  }
+  std::vector<int32_t> used(n_types, 0);
+  for (const SimInstanceSpec& s : setup.instances) {
+    if (s.app < 0 || s.app >= n_apps || s.variant < 0 || s.variant >= n_variants) {
+      return absl::InvalidArgumentError("an instance names an unknown app or variant");
+    }
+    ++used[setup.variants[s.variant].worker_type];
+  }
+  for (int32_t t = 0; t < n_types; ++t) {
+    if (used[t] > setup.worker_types[t].count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(used[t], " instances need workers of type ", setup.worker_types[t].type.name,
+                       " but the cluster has ", setup.worker_types[t].count));
+    }
+  }
+
+  auto sim = std::unique_ptr<Simulator>(new Simulator(std::move(setup), std::move(arrivals)));
+  const SimulationSetup& s = sim->setup_;
+  auto router = CreateRouter(s.routing);
+  if (!router.ok()) return router.status();
+  sim->router_ = *std::move(router);
+
+  sim->by_app_.assign(n_apps, {});
+  sim->instances_.resize(s.instances.size());
+  sim->views_.resize(s.instances.size());
+  for (size_t i = 0; i < s.instances.size(); ++i) {
+    const SimInstanceSpec& spec = s.instances[i];
+    const SimVariant& variant = s.variants[spec.variant];
+    policy::BatchingOptions options = s.batching;
+    if (options.slo == 0) options.slo = s.apps[spec.app].latency;
+    absl::StatusOr<std::unique_ptr<policy::BatchingPolicy>> policy =
+        s.policy_factory ? s.policy_factory(static_cast<int32_t>(i))
+                         : policy::CreateBatchingPolicy(options, variant.profile);
+    if (policy.ok() && *policy == nullptr) policy = absl::InvalidArgumentError("no policy");
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("instance ", i, " (", variant.key.ToString(),
+                                                     "): ", policy.status().message()));
+    }
+    Instance& inst = sim->instances_[i];
+    inst.policy = *std::move(policy);
+    inst.noise = Rng(DeriveSeed(s.seed, 1000 + i));
+    // Service times are tabulated up to the largest batch a policy may send;
+    // a single larger query is computed on demand.
+    const int32_t rows = std::max(1, options.max_batch);
+    inst.median_ns.assign(rows + 1, 0);
+    inst.sigma.assign(rows + 1, 0);
+    for (int32_t r = 1; r <= rows; ++r) {
+      double p50 = variant.profile.LatencyAt(r);
+      double p99 = variant.profile.P99At(r);
+      inst.median_ns[r] = p50 * kMillisecond;
+      inst.sigma[r] = p99 > p50 ? std::log(p99 / p50) / kZ99 : 0;
+    }
+    inst.queue.reserve(1024);
+    inst.tags.reserve(1024);
+    inst.batch.reserve(rows);
+    InstanceView& view = sim->views_[i];
+    view.app = spec.app;
+    view.variant = spec.variant;
+    view.worker_type = variant.worker_type;
+    view.accuracy = variant.accuracy;
+    sim->by_app_[spec.app].push_back(static_cast<int32_t>(i));
+  }
+
+  for (const SimWorkerType& t : s.worker_types) {
+    sim->cost_per_second_ += t.count * t.type.price_per_hour / 3600.0;
+  }
+  sim->metrics_.per_app.assign(n_apps, Counters());
+  sim->metrics_.latency_per_app.assign(n_apps, LatencyHistogram());
+  sim->metrics_.per_second.reserve(static_cast<size_t>(s.horizon / kSecond) + 2);
+  sim->events_.Reserve(64 + 4 * s.instances.size());
+  sim->FetchArrival();
+  return sim;
+}
+
+void Simulator::FetchArrival() {
+  has_arrival_ = arrivals_->Next(&arrival_);
+  if (has_arrival_) arrival_seq_ = events_.TakeSeq();
+}
+
+void Simulator::Fail(absl::Status status) {
+  if (status_.ok()) status_ = std::move(status);
+}
+
+absl::Status Simulator::RunUntil(Nanos until) {
+  while (status_.ok()) {
+    const bool have_event = !events_.empty();
+    bool take_arrival;
+    if (has_arrival_ && have_event) {
+      const Event& e = events_.top();
+      take_arrival = arrival_.time != e.time ? arrival_.time < e.time : arrival_seq_ < e.seq;
+    } else if (has_arrival_ || have_event) {
+      take_arrival = has_arrival_;
+    } else {
+      break;
+    }
+    if (take_arrival) {
+      if (arrival_.time > until) break;
+      now_ = std::max(now_, arrival_.time);
+      Arrival a = arrival_;
+      FetchArrival();
+      OnArrival(a);
+    } else {
+      if (events_.top().time > until) break;
+      Event e = events_.Pop();
+      now_ = e.time;
+      switch (e.kind) {
+        case kBatchDone:
+          OnBatchDone(static_cast<int32_t>(e.target));
+          break;
+        case kWake:
+          OnWake(static_cast<int32_t>(e.target), e.time);
+          break;
+        case kExpiry:
+          OnExpiry(static_cast<int32_t>(e.target), e.time);
+          break;
+      }
+    }
+    ++events_processed_;
+  }
+  return status_;
+}
+
+Counters& Simulator::Second(Nanos t) {
+  size_t s = static_cast<size_t>(t / kSecond);
+  if (s >= metrics_.per_second.size()) metrics_.per_second.resize(s + 1);
+  return metrics_.per_second[s];
+}
+
+void Simulator::OnArrival(const Arrival& a) {
+  const SimApp& app = setup_.apps[a.app];
+  metrics_.end_time = now_;
+  ++metrics_.total.arrived;
+  ++metrics_.per_app[a.app].arrived;
+  Counters& second = Second(now_);
+  ++second.arrived;
+
+  RouteRequest request;
+  request.app = a.app;
+  request.arrival = now_;
+  request.deadline = now_ + (a.latency > 0 ? a.latency : app.latency);
+  request.min_accuracy = a.min_accuracy >= 0 ? a.min_accuracy : app.min_accuracy;
+  int32_t target = -1;
+  if (!by_app_[a.app].empty()) {
+    target = router_->Route(request, ClusterSnapshot(views_, by_app_, now_));
+  }
+  if (target < 0 || target >= static_cast<int32_t>(instances_.size())) {
+    ++metrics_.total.rejected;
+    ++metrics_.per_app[a.app].rejected;
+    ++second.rejected;
+    return;
+  }
+
+  Instance& inst = instances_[target];
+  QueuedQuery q{now_, request.deadline, request.rows};
+  Tag tag{a.app, views_[target].accuracy < request.min_accuracy};
+  if (inst.head == inst.queue.size() || inst.queue.back().deadline <= q.deadline) {
+    inst.queue.push_back(q);
+    inst.tags.push_back(tag);
+  } else {
+    // A tighter deadline than some queued query: insert in order, after any
+    // equal deadline so that ties stay first come, first served.
+    auto it = std::upper_bound(inst.queue.begin() + inst.head, inst.queue.end(), q.deadline,
+                               [](Nanos d, const QueuedQuery& x) { return d < x.deadline; });
+    size_t pos = it - inst.queue.begin();
+    inst.queue.insert(it, q);
+    inst.tags.insert(inst.tags.begin() + pos, tag);
+  }
+  views_[target].queued_rows += q.rows;
+  if (!inst.busy) {
+    RunDecisions(target);
+  } else {
+    ArmExpiry(target);
+  }
+}
+
+void Simulator::RunDecisions(int32_t i) {
+  Instance& inst = instances_[i];
+  while (!inst.busy && inst.head < inst.queue.size()) {
+    absl::Span<const QueuedQuery> live(inst.queue.data() + inst.head,
+                                       inst.queue.size() - inst.head);
+    BatchDecision d = inst.policy->Decide(live, now_);
+    ++metrics_.policy_decisions;
+    const int32_t size = static_cast<int32_t>(live.size());
+    if (d.action == BatchDecision::Action::kWait) {
+      if (d.wake_at <= now_) {
+        Fail(absl::InternalError(absl::StrCat("batching policy ", inst.policy->name(),
+                                              " asked to wait until a time already past")));
+        return;
+      }
+      if (d.wake_at < kInfiniteFuture && d.wake_at != inst.wake_armed) {
+        events_.Push(d.wake_at, kWake, static_cast<uint32_t>(i));
+        inst.wake_armed = d.wake_at;
+      }
+      break;
+    }
+    if (d.count < 1 || d.count > size) {
+      Fail(absl::InternalError(absl::StrCat("batching policy ", inst.policy->name(), " decided on ",
+                                            d.count, " of ", size, " queries")));
+      return;
+    }
+    if (d.action == BatchDecision::Action::kDrop) {
+      DropPrefix(i, d.count);
+      continue;
+    }
+    if (live[0].deadline <= now_) {
+      Fail(absl::InternalError(
+          absl::StrCat("batching policy ", inst.policy->name(), " dispatched an expired query")));
+      return;
+    }
+    StartBatch(i, d.count);
+  }
+  ArmExpiry(i);
+}
+
+void Simulator::StartBatch(int32_t i, int32_t count) {
+  Instance& inst = instances_[i];
+  inst.batch.clear();
+  int32_t rows = 0;
+  for (int32_t k = 0; k < count; ++k) {
+    const QueuedQuery& q = inst.queue[inst.head + k];
+    inst.batch.push_back({q.arrival, q.deadline, inst.tags[inst.head + k]});
+    rows += q.rows;
+  }
+  inst.head += count;
+  if (inst.head == inst.queue.size()) {
+    inst.queue.clear();
+    inst.tags.clear();
+    inst.head = 0;
+  } else if (inst.head >= 4096 && inst.head * 2 >= inst.queue.size()) {
+    inst.queue.erase(inst.queue.begin(), inst.queue.begin() + inst.head);
+    inst.tags.erase(inst.tags.begin(), inst.tags.begin() + inst.head);
+    inst.head = 0;
+  }
+  inst.busy = true;
+  inst.batch_start = now_;
+  inst.batch_rows = rows;
+  inst.wake_armed = kInfiniteFuture;
+  views_[i].queued_rows -= rows;
+  views_[i].running_rows = rows;
+  ++metrics_.batches;
+  metrics_.batch_rows += rows;
+  events_.Push(now_ + ServiceTime(inst, rows), kBatchDone, static_cast<uint32_t>(i));
+}
+
+Nanos Simulator::ServiceTime(Instance& inst, int32_t rows) {
+  double median, sigma;
+  if (rows < static_cast<int32_t>(inst.median_ns.size())) {
+    median = inst.median_ns[rows];
+    sigma = inst.sigma[rows];
+  } else {
+    const Profile& p = setup_.variants[setup_.instances[&inst - instances_.data()].variant].profile;
+    double p50 = p.LatencyAt(rows), p99 = p.P99At(rows);
+    median = p50 * kMillisecond;
+    sigma = p99 > p50 ? std::log(p99 / p50) / kZ99 : 0;
+  }
+  double t = median;
+  if (setup_.service_noise && sigma > 0) t = median * std::exp(sigma * inst.noise.Normal());
+  return std::max<Nanos>(1, static_cast<Nanos>(std::llround(t)));
+}
+
+void Simulator::OnBatchDone(int32_t i) {
+  Instance& inst = instances_[i];
+  const SimInstanceSpec& spec = setup_.instances[i];
+  const double accuracy = setup_.variants[spec.variant].accuracy;
+  Counters& second = Second(now_);
+  metrics_.end_time = now_;
+  int32_t missed = 0;
+  for (const InFlight& q : inst.batch) {
+    const bool on_time = now_ <= q.deadline;
+    missed += !on_time;
+    Counters* counters[3] = {&metrics_.total, &metrics_.per_app[q.tag.app], &second};
+    for (Counters* c : counters) {
+      ++c->completed;
+      c->on_time += on_time;
+      c->late += !on_time;
+      c->below_min_accuracy += q.tag.below_min_accuracy;
+      c->accuracy_sum += accuracy;
+    }
+    metrics_.latency.Record(now_ - q.arrival);
+    metrics_.latency_per_app[q.tag.app].Record(now_ - q.arrival);
+  }
+  inst.policy->Observe({inst.batch_rows, inst.batch_start, now_, missed});
+  inst.busy = false;
+  inst.batch.clear();
+  views_[i].running_rows = 0;
+  RunDecisions(i);
+}
+
+void Simulator::DropPrefix(int32_t i, int32_t count) {
+  Instance& inst = instances_[i];
+  Counters& second = Second(now_);
+  metrics_.end_time = now_;
+  int32_t rows = 0;
+  for (int32_t k = 0; k < count; ++k) {
+    const Tag& tag = inst.tags[inst.head + k];
+    rows += inst.queue[inst.head + k].rows;
+    ++metrics_.total.dropped;
+    ++metrics_.per_app[tag.app].dropped;
+    ++second.dropped;
+  }
+  inst.head += count;
+  if (inst.head == inst.queue.size()) {
+    inst.queue.clear();
+    inst.tags.clear();
+    inst.head = 0;
+  }
+  views_[i].queued_rows -= rows;
+}
+
+void Simulator::ArmExpiry(int32_t i) {
+  Instance& inst = instances_[i];
+  if (inst.head == inst.queue.size()) return;
+  Nanos deadline = inst.queue[inst.head].deadline;
+  // One pending expiry per instance is enough: when it fires it re-arms for
+  // the new head. An earlier head deadline needs an earlier event.
+  if (deadline < inst.expiry_armed) {
+    events_.Push(deadline, kExpiry, static_cast<uint32_t>(i));
+    inst.expiry_armed = deadline;
+  }
+}
+
+void Simulator::OnExpiry(int32_t i, Nanos at) {
+  Instance& inst = instances_[i];
+  if (at == inst.expiry_armed) inst.expiry_armed = kInfiniteFuture;
+  int32_t expired = 0;
+  for (size_t k = inst.head; k < inst.queue.size() && inst.queue[k].deadline <= now_; ++k)
+    ++expired;
+  if (expired > 0) DropPrefix(i, expired);
+  if (expired > 0 && !inst.busy) {
+    RunDecisions(i);
+  } else {
+    ArmExpiry(i);
+  }
+}
+
+void Simulator::OnWake(int32_t i, Nanos at) {
+  Instance& inst = instances_[i];
+  if (inst.busy || at != inst.wake_armed) return;  // superseded by a later decision
+  inst.wake_armed = kInfiniteFuture;
+  RunDecisions(i);
+}
+
+}  // namespace maitre::sim

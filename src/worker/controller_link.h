@@ -1,0 +1,56 @@
+// The worker's connection to its controller (maitre.worker.v1.Registry):
+// joining, the periodic monitoring report that is the source of truth for
+// instance states, and fetching model files.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/clock.h"
+#include "maitre/worker.grpc.pb.h"
+#include "worker/instance_manager.h"
+
+namespace maitre::worker {
+
+struct Registration {
+  std::string worker_id;
+  Nanos report_interval = 500 * kMillisecond;
+  int cores = 1;
+  int64_t memory_mb = 0;
+  std::string batching_policy;
+};
+
+class ControllerLink final : public BlobSource {
+ public:
+  struct Options {
+    std::string controller;    // host:port of the controller's gRPC endpoint
+    std::string worker_type;
+    std::string launch_token;  // set by the controller's local provider
+    const Clock* clock = SteadyClock::Get();
+  };
+  explicit ControllerLink(Options options);
+
+  // Registers this worker, reachable at `address`, retrying until it
+  // succeeds, `timeout` passes, or *stop is set.
+  absl::StatusOr<Registration> Register(const std::string& address, Nanos timeout,
+                                        const std::atomic<bool>* stop);
+
+  // Sends one report. Returns NotFound when the controller no longer knows
+  // this worker (it restarted) so the caller registers again.
+  absl::Status Report(InstanceManager& manager, double cpu_utilisation, double memory_mb);
+
+  absl::Status Fetch(const std::string& hash, const std::string& path) override;
+
+ private:
+  const Options options_;
+  std::unique_ptr<v1::Registry::Stub> stub_;
+  absl::Mutex mu_;
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::worker

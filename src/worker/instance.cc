@@ -1,0 +1,259 @@
+#include "worker/instance.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/batch.h"
+
+namespace maitre::worker {
+
+// A waiter wakes when the queue changed since it last looked, or on Stop.
+struct Instance::Waiter {
+  const Instance* self;
+  uint64_t seen;
+  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+    return self->stopping_ || self->version_ != seen;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Instance>> Instance::Create(Options options) {
+  if (options.replicas.empty()) return absl::InvalidArgumentError("an instance needs a replica");
+  if (options.policy == nullptr) return absl::InvalidArgumentError("an instance needs a policy");
+  if (options.clock == nullptr) return absl::InvalidArgumentError("an instance needs a clock");
+  std::unique_ptr<Instance> instance(new Instance(std::move(options)));
+  return instance;
+}
+
+Instance::Instance(Options options)
+    : key_(std::move(options.key)),
+      clock_(options.clock),
+      max_queue_(options.max_queue),
+      max_batch_(options.max_batch),
+      policy_(std::move(options.policy)),
+      stats_(options.clock->Now()) {
+  absl::MutexLock lock(&mu_);
+  for (auto& executor : options.replicas) {
+    executors_.push_back(std::move(executor));
+    StartReplicaLocked(executors_.size() - 1);
+  }
+  reaper_ = std::thread([this] { ReaperLoop(); });
+}
+
+Instance::~Instance() { Stop(); }
+
+void Instance::StartReplicaLocked(size_t index) {
+  threads_.emplace_back([this, index] { ReplicaLoop(index); });
+}
+
+void Instance::AddReplica(std::unique_ptr<runtime::Executor> executor) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  executors_.push_back(std::move(executor));
+  StartReplicaLocked(executors_.size() - 1);
+}
+
+int Instance::replicas() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(executors_.size());
+}
+
+void Instance::Submit(InferTask task) {
+  Nanos now = clock_->Now();
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.OnArrival();
+    if (stopping_) {
+      refused = absl::UnavailableError(absl::StrCat(key_.ToString(), " is being unloaded"));
+    } else if (task.deadline <= now) {
+      refused = absl::DeadlineExceededError("the deadline passed before the query was queued");
+    } else if (queue_.size() >= max_queue_) {
+      refused = absl::ResourceExhaustedError(
+          absl::StrCat(key_.ToString(), " has ", queue_.size(), " queries waiting; try later"));
+    } else {
+      policy::QueuedQuery meta{now, task.deadline, task.rows};
+      if (!task.best_effort) ++queued_with_objective_;
+      queue_.Push(meta, Pending{now, std::move(task)});
+      ++version_;
+      return;
+    }
+    if (refused.code() == absl::StatusCode::kDeadlineExceeded) stats_.OnDropped(1);
+  }
+  InferResult result;
+  result.status = refused;
+  std::move(task.done)(std::move(result));
+}
+
+std::vector<Instance::Pending> Instance::PopLocked(size_t n) {
+  std::vector<Pending> popped = queue_.PopFront(n);
+  for (const Pending& p : popped) queued_with_objective_ -= p.task.best_effort ? 0 : 1;
+  if (!popped.empty()) ++version_;
+  return popped;
+}
+
+std::vector<Instance::Pending> Instance::TakeExpiredLocked(Nanos now) {
+  size_t n = queue_.ExpiredCount(now);
+  if (n == 0) return {};
+  stats_.OnDropped(static_cast<int64_t>(n));
+  return PopLocked(n);
+}
+
+void Instance::AnswerExpired(std::vector<Pending> expired) {
+  Nanos now = clock_->Now();
+  for (Pending& p : expired) {
+    InferResult result;
+    result.status = absl::DeadlineExceededError(absl::StrCat(
+        "the query could not run on ", key_.ToString(), " before its deadline; it waited ",
+        (now - p.arrival) / kMicrosecond, " us"));
+    result.queue = result.total = now - p.arrival;
+    std::move(p.task.done)(std::move(result));
+  }
+}
+
+void Instance::ReaperLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    Nanos now = clock_->Now();
+    std::vector<Pending> expired = TakeExpiredLocked(now);
+    if (!expired.empty()) {
+      mu_.Unlock();
+      AnswerExpired(std::move(expired));
+      mu_.Lock();
+      continue;
+    }
+    Nanos wake = queue_.empty() ? kInfiniteFuture : queue_.front().deadline;
+    Waiter waiter{this, version_};
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &Waiter::Ready), wake);
+  }
+}
+
+void Instance::ReplicaLoop(size_t index) {
+  absl::MutexLock lock(&mu_);
+  runtime::Executor& executor = *executors_[index];
+  while (!stopping_) {
+    Nanos now = clock_->Now();
+    std::vector<Pending> expired = TakeExpiredLocked(now);
+    if (!expired.empty()) {
+      mu_.Unlock();
+      AnswerExpired(std::move(expired));
+      mu_.Lock();
+      continue;
+    }
+    // Only queries with a latency objective give a policy a reason to wait;
+    // best-effort ones alone run at once.
+    policy::BatchDecision decision =
+        queued_with_objective_ == 0 && !queue_.empty()
+            ? policy::BatchDecision::Dispatch(static_cast<int32_t>(queue_.size()))
+            : policy_->Decide(queue_.View(), now);
+    int32_t count = std::min<int32_t>(decision.count, static_cast<int32_t>(queue_.size()));
+    if (decision.action == policy::BatchDecision::Action::kDispatch && count > 0) {
+      count = std::min(count, std::max(1, policy::PrefixWithin(queue_.View(), max_batch_)));
+      std::vector<Pending> batch = PopLocked(count);
+      mu_.Unlock();
+      RunBatch(executor, std::move(batch));
+      mu_.Lock();
+      continue;
+    }
+    if (decision.action == policy::BatchDecision::Action::kDrop && count > 0) {
+      std::vector<Pending> dropped = PopLocked(count);
+      stats_.OnDropped(count);
+      mu_.Unlock();
+      AnswerExpired(std::move(dropped));
+      mu_.Lock();
+      continue;
+    }
+    Nanos wake = decision.wake_at;
+    if (!queue_.empty()) wake = std::min(wake, queue_.front().deadline);
+    Waiter waiter{this, version_};
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &Waiter::Ready), wake);
+  }
+}
+
+void Instance::RunBatch(runtime::Executor& executor, std::vector<Pending> batch) {
+  Nanos start = clock_->Now();
+  std::vector<const std::vector<Tensor>*> parts;
+  std::vector<int64_t> rows;
+  parts.reserve(batch.size());
+  rows.reserve(batch.size());
+  int32_t total_rows = 0;
+  for (const Pending& p : batch) {
+    parts.push_back(&p.task.inputs);
+    rows.push_back(p.task.rows);
+    total_rows += p.task.rows;
+  }
+  absl::StatusOr<std::vector<std::vector<Tensor>>> split;
+  if (batch.size() == 1) {
+    // The common case at low load: no copy into a joined batch.
+    auto out = executor.Run(batch[0].task.inputs);
+    if (out.ok()) {
+      split = std::vector<std::vector<Tensor>>{*std::move(out)};
+    } else {
+      split = out.status();
+    }
+  } else {
+    auto joined = runtime::ConcatRows(parts);
+    auto out = joined.ok() ? executor.Run(*joined)
+                           : absl::StatusOr<std::vector<Tensor>>(joined.status());
+    split = out.ok() ? runtime::SplitRows(*out, rows)
+                     : absl::StatusOr<std::vector<std::vector<Tensor>>>(out.status());
+  }
+  Nanos finish = clock_->Now();
+
+  int32_t missed = 0;
+  for (const Pending& p : batch) missed += finish > p.task.deadline ? 1 : 0;
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.OnBatch(total_rows, finish - start);
+    if (!split.ok()) stats_.OnFailed(static_cast<int64_t>(batch.size()));
+    for (const Pending& p : batch) {
+      if (split.ok()) stats_.OnServed(finish - p.arrival);
+    }
+    policy_->Observe({total_rows, start, finish, missed});
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    InferResult result;
+    if (split.ok()) {
+      result.outputs = std::move((*split)[i]);
+    } else {
+      result.status = absl::InternalError(
+          absl::StrCat(key_.ToString(), " failed to run: ", split.status().message()));
+    }
+    result.queue = start - batch[i].arrival;
+    result.compute = finish - start;
+    result.total = finish - batch[i].arrival;
+    result.batch_rows = total_rows;
+    std::move(batch[i].task.done)(std::move(result));
+  }
+}
+
+InstanceReport Instance::TakeReport() {
+  absl::MutexLock lock(&mu_);
+  InstanceReport report;
+  report.key = key_;
+  report.replicas = static_cast<int>(executors_.size());
+  report.queue_length = static_cast<int>(queue_.size());
+  report.interval = stats_.TakeAndReset(clock_->Now());
+  return report;
+}
+
+void Instance::Stop() {
+  std::vector<Pending> orphans;
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+    ++version_;
+    orphans = PopLocked(queue_.size());
+    threads.swap(threads_);
+  }
+  // Answer the waiting queries before joining: a replica may be in the
+  // middle of a long batch, and they should not wait for it.
+  for (Pending& p : orphans) {
+    InferResult result;
+    result.status = absl::UnavailableError(absl::StrCat(key_.ToString(), " was unloaded"));
+    std::move(p.task.done)(std::move(result));
+  }
+  for (std::thread& t : threads) t.join();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+}  // namespace maitre::worker

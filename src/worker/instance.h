@@ -1,0 +1,126 @@
+// One loaded variant on a worker: a deadline-ordered queue, a batching
+// policy, and one batch thread per replica (each with its own executor).
+//
+// Data path: Submit() queues a task; an idle replica asks the policy what to
+// do and runs batches (when only best-effort queries wait, it runs them at
+// once: holding a query back only pays against a latency objective); a reaper answers queries whose deadline has passed
+// with DEADLINE_EXCEEDED the moment it passes, even while every replica is
+// busy, so nothing is ever served late.
+//
+// Thread-safety: thread-safe. Callbacks run on the instance's own threads and
+// must not block for long.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/clock.h"
+#include "core/tensor.h"
+#include "core/variant.h"
+#include "policy/batching.h"
+#include "runtime/executor.h"
+#include "worker/deadline_queue.h"
+#include "worker/interval_stats.h"
+
+namespace maitre::worker {
+
+struct InferResult {
+  absl::Status status;
+  std::vector<Tensor> outputs;
+  Nanos queue = 0;    // arrival to batch start
+  Nanos compute = 0;  // the batch's executor time
+  Nanos total = 0;    // arrival to answer
+  int32_t batch_rows = 0;
+};
+
+using InferCallback = absl::AnyInvocable<void(InferResult) &&>;
+
+struct InferTask {
+  std::vector<Tensor> inputs;  // already checked against the model's spec
+  int32_t rows = 1;
+  Nanos deadline = kInfiniteFuture;
+  // No latency objective: never held back to build a batch (see Instance).
+  bool best_effort = false;
+  InferCallback done;  // called exactly once
+};
+
+struct InstanceReport {
+  VariantKey key;
+  int replicas = 0;
+  int queue_length = 0;
+  IntervalSnapshot interval;
+};
+
+class Instance {
+ public:
+  struct Options {
+    VariantKey key;
+    std::vector<std::unique_ptr<runtime::Executor>> replicas;  // at least one
+    std::unique_ptr<policy::BatchingPolicy> policy;
+    const Clock* clock = SteadyClock::Get();
+    // Submit answers RESOURCE_EXHAUSTED beyond this many waiting queries.
+    size_t max_queue = 8192;
+    // Largest batch handed to an executor, whatever the policy says.
+    int32_t max_batch = 64;
+  };
+
+  static absl::StatusOr<std::unique_ptr<Instance>> Create(Options options);
+  ~Instance();
+
+  const VariantKey& key() const { return key_; }
+
+  void Submit(InferTask task);
+
+  // Adds a replica running `executor`. Used by the model autoscaler.
+  void AddReplica(std::unique_ptr<runtime::Executor> executor);
+  int replicas() const;
+
+  // Returns this interval's figures and starts a new interval.
+  InstanceReport TakeReport();
+
+  // Answers every queued task UNAVAILABLE and joins the threads. Idempotent.
+  void Stop();
+
+ private:
+  struct Pending {
+    Nanos arrival = 0;
+    InferTask task;
+  };
+  struct Waiter;
+
+  explicit Instance(Options options);
+  void StartReplicaLocked(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReplicaLoop(size_t index);
+  void ReaperLoop();
+  // Removes expired tasks from the queue (caller answers them unlocked).
+  std::vector<Pending> TakeExpiredLocked(Nanos now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every queue removal goes through here to keep the counters right.
+  std::vector<Pending> PopLocked(size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AnswerExpired(std::vector<Pending> expired);
+  void RunBatch(runtime::Executor& executor, std::vector<Pending> batch);
+
+  const VariantKey key_;
+  const Clock* const clock_;
+  const size_t max_queue_;
+  const int32_t max_batch_;
+
+  mutable absl::Mutex mu_;
+  DeadlineQueue<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<policy::BatchingPolicy> policy_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<runtime::Executor>> executors_ ABSL_GUARDED_BY(mu_);
+  IntervalStats stats_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every queue change
+  size_t queued_with_objective_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);  // one per replica
+  std::thread reaper_;
+};
+
+}  // namespace maitre::worker

@@ -1,0 +1,207 @@
+#include "worker/instance_manager.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "core/file_util.h"
+#include "core/status_macros.h"
+#include "runtime/measure.h"
+#include "runtime/process_stats.h"
+#include "runtime/valset.h"
+#include "core/logging.h"
+
+namespace maitre::worker {
+
+std::vector<Tensor> ZeroRow(const ModelSpec& spec) {
+  std::vector<Tensor> row;
+  for (const TensorSpec& input : spec.inputs) {
+    Tensor t;
+    t.name = input.name;
+    t.dtype = input.dtype;
+    for (int64_t d : input.shape) t.shape.push_back(d < 0 ? 1 : d);
+    if (!t.shape.empty()) t.shape[0] = 1;
+    t.data.assign(static_cast<size_t>(t.NumElements()) * DataTypeSize(t.dtype), '\0');
+    row.push_back(std::move(t));
+  }
+  return row;
+}
+
+InstanceManager::InstanceManager(Options options) : options_(std::move(options)) {}
+
+InstanceManager::~InstanceManager() { StopAll(); }
+
+absl::StatusOr<std::string> InstanceManager::LocalPath(const std::string& hash) {
+  if (options_.blobs == nullptr) return absl::FailedPreconditionError("no blob source");
+  std::string dir = absl::StrCat(options_.cache_dir, "/blobs");
+  std::string path = absl::StrCat(dir, "/", hash);
+  absl::MutexLock lock(&fetch_mu_);
+  if (std::filesystem::exists(path)) return path;
+  MAITRE_RETURN_IF_ERROR(MakeDirectories(dir));
+  MAITRE_RETURN_IF_ERROR(options_.blobs->Fetch(hash, path));
+  return path;
+}
+
+absl::StatusOr<std::unique_ptr<runtime::Executor>> InstanceManager::NewExecutor(
+    const VariantSpec& spec) {
+  MAITRE_ASSIGN_OR_RETURN(std::string path, LocalPath(spec.blob));
+  runtime::ExecutorOptions options;
+  options.runtime = spec.runtime;
+  options.model_path = path;
+  options.spec = spec.spec;
+  return runtime::CreateExecutor(options);
+}
+
+absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int replicas,
+                                                  std::vector<LatencyPoint> profile_points) {
+  replicas = std::max(1, replicas);
+  std::shared_ptr<Instance> existing = Find(spec.key);
+  if (existing != nullptr) {
+    LoadOutcome outcome;
+    Nanos start = options_.clock->Now();
+    while (existing->replicas() < replicas) {
+      MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
+      existing->AddReplica(std::move(executor));
+    }
+    outcome.load_ms = ToMillis(options_.clock->Now() - start);
+    return outcome;
+  }
+
+  double rss_before = runtime::ResidentMemoryMb();
+  Nanos start = options_.clock->Now();
+  std::vector<std::unique_ptr<runtime::Executor>> executors;
+  for (int i = 0; i < replicas; ++i) {
+    MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
+    executors.push_back(std::move(executor));
+  }
+  LoadOutcome outcome;
+  outcome.load_ms = ToMillis(options_.clock->Now() - start);
+
+  Profile profile;
+  if (!profile_points.empty()) {
+    auto created = Profile::Create(std::move(profile_points), outcome.load_ms, 0);
+    if (created.ok()) profile = *std::move(created);
+  }
+  if (profile.empty() && options_.batching.policy != "timeout") {
+    // The planning policies need service times; measure a quick profile on
+    // the first replica rather than guess.
+    runtime::MeasureOptions quick;
+    quick.batch_sizes = {1, 2, 4, 8, 16, 32, 64};
+    quick.latency_ceiling_ms = 200;
+    quick.warmup = 1;
+    quick.min_repetitions = 3;
+    quick.min_time_per_batch = 20 * kMillisecond;
+    quick.clock = options_.clock;
+    MAITRE_ASSIGN_OR_RETURN(auto points,
+                            runtime::MeasureLatencies(*executors[0], ZeroRow(spec.spec), quick));
+    MAITRE_ASSIGN_OR_RETURN(profile, Profile::Create(std::move(points), outcome.load_ms, 0));
+  }
+  policy::BatchingOptions batching = options_.batching;
+  if (!profile.empty()) batching.max_batch = std::min(batching.max_batch, profile.max_batch());
+  MAITRE_ASSIGN_OR_RETURN(auto policy, policy::CreateBatchingPolicy(batching, profile));
+
+  Instance::Options instance_options;
+  instance_options.key = spec.key;
+  instance_options.replicas = std::move(executors);
+  instance_options.policy = std::move(policy);
+  instance_options.clock = options_.clock;
+  instance_options.max_batch = batching.max_batch;
+  MAITRE_ASSIGN_OR_RETURN(std::unique_ptr<Instance> instance,
+                          Instance::Create(std::move(instance_options)));
+  outcome.memory_mb = std::max(0.0, runtime::ResidentMemoryMb() - rss_before);
+  {
+    absl::MutexLock lock(&mu_);
+    auto [it, inserted] = instances_.emplace(spec.key, std::move(instance));
+    if (!inserted) {
+      // A concurrent Load of the same variant won; keep the first.
+      return outcome;
+    }
+  }
+  spdlog::info("loaded {} ({} replica(s), {:.1f} ms, {:.1f} MB, batching {})",
+               spec.key.ToString(), replicas, outcome.load_ms, outcome.memory_mb,
+               batching.policy);
+  return outcome;
+}
+
+absl::Status InstanceManager::Unload(const VariantKey& key) {
+  std::shared_ptr<Instance> instance;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = instances_.find(key);
+    if (it == instances_.end()) {
+      return absl::NotFoundError(absl::StrCat(key.ToString(), " is not loaded here"));
+    }
+    instance = std::move(it->second);
+    instances_.erase(it);
+  }
+  instance->Stop();
+  spdlog::info("unloaded {}", key.ToString());
+  return absl::OkStatus();
+}
+
+std::shared_ptr<Instance> InstanceManager::Find(const VariantKey& key) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = instances_.find(key);
+  return it == instances_.end() ? nullptr : it->second;
+}
+
+std::vector<VariantKey> InstanceManager::Loaded() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<VariantKey> keys;
+  for (const auto& [key, instance] : instances_) keys.push_back(key);
+  return keys;
+}
+
+std::vector<InstanceReport> InstanceManager::TakeReports() {
+  std::vector<std::shared_ptr<Instance>> instances;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (const auto& [key, instance] : instances_) instances.push_back(instance);
+  }
+  std::vector<InstanceReport> reports;
+  reports.reserve(instances.size());
+  for (const auto& instance : instances) reports.push_back(instance->TakeReport());
+  return reports;
+}
+
+absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
+                                                        const ProfileOptions& options) {
+  double rss_before = runtime::ResidentMemoryMb();
+  Nanos start = options_.clock->Now();
+  MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
+  double load_ms = ToMillis(options_.clock->Now() - start);
+  runtime::MeasureOptions measure;
+  measure.batch_sizes = options.batch_sizes;
+  measure.latency_ceiling_ms = options.latency_ceiling_ms;
+  measure.warmup = options.warmup;
+  measure.min_repetitions = options.repetitions;
+  measure.min_time_per_batch = options.min_time_per_batch;
+  measure.clock = options_.clock;
+  std::vector<Tensor> sample = options.sample.empty() ? ZeroRow(spec.spec) : options.sample;
+  MAITRE_ASSIGN_OR_RETURN(auto points, runtime::MeasureLatencies(*executor, sample, measure));
+  // Resident growth across load and the largest batch approximates what an
+  // instance of this variant costs; the allocator keeps what it peaked at.
+  double memory_mb = std::max(0.0, runtime::ResidentMemoryMb() - rss_before);
+  return Profile::Create(std::move(points), load_ms, memory_mb);
+}
+
+absl::StatusOr<runtime::Accuracy> InstanceManager::Evaluate(const VariantSpec& spec,
+                                                            const std::string& valset_blob,
+                                                            int batch_size) {
+  MAITRE_ASSIGN_OR_RETURN(std::string path, LocalPath(valset_blob));
+  MAITRE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  MAITRE_ASSIGN_OR_RETURN(runtime::Valset valset, runtime::ParseValset(bytes));
+  MAITRE_RETURN_IF_ERROR(runtime::CheckValsetFits(valset, spec.spec));
+  MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
+  return runtime::EvaluateTop1(*executor, valset, std::max(1, batch_size));
+}
+
+void InstanceManager::StopAll() {
+  std::map<VariantKey, std::shared_ptr<Instance>> instances;
+  {
+    absl::MutexLock lock(&mu_);
+    instances.swap(instances_);
+  }
+  for (auto& [key, instance] : instances) instance->Stop();
+}
+
+}  // namespace maitre::worker

@@ -1,0 +1,97 @@
+// The instances a worker holds, and the control-path work on them: loading
+// (fetching the file from the controller into a local cache first),
+// unloading, profiling a variant, and measuring its accuracy.
+//
+// Thread-safety: thread-safe. Find() is on the data path and takes a reader
+// lock only; everything else is control path and may take seconds.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/clock.h"
+#include "core/profile.h"
+#include "core/variant.h"
+#include "policy/batching.h"
+#include "runtime/evaluate.h"
+#include "worker/instance.h"
+
+namespace maitre::worker {
+
+// Where a worker gets model files: the controller over gRPC in production,
+// a directory in tests.
+class BlobSource {
+ public:
+  virtual ~BlobSource() = default;
+  // Fetches the blob named `hash` and writes it to `path` atomically.
+  virtual absl::Status Fetch(const std::string& hash, const std::string& path) = 0;
+};
+
+struct LoadOutcome {
+  double load_ms = 0;
+  double memory_mb = 0;
+};
+
+struct ProfileOptions {
+  std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
+  double latency_ceiling_ms = 250;
+  int warmup = 3;
+  int repetitions = 10;
+  Nanos min_time_per_batch = 200 * kMillisecond;
+  std::vector<Tensor> sample;  // one example row; zeros when empty
+};
+
+class InstanceManager {
+ public:
+  struct Options {
+    std::string cache_dir;         // blobs are cached under cache_dir/blobs
+    BlobSource* blobs = nullptr;   // not owned
+    const Clock* clock = SteadyClock::Get();
+    policy::BatchingOptions batching;
+  };
+
+  explicit InstanceManager(Options options);
+  ~InstanceManager();
+
+  // Loads `spec` with `replicas` replicas, or adds replicas to an instance
+  // already loaded. `profile` (may be empty) is what the batching policy
+  // plans with; without one, a quick profile is measured when the policy
+  // needs one.
+  absl::StatusOr<LoadOutcome> Load(const VariantSpec& spec, int replicas,
+                                   std::vector<LatencyPoint> profile);
+  absl::Status Unload(const VariantKey& key);
+
+  // The loaded instance of `key`, or null.
+  std::shared_ptr<Instance> Find(const VariantKey& key) const;
+  std::vector<VariantKey> Loaded() const;
+
+  std::vector<InstanceReport> TakeReports();
+
+  // Measures `spec` on this worker without disturbing loaded instances
+  // (apart from sharing the cores): load time, memory and latencies.
+  absl::StatusOr<Profile> ProfileVariant(const VariantSpec& spec, const ProfileOptions& options);
+
+  // Top-1 accuracy of `spec` on the validation set stored as `valset_blob`.
+  absl::StatusOr<runtime::Accuracy> Evaluate(const VariantSpec& spec,
+                                             const std::string& valset_blob, int batch_size);
+
+  void StopAll();
+
+ private:
+  absl::StatusOr<std::string> LocalPath(const std::string& hash);
+  absl::StatusOr<std::unique_ptr<runtime::Executor>> NewExecutor(const VariantSpec& spec);
+
+  const Options options_;
+  absl::Mutex fetch_mu_;  // one fetch at a time; the cache is shared
+  mutable absl::Mutex mu_;
+  std::map<VariantKey, std::shared_ptr<Instance>> instances_ ABSL_GUARDED_BY(mu_);
+};
+
+// Zeros shaped like one row of each of the spec's inputs (-1 dims become 1).
+std::vector<Tensor> ZeroRow(const ModelSpec& spec);
+
+}  // namespace maitre::worker

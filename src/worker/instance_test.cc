@@ -1,0 +1,147 @@
+#include "worker/instance.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/notification.h"
+#include "worker/testing/fake_executor.h"
+
+namespace maitre::worker {
+namespace {
+
+using testing::FakeExecutor;
+
+Tensor Row(float value, int rows = 1) {
+  Tensor t{"x", DataType::kFp32, {rows, 2}, std::string(rows * 2 * sizeof(float), '\0')};
+  for (int i = 0; i < rows * 2; ++i) t.MutableAs<float>()[i] = value;
+  return t;
+}
+
+// Collects one query's answer.
+struct Answer {
+  absl::Notification done;
+  InferResult result;
+  InferCallback Callback() {
+    return [this](InferResult r) {
+      result = std::move(r);
+      done.Notify();
+    };
+  }
+};
+
+struct Fixture {
+  ManualClock clock{0};
+  FakeExecutor* executor = nullptr;
+  std::unique_ptr<Instance> instance;
+
+  explicit Fixture(size_t max_queue = 100) {
+    auto fake = std::make_unique<FakeExecutor>();
+    executor = fake.get();
+    Instance::Options options;
+    options.key = {"m", "v"};
+    options.replicas.push_back(std::move(fake));
+    options.policy = *policy::CreateBatchingPolicy({"timeout", 8, 0}, Profile());
+    options.clock = &clock;
+    options.max_queue = max_queue;
+    instance = *Instance::Create(std::move(options));
+  }
+
+  void Submit(Answer& answer, float value, Nanos deadline, int rows = 1) {
+    InferTask task;
+    task.inputs.push_back(Row(value, rows));
+    task.rows = rows;
+    task.deadline = deadline;
+    task.done = answer.Callback();
+    instance->Submit(std::move(task));
+  }
+};
+
+TEST(InstanceTest, ServesAQuery) {
+  Fixture f;
+  Answer a;
+  f.Submit(a, 1.5f, kSecond);
+  a.done.WaitForNotification();
+  ASSERT_TRUE(a.result.status.ok()) << a.result.status;
+  ASSERT_EQ(a.result.outputs.size(), 1u);
+  EXPECT_FLOAT_EQ(a.result.outputs[0].As<float>()[0], 3.0f);
+  EXPECT_EQ(a.result.batch_rows, 1);
+}
+
+TEST(InstanceTest, ExpiredQueryIsAnsweredWhileTheExecutorIsBusy) {
+  Fixture f;
+  f.executor->Close();
+  Answer running, waiting;
+  f.Submit(running, 1, kSecond);
+  f.executor->AwaitRunning(1);
+  f.Submit(waiting, 2, 10 * kMillisecond);
+  f.clock.Advance(11 * kMillisecond);
+  // Answered by the reaper although the only replica is still busy.
+  waiting.done.WaitForNotification();
+  EXPECT_EQ(waiting.result.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(running.done.HasBeenNotified());
+  f.executor->Open();
+  running.done.WaitForNotification();
+  EXPECT_TRUE(running.result.status.ok());
+  InstanceReport report = f.instance->TakeReport();
+  EXPECT_EQ(report.interval.dropped, 1);
+  EXPECT_EQ(report.interval.served, 1);
+  EXPECT_EQ(report.interval.arrivals, 2);
+}
+
+TEST(InstanceTest, QueriesWaitingBehindABusyExecutorRunAsOneBatch) {
+  Fixture f;
+  f.executor->Close();
+  Answer first, a, b, c;
+  f.Submit(first, 1, kSecond);
+  f.executor->AwaitRunning(1);
+  f.Submit(a, 1, kSecond);
+  f.Submit(b, 2, kSecond, /*rows=*/2);
+  f.Submit(c, 3, kSecond);
+  f.executor->Open();
+  for (Answer* x : {&first, &a, &b, &c}) x->done.WaitForNotification();
+  EXPECT_EQ(f.executor->batches(), (std::vector<int64_t>{1, 4}));
+  ASSERT_TRUE(b.result.status.ok());
+  EXPECT_EQ(b.result.outputs[0].shape, (std::vector<int64_t>{2, 1}));
+  EXPECT_FLOAT_EQ(b.result.outputs[0].As<float>()[1], 4.0f);
+  EXPECT_FLOAT_EQ(c.result.outputs[0].As<float>()[0], 6.0f);
+  EXPECT_EQ(c.result.batch_rows, 4);
+}
+
+TEST(InstanceTest, RefusesWhenFullOrAlreadyLate) {
+  Fixture f(/*max_queue=*/1);
+  f.executor->Close();
+  Answer running, queued, refused, late;
+  f.Submit(running, 1, kSecond);
+  f.executor->AwaitRunning(1);
+  f.Submit(queued, 1, kSecond);
+  f.Submit(refused, 1, kSecond);
+  refused.done.WaitForNotification();
+  EXPECT_EQ(refused.result.status.code(), absl::StatusCode::kResourceExhausted);
+  f.Submit(late, 1, /*deadline=*/0);
+  late.done.WaitForNotification();
+  EXPECT_EQ(late.result.status.code(), absl::StatusCode::kDeadlineExceeded);
+  f.executor->Open();
+  queued.done.WaitForNotification();
+  EXPECT_TRUE(queued.result.status.ok());
+}
+
+TEST(InstanceTest, StopAnswersEverythingQueued) {
+  Fixture f;
+  f.executor->Close();
+  Answer running, queued;
+  f.Submit(running, 1, kSecond);
+  f.executor->AwaitRunning(1);
+  f.Submit(queued, 1, kSecond);
+  std::thread stopper([&] { f.instance->Stop(); });
+  queued.done.WaitForNotification();
+  EXPECT_EQ(queued.result.status.code(), absl::StatusCode::kUnavailable);
+  f.executor->Open();
+  stopper.join();
+  EXPECT_TRUE(running.result.status.ok());
+  Answer after;
+  f.Submit(after, 1, kSecond);
+  after.done.WaitForNotification();
+  EXPECT_EQ(after.result.status.code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace maitre::worker

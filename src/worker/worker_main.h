@@ -1,0 +1,25 @@
+// The `maitre worker` process: serves maitre.worker.v1.Worker, registers with
+// its controller, reports every interval, and runs until SIGTERM/SIGINT.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace maitre::worker {
+
+struct WorkerOptions {
+  std::string controller = "127.0.0.1:8001";
+  std::string type = "cpu-1";
+  // Where to listen; port 0 picks a free one. The address registered with
+  // the controller uses `advertise_host` when set, else the listen host.
+  std::string listen = "127.0.0.1:0";
+  std::string advertise_host;
+  std::vector<int> cores;  // CPUs to pin to; empty = no pinning
+  std::string cache_dir;   // empty = a fresh directory under /tmp
+  std::string launch_token;
+};
+
+// Returns the process exit code.
+int RunWorker(const WorkerOptions& options);
+
+}  // namespace maitre::worker

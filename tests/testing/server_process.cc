@@ -1,0 +1,185 @@
+#include "testing/server_process.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/file_util.h"
+#include "http/multipart.h"
+
+namespace maitre::testing {
+namespace {
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+}  // namespace
+
+std::string MaitreBinary() {
+  const char* path = std::getenv("MAITRE_BINARY");
+  return path != nullptr ? path : "maitre";
+}
+
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* entry = readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"), std::ios::binary);
+    std::stringstream cmdline;
+    cmdline << in.rdbuf();
+    if (cmdline.str().find(needle) != std::string::npos) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    const ServerOptions& options) {
+  std::unique_ptr<ServerProcess> server(new ServerProcess());
+  server->options_ = options;
+  std::string endpoints = absl::StrCat(options.data_dir, "/endpoints.json");
+  std::remove(endpoints.c_str());
+  std::vector<std::string> args = {MaitreBinary(),     "serve", "--data-dir", options.data_dir,
+                                   "--http",           "127.0.0.1:0",
+                                   "--grpc",           "127.0.0.1:0",
+                                   "--workers",        options.workers};
+  args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string log = absl::StrCat(options.data_dir, "/serve.log");
+  (void)MakeDirectories(options.data_dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* out = std::freopen(log.c_str(), "a", stderr);
+    (void)out;
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  if (pid < 0) return absl::InternalError("fork failed");
+  server->pid_ = pid;
+
+  // The server writes its real ports to endpoints.json once it listens.
+  for (int i = 0; i < 300 && server->url_.empty(); ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) {
+      server->pid_ = 0;
+      auto text = ReadFileToString(log);
+      return absl::InternalError(
+          absl::StrCat("maitre serve exited early: ", text.ok() ? *text : ""));
+    }
+    if (auto text = ReadFileToString(endpoints); text.ok()) {
+      auto j = nlohmann::json::parse(*text, nullptr, false);
+      if (!j.is_discarded()) server->url_ = j.value("http", "");
+    }
+    if (server->url_.empty()) SleepMs(100);
+  }
+  if (server->url_.empty()) return absl::DeadlineExceededError("maitre serve did not start");
+  http::ClientOptions client_options;
+  client_options.base_url = server->url_;
+  client_options.timeout = 300 * kSecond;
+  auto client = http::Client::Create(client_options);
+  if (!client.ok()) return client.status();
+  server->client_ = *std::move(client);
+  if (options.workers.empty()) return server;
+  // Ready once every requested worker has joined.
+  size_t want = 0;
+  for (char c : options.workers) want += c == ',' ? 1 : 0;
+  ++want;
+  for (int i = 0; i < 600; ++i) {
+    auto index = server->GetJson("/v2/repository/index");
+    if (index.ok() && (*index)["workers"].size() >= want) return server;
+    SleepMs(100);
+  }
+  return absl::DeadlineExceededError("the workers did not join within 60 s");
+}
+
+ServerProcess::~ServerProcess() { (void)Stop(); }
+
+absl::Status ServerProcess::Stop() {
+  if (pid_ == 0) return absl::OkStatus();
+  kill(pid_, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) break;
+    if (i == 199) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
+    SleepMs(50);
+  }
+  pid_ = 0;
+  // Workers are started with the data directory in their arguments.
+  for (int i = 0; i < 40; ++i) {
+    if (ProcessesMentioning(options_.data_dir).empty()) return absl::OkStatus();
+    SleepMs(50);
+  }
+  std::vector<pid_t> left = ProcessesMentioning(options_.data_dir);
+  for (pid_t p : left) kill(p, SIGKILL);
+  return absl::InternalError(
+      absl::StrCat("processes left running after stop: ", absl::StrJoin(left, ",")));
+}
+
+absl::StatusOr<http::Response> ServerProcess::Get(const std::string& path) {
+  return client_->Send("GET", path);
+}
+
+absl::StatusOr<http::Response> ServerProcess::Post(const std::string& path, std::string body,
+                                                   const std::string& content_type) {
+  return client_->Send("POST", path, std::move(body), {{"Content-Type", content_type}});
+}
+
+absl::StatusOr<nlohmann::json> ServerProcess::GetJson(const std::string& path) {
+  auto response = Get(path);
+  if (!response.ok()) return response.status();
+  if (response->status / 100 != 2) {
+    return absl::InternalError(absl::StrCat("GET ", path, ": ", response->status, " ",
+                                            response->body));
+  }
+  return nlohmann::json::parse(response->body);
+}
+
+absl::StatusOr<http::Response> ServerProcess::Register(const std::string& app,
+                                                       const std::string& name,
+                                                       const std::string& model_path,
+                                                       const std::string& onnx_path,
+                                                       const std::string& valset_path) {
+  std::vector<http::Part> parts;
+  auto model = ReadFileToString(model_path);
+  if (!model.ok()) return model.status();
+  parts.push_back({"model", "model.pt", "application/octet-stream", *model});
+  parts.push_back({"meta", "", "application/json",
+                   R"({"format":"torchscript",
+                       "inputs":[{"name":"input","datatype":"FP32","shape":[-1,1,28,28]}],
+                       "outputs":[{"name":"logits","datatype":"FP32","shape":[-1,10]}]})"});
+  for (const auto& [part, path] : {std::pair{"onnx", onnx_path}, {"valset", valset_path}}) {
+    if (path.empty()) continue;
+    auto bytes = ReadFileToString(path);
+    if (!bytes.ok()) return bytes.status();
+    parts.push_back({part, path, "application/octet-stream", *bytes});
+  }
+  std::string content_type;
+  std::string body = http::EncodeMultipart(parts, &content_type);
+  return Post(absl::StrCat("/v2/apps/", app, "/models/", name), std::move(body), content_type);
+}
+
+absl::StatusOr<std::vector<pid_t>> ServerProcess::WorkerPids() {
+  auto index = GetJson("/v2/repository/index");
+  if (!index.ok()) return index.status();
+  std::vector<pid_t> pids;
+  for (const auto& w : (*index)["workers"]) pids.push_back(w["pid"].get<pid_t>());
+  return pids;
+}
+
+}  // namespace maitre::testing

@@ -1,0 +1,73 @@
+// Runs a real `maitre serve` for end-to-end tests: its own data directory,
+// free loopback ports, the local provider's real worker processes. Stop()
+// (or the destructor) shuts it down and checks that nothing it started is
+// still running.
+//
+// Thread-safety: not synchronised; for single-threaded test bodies.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "http/client.h"
+
+namespace maitre::testing {
+
+struct ServerOptions {
+  std::string data_dir;                      // required; reused across restarts
+  std::string workers = "cpu-1:1,cpu-2:1";   // --workers
+  std::vector<std::string> extra_args;       // e.g. {"--max-body-mb", "8"}
+};
+
+class ServerProcess {
+ public:
+  // Starts the server and waits until it is ready (a worker joined).
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(const ServerOptions& options);
+  ~ServerProcess();
+
+  // SIGTERM, wait, then verify that no process started by this server
+  // remains. Returns an error naming any survivor.
+  absl::Status Stop();
+
+  const std::string& url() const { return url_; }
+  pid_t pid() const { return pid_; }
+  http::Client& client() { return *client_; }
+
+  // Convenience wrappers; non-2xx is not an error.
+  absl::StatusOr<http::Response> Get(const std::string& path);
+  absl::StatusOr<http::Response> Post(const std::string& path, std::string body,
+                                      const std::string& content_type = "application/json");
+  // The body of a 2xx JSON response, or an error with the status and body.
+  absl::StatusOr<nlohmann::json> GetJson(const std::string& path);
+
+  // Registers a zoo model under `app` with a validation set file.
+  absl::StatusOr<http::Response> Register(const std::string& app, const std::string& name,
+                                          const std::string& model_path,
+                                          const std::string& onnx_path,
+                                          const std::string& valset_path);
+
+  // Pids of this server's worker processes, from the repository index.
+  absl::StatusOr<std::vector<pid_t>> WorkerPids();
+
+ private:
+  ServerProcess() = default;
+
+  ServerOptions options_;
+  pid_t pid_ = 0;
+  std::string url_;
+  std::unique_ptr<http::Client> client_;
+};
+
+// The path of the maitre binary under test (MAITRE_BINARY, set by ctest).
+std::string MaitreBinary();
+
+// Pids of live processes whose command line mentions `needle`.
+std::vector<pid_t> ProcessesMentioning(const std::string& needle);
+
+}  // namespace maitre::testing
