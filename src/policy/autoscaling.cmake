@@ -1,0 +1,1 @@
+# Autoscaling policies: targets are added here.

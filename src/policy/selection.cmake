@@ -1,0 +1,1 @@
+# Selection policies: targets are added here.
