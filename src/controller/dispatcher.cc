@@ -1,6 +1,7 @@
 #include "controller/dispatcher.h"
 
 #include "absl/strings/str_cat.h"
+#include "controller/model_views.h"
 
 namespace maitre::controller {
 
@@ -9,7 +10,7 @@ struct Dispatcher::Query {
   const CatalogModel* model = nullptr;
   const CatalogVariant* variant = nullptr;
   std::string id;
-  std::vector<std::string> outputs;
+  std::vector<RequestedOutput> outputs;
   std::shared_ptr<const std::vector<Tensor>> inputs;
   Nanos received = 0;
   Nanos deadline = 0;
@@ -26,20 +27,12 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
   query->received = received;
   query->catalog = options_.catalog->Get();
   query->model = query->catalog->FindModel(target.model);
-  if (query->model == nullptr) {
-    return Finish(query, absl::NotFoundError(absl::StrCat(
-                             "no model named '", target.model,
-                             "' is registered; GET /v2/apps lists the registered models")));
-  }
+  if (query->model == nullptr) return Finish(query, UnknownModelError(target.model));
   const CatalogModel& model = *query->model;
   if (!target.variant.empty()) {
     query->variant = model.FindVariant(target.variant);
     if (query->variant == nullptr) {
-      std::string known;
-      for (const CatalogVariant& v : model.variants) absl::StrAppend(&known, " ", v.spec.key.variant);
-      return Finish(query, absl::NotFoundError(absl::StrCat("model '", model.name,
-                                                            "' has no variant '", target.variant,
-                                                            "'; it has:", known)));
+      return Finish(query, UnknownVariantError(model, target.variant));
     }
     if (!query->variant->ready()) {
       return Finish(query, absl::UnavailableError(absl::StrCat(
@@ -55,12 +48,13 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
   }
   auto rows = model.spec.CheckInputs(request.inputs);
   if (!rows.ok()) return Finish(query, rows.status());
-  for (const std::string& name : request.outputs) {
+  for (const RequestedOutput& requested : request.outputs) {
     bool known = false;
-    for (const TensorSpec& out : model.spec.outputs) known |= out.name == name;
+    for (const TensorSpec& out : model.spec.outputs) known |= out.name == requested.name;
     if (!known) {
-      return Finish(query, absl::InvalidArgumentError(absl::StrCat(
-                               "model '", model.name, "' has no output named '", name, "'")));
+      return Finish(query, absl::InvalidArgumentError(
+                               absl::StrCat("model '", model.name, "' has no output named '",
+                                            requested.name, "'")));
     }
   }
   Requirements requirements = request.requirements;
@@ -140,8 +134,8 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
         if (!query->outputs.empty()) {
           std::vector<Tensor> kept;
           for (Tensor& t : response.outputs) {
-            for (const std::string& name : query->outputs) {
-              if (t.name == name) kept.push_back(std::move(t));
+            for (const RequestedOutput& requested : query->outputs) {
+              if (t.name == requested.name) kept.push_back(std::move(t));
             }
           }
           response.outputs = std::move(kept);

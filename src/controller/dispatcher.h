@@ -19,8 +19,10 @@
 
 namespace maitre::controller {
 
-// What a query names: a model (Maitre picks the variant) or one variant.
+// What a query names: an app (model-less: Maitre picks model and variant),
+// a model (Maitre picks the variant) or one variant.
 struct InferTarget {
+  std::string app;
   std::string model;
   std::string variant;  // empty: Maitre chooses
 };

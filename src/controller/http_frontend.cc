@@ -3,8 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "controller/infer_codec.h"
+#include "controller/model_views.h"
 #include "controller/status_http.h"
 #include "http/multipart.h"
 
@@ -33,18 +35,15 @@ json RequirementsJson(const Requirements& r) {
 
 // "model" or "model:variant" as the {model} path segment, plus an optional
 // /versions/{version} which also names a variant.
+ModelRef RefOf(const http::PathParams& params) {
+  auto version = params.find("version");
+  return ParseModelRef(params.find("model")->second,
+                       version == params.end() ? "" : version->second);
+}
+
 InferTarget TargetOf(const http::PathParams& params) {
-  InferTarget target;
-  auto model = params.find("model");
-  target.model = model->second;
-  if (auto key = VariantKey::Parse(target.model)) {
-    target.model = key->model;
-    target.variant = key->variant;
-  }
-  if (auto version = params.find("version"); version != params.end()) {
-    target.variant = version->second;
-  }
-  return target;
+  ModelRef ref = RefOf(params);
+  return InferTarget{"", ref.model, ref.variant};
 }
 
 class Frontend {
@@ -68,68 +67,73 @@ class Frontend {
     json j{{"name", "maitre"},
            {"version", o_.version},
            {"extensions",
-            {"model_less_apps", "variants", "registration", "repository_index"}}};
+            {"binary_tensor_data", "model_less_apps", "variants", "registration",
+             "repository_index"}}};
     std::move(respond)(http::Response::Json(200, j.dump()));
   }
 
   void ModelMetadata(const http::PathParams& params, http::Responder respond) {
-    InferTarget target = TargetOf(params);
-    auto catalog = o_.catalog->Get();
-    const CatalogModel* model = catalog->FindModel(target.model);
-    if (model == nullptr) {
-      std::move(respond)(ErrorResponse(UnknownModel(target.model)));
+    auto m = DescribeModel(*o_.catalog->Get(), RefOf(params));
+    if (!m.ok()) {
+      std::move(respond)(ErrorResponse(m.status()));
       return;
     }
-    if (!target.variant.empty() && model->FindVariant(target.variant) == nullptr) {
-      std::move(respond)(ErrorResponse(UnknownVariant(*model, target.variant)));
-      return;
-    }
-    json j{{"name", model->name},
-           {"versions", json::array()},
-           {"platform", model->spec.format == ModelFormat::kOnnx ? "onnx" : "pytorch_torchscript"},
+    json j{{"name", m->name},
+           {"versions", m->versions},
+           {"platform", m->platform},
            {"inputs", json::array()},
            {"outputs", json::array()}};
-    for (const CatalogVariant& v : model->variants) j["versions"].push_back(v.spec.key.variant);
-    for (const TensorSpec& t : model->spec.inputs) j["inputs"].push_back(SpecJson(t));
-    for (const TensorSpec& t : model->spec.outputs) j["outputs"].push_back(SpecJson(t));
+    for (const TensorSpec& t : m->inputs) j["inputs"].push_back(SpecJson(t));
+    for (const TensorSpec& t : m->outputs) j["outputs"].push_back(SpecJson(t));
     std::move(respond)(http::Response::Json(200, j.dump()));
   }
 
   void ModelReady(const http::PathParams& params, http::Responder respond) {
-    InferTarget target = TargetOf(params);
-    auto catalog = o_.catalog->Get();
-    const CatalogModel* model = catalog->FindModel(target.model);
-    if (model == nullptr) {
-      std::move(respond)(ErrorResponse(UnknownModel(target.model)));
+    ModelRef ref = RefOf(params);
+    auto readiness = ModelReadiness(*o_.catalog->Get(), *o_.cluster, ref);
+    if (!readiness.ok()) {
+      std::move(respond)(ErrorResponse(readiness.status()));
       return;
     }
-    const CatalogVariant* variant =
-        target.variant.empty() ? model->DefaultVariant() : model->FindVariant(target.variant);
-    bool ready = variant != nullptr && variant->ready() && o_.cluster->worker_count() > 0;
-    json j{{"name", model->name}, {"ready", ready}};
-    if (!ready) {
-      j["error"] = variant == nullptr ? "no ready variant" : "no worker or variant not ready";
-    }
-    std::move(respond)(http::Response::Json(ready ? 200 : 503, j.dump()));
+    json j{{"name", ref.model}, {"ready", readiness->ready}};
+    if (!readiness->ready) j["error"] = readiness->reason;
+    std::move(respond)(http::Response::Json(readiness->ready ? 200 : 503, j.dump()));
   }
 
   void Infer(http::Request&& request, const http::PathParams& params, http::Responder respond) {
     Nanos received = o_.clock->Now();
-    auto parsed = ParseInferRequestJson(request.body);
+    int64_t json_length = -1;
+    absl::string_view header = request.GetHeader("Inference-Header-Content-Length");
+    if (!header.empty() && (!absl::SimpleAtoi(header, &json_length) || json_length < 0)) {
+      std::move(respond)(http::Response::Error(
+          400, "Inference-Header-Content-Length must be a non-negative integer"));
+      return;
+    }
+    auto parsed = ParseInferRequest(request.body, json_length);
     if (!parsed.ok()) {
       std::move(respond)(ErrorResponse(parsed.status()));
       return;
     }
-    o_.dispatcher->Infer(TargetOf(params), *std::move(parsed), received,
-                         [respond = std::move(respond)](
-                             absl::StatusOr<InferResponse> result) mutable {
-                           if (!result.ok()) {
-                             std::move(respond)(ErrorResponse(result.status()));
-                             return;
-                           }
-                           std::move(respond)(
-                               http::Response::Json(200, WriteInferResponseJson(*result)));
-                         });
+    // The dispatcher consumes the request; how to encode the answer is kept.
+    std::vector<RequestedOutput> requested = parsed->outputs;
+    bool all_binary = parsed->binary_outputs;
+    o_.dispatcher->Infer(
+        TargetOf(params), *std::move(parsed), received,
+        [respond = std::move(respond), requested = std::move(requested),
+         all_binary](absl::StatusOr<InferResponse> result) mutable {
+          if (!result.ok()) {
+            std::move(respond)(ErrorResponse(result.status()));
+            return;
+          }
+          EncodedResponse encoded = WriteInferResponse(*result, requested, all_binary);
+          http::Response response = http::Response::Json(200, std::move(encoded.body));
+          if (encoded.json_length >= 0) {
+            response.content_type = "application/octet-stream";
+            response.headers.push_back(
+                {"Inference-Header-Content-Length", std::to_string(encoded.json_length)});
+          }
+          std::move(respond)(std::move(response));
+        });
   }
 
   void Register(http::Request&& request, const http::PathParams& params,
@@ -252,17 +256,6 @@ class Frontend {
   }
 
  private:
-  static absl::Status UnknownModel(const std::string& name) {
-    return absl::NotFoundError(absl::StrCat("no model named '", name,
-                                            "' is registered; GET /v2/apps lists them"));
-  }
-  static absl::Status UnknownVariant(const CatalogModel& model, const std::string& variant) {
-    std::string known;
-    for (const CatalogVariant& v : model.variants) absl::StrAppend(&known, " ", v.spec.key.variant);
-    return absl::NotFoundError(
-        absl::StrCat("model '", model.name, "' has no variant '", variant, "'; it has:", known));
-  }
-
   json ModelJson(const CatalogModel& model) const {
     json variants = json::array();
     for (const CatalogVariant& v : model.variants) {

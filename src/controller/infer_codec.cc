@@ -120,7 +120,10 @@ absl::Status AppendData(element e, DataType dtype, const std::string& name, std:
   }
 }
 
-absl::StatusOr<Tensor> ParseInput(element e, size_t index) {
+// Parses one input. For a binary input, sets *binary_size and leaves the
+// tensor's data empty for the caller to fill from the body's tail.
+absl::StatusOr<Tensor> ParseInput(element e, size_t index, int64_t* binary_size) {
+  *binary_size = -1;
   std::string where = absl::StrCat("inputs[", index, "]");
   if (e.type() != element_type::OBJECT) return Invalid(where, " must be an object");
   object o = e;
@@ -150,9 +153,18 @@ absl::StatusOr<Tensor> ParseInput(element e, size_t index) {
     t.shape.push_back(v);
   }
   int64_t expected = t.NumElements();
+  // The binary-data extension: the bytes follow the JSON header.
+  if (auto params = o["parameters"]; params.error() == simdjson::SUCCESS) {
+    int64_t size = -1;
+    if (params["binary_data_size"].get(size) == simdjson::SUCCESS) {
+      if (size < 0) return Invalid("input '", t.name, "': binary_data_size must be >= 0");
+      *binary_size = size;
+      return t;
+    }
+  }
   element data;
   if (o["data"].get(data) != simdjson::SUCCESS) {
-    return Invalid("input '", t.name, "' needs \"data\"");
+    return Invalid("input '", t.name, "' needs \"data\" (or binary_data_size)");
   }
   size_t elem = DataTypeSize(t.dtype);
   if (elem > 0 && expected > 0 && expected < (int64_t{1} << 31)) {
@@ -196,6 +208,12 @@ absl::Status ParseParameters(element e, InferRequest* request) {
       s = read(&request->requirements.min_accuracy, 0, 1);
     } else if (key == "max_cost") {
       s = read(&request->requirements.max_cost, 0, 1e9);
+    } else if (key == "maitre_app") {
+      std::string_view app;
+      if (value.get(app) != simdjson::SUCCESS) {
+        return Invalid("parameter \"maitre_app\" must be a string");
+      }
+      request->app = std::string(app);
     } else if (key == "binary_data_output") {
       bool b = false;
       if (value.get(b) != simdjson::SUCCESS) {
@@ -311,10 +329,18 @@ void AppendTensorData(std::string* out, const Tensor& t) {
 
 }  // namespace
 
-absl::StatusOr<InferRequest> ParseInferRequestJson(absl::string_view body) {
+absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, int64_t json_length) {
+  absl::string_view json_part = body;
+  if (json_length >= 0) {
+    if (json_length > static_cast<int64_t>(body.size())) {
+      return Invalid(absl::StrCat("Inference-Header-Content-Length is ", json_length,
+                                  " but the body has only ", body.size(), " bytes"));
+    }
+    json_part = body.substr(0, static_cast<size_t>(json_length));
+  }
   // One parser per thread keeps its buffers warm across requests.
   thread_local simdjson::dom::parser parser;
-  simdjson::padded_string padded(body.data(), body.size());
+  simdjson::padded_string padded(json_part.data(), json_part.size());
   element doc;
   if (auto error = parser.parse(padded).get(doc); error != simdjson::SUCCESS) {
     return Invalid("the request body is not valid JSON (", simdjson::error_message(error), ")");
@@ -336,12 +362,35 @@ absl::StatusOr<InferRequest> ParseInferRequestJson(absl::string_view body) {
     return Invalid("the request needs an \"inputs\" array");
   }
   size_t index = 0;
+  size_t offset = json_part.size();
   for (element e : inputs) {
-    auto t = ParseInput(e, index++);
+    int64_t binary_size = -1;
+    auto t = ParseInput(e, index++, &binary_size);
     if (!t.ok()) return t.status();
+    if (binary_size >= 0) {
+      if (json_length < 0) {
+        return Invalid("input '", t->name,
+                       "' has binary_data_size but the request has no "
+                       "Inference-Header-Content-Length header");
+      }
+      if (static_cast<uint64_t>(binary_size) > body.size() - offset) {
+        return Invalid("input '", t->name,
+                       absl::StrCat("': binary_data_size ", binary_size, " runs past the end of "
+                                    "the body (", body.size() - offset, " bytes left)"));
+      }
+      t->data.assign(body.data() + offset, static_cast<size_t>(binary_size));
+      offset += static_cast<size_t>(binary_size);
+      // The declared size must match shape × datatype, as the JSON path checks
+      // the value count.
+      if (absl::Status s = t->Validate(); !s.ok()) return s;
+    }
     request.inputs.push_back(*std::move(t));
   }
   if (request.inputs.empty()) return Invalid("\"inputs\" must not be empty");
+  if (offset != body.size()) {
+    return Invalid(absl::StrCat("the body has ", body.size() - offset,
+                                " bytes after the last binary input"));
+  }
   if (auto e = root["outputs"]; e.error() == simdjson::SUCCESS) {
     array outputs;
     if (e.get(outputs) != simdjson::SUCCESS) return Invalid("\"outputs\" must be an array");
@@ -350,13 +399,27 @@ absl::StatusOr<InferRequest> ParseInferRequestJson(absl::string_view body) {
       if (o["name"].get(name) != simdjson::SUCCESS) {
         return Invalid("each entry of \"outputs\" needs a \"name\"");
       }
-      request.outputs.emplace_back(name);
+      RequestedOutput out;
+      out.name = std::string(name);
+      if (auto p = o["parameters"]; p.error() == simdjson::SUCCESS) {
+        bool binary = false;
+        if (p["binary_data"].get(binary) == simdjson::SUCCESS) out.binary = binary;
+      }
+      request.outputs.push_back(std::move(out));
     }
   }
   return request;
 }
 
-std::string WriteInferResponseJson(const InferResponse& response) {
+EncodedResponse WriteInferResponse(const InferResponse& response,
+                                   const std::vector<RequestedOutput>& requested,
+                                   bool all_binary) {
+  auto binary = [&](const std::string& name) {
+    for (const RequestedOutput& r : requested) {
+      if (r.name == name) return r.binary || all_binary;
+    }
+    return all_binary;
+  };
   std::string out;
   size_t estimate = 256;
   for (const Tensor& t : response.outputs) estimate += 16 * static_cast<size_t>(t.NumElements());
@@ -381,6 +444,7 @@ std::string WriteInferResponseJson(const InferResponse& response) {
   out.append(",\"batch_size\":");
   AppendInteger(&out, timing.batch_size);
   out.append("},\"outputs\":[");
+  std::vector<const Tensor*> tail;
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     const Tensor& t = response.outputs[i];
     if (i > 0) out.push_back(',');
@@ -393,12 +457,25 @@ std::string WriteInferResponseJson(const InferResponse& response) {
       if (d > 0) out.push_back(',');
       AppendInteger(&out, t.shape[d]);
     }
-    out.append("],\"data\":");
-    AppendTensorData(&out, t);
-    out.push_back('}');
+    if (binary(t.name)) {
+      out.append("],\"parameters\":{\"binary_data_size\":");
+      AppendInteger(&out, t.data.size());
+      out.append("}}");
+      tail.push_back(&t);
+    } else {
+      out.append("],\"data\":");
+      AppendTensorData(&out, t);
+      out.push_back('}');
+    }
   }
   out.append("]}");
-  return out;
+  EncodedResponse encoded;
+  if (!tail.empty()) {
+    encoded.json_length = static_cast<int64_t>(out.size());
+    for (const Tensor* t : tail) out.append(t->data);
+  }
+  encoded.body = std::move(out);
+  return encoded;
 }
 
 }  // namespace maitre::controller

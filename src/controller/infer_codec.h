@@ -14,14 +14,20 @@
 
 namespace maitre::controller {
 
+struct RequestedOutput {
+  std::string name;
+  bool binary = false;  // the binary-data extension: return raw bytes
+};
+
 // A parsed /infer request, independent of transport (HTTP JSON, HTTP binary,
 // gRPC all produce one).
 struct InferRequest {
   std::string id;
   std::vector<Tensor> inputs;
-  std::vector<std::string> outputs;  // requested outputs; empty = all
-  Requirements requirements;         // from parameters latency_ms / min_accuracy / max_cost
-  bool binary_outputs = false;       // parameters.binary_data_output
+  std::vector<RequestedOutput> outputs;  // requested outputs; empty = all
+  Requirements requirements;  // from parameters latency_ms / min_accuracy / max_cost
+  std::string app;            // parameters maitre_app (gRPC model-less queries)
+  bool binary_outputs = false;  // parameters.binary_data_output: every output binary
 };
 
 // What a query's answer carries besides its tensors (DESIGN §6.1).
@@ -42,11 +48,21 @@ struct InferResponse {
   InferTimings timings;
 };
 
-// Parses a JSON request body. Errors are InvalidArgument with a sentence
-// that names the field at fault.
-absl::StatusOr<InferRequest> ParseInferRequestJson(absl::string_view body);
+// Parses a request body. `json_length` is the Inference-Header-Content-Length
+// of the binary-data extension (the JSON header's size, raw tensor bytes
+// following it), or -1 for a plain JSON body. Errors are InvalidArgument
+// with a sentence that names the field at fault.
+absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, int64_t json_length);
 
-// Writes a JSON response body; every output is written as JSON data.
-std::string WriteInferResponseJson(const InferResponse& response);
+struct EncodedResponse {
+  std::string body;
+  int64_t json_length = -1;  // set when binary outputs follow the JSON
+};
+
+// Writes a response body: JSON data for each output, or raw bytes after the
+// JSON header for outputs the request asked to receive as binary.
+EncodedResponse WriteInferResponse(const InferResponse& response,
+                                   const std::vector<RequestedOutput>& requested,
+                                   bool all_binary);
 
 }  // namespace maitre::controller

@@ -16,6 +16,7 @@
 #include "controller/catalog.h"
 #include "controller/cluster.h"
 #include "controller/dispatcher.h"
+#include "controller/grpc_frontend.h"
 #include "controller/http_frontend.h"
 #include "controller/local_provider.h"
 #include "controller/placer.h"
@@ -33,6 +34,7 @@ namespace maitre::controller {
 namespace {
 
 constexpr Nanos kReportInterval = 500 * kMillisecond;
+constexpr char kVersion[] = "0.1.0";
 
 std::string DefaultDataDir() {
   if (const char* dir = std::getenv("MAITRE_DATA_DIR"); dir != nullptr && *dir != '\0') {
@@ -102,7 +104,7 @@ class Controller {
     registrar_ = std::make_unique<Registrar>(
         Registrar::Options{registry_.get(), blobs_.get(), &catalog_, cluster_.get()});
 
-    // gRPC: the workers' registry service (the public protocol joins it).
+    // gRPC: the public inference service and the workers' registry service.
     RegistryService::Options registry_options;
     registry_options.cluster = cluster_.get();
     registry_options.blobs = blobs_.get();
@@ -112,11 +114,18 @@ class Controller {
       if (provider_ != nullptr && !token.empty()) provider_->OnJoin(id, token);
     };
     registry_service_ = std::make_unique<RegistryService>(registry_options);
+    GrpcFrontend::Options grpc_frontend;
+    grpc_frontend.catalog = &catalog_;
+    grpc_frontend.cluster = cluster_.get();
+    grpc_frontend.dispatcher = dispatcher_.get();
+    grpc_frontend.version = kVersion;
+    grpc_frontend_ = std::make_unique<GrpcFrontend>(grpc_frontend);
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options.grpc, grpc::InsecureServerCredentials(), &grpc_port_);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_body_bytes));
     builder.SetMaxSendMessageSize(-1);
     builder.RegisterService(registry_service_.get());
+    builder.RegisterService(grpc_frontend_.get());
     grpc_server_ = builder.BuildAndStart();
     if (grpc_server_ == nullptr || grpc_port_ == 0) {
       return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options.grpc));
@@ -131,6 +140,7 @@ class Controller {
     frontend.dispatcher = dispatcher_.get();
     frontend.registrar = registrar_.get();
     frontend.control = control_.get();
+    frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
     http::ServerOptions http_options;
     http_options.address = options.http;
@@ -202,6 +212,7 @@ class Controller {
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<Registrar> registrar_;
   std::unique_ptr<RegistryService> registry_service_;
+  std::unique_ptr<GrpcFrontend> grpc_frontend_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int grpc_port_ = 0;
   std::unique_ptr<http::Server> http_server_;

@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   for (char c : options.workers) want += c == ',' ? 1 : 0;
   ++want;
   for (int i = 0; i < 600; ++i) {
-    auto index = server->GetJson("/v2/repository/index");
+    auto index = server->RepositoryIndex();
     if (index.ok() && (*index)["workers"].size() >= want) return server;
     SleepMs(100);
   }
@@ -140,14 +140,25 @@ absl::StatusOr<http::Response> ServerProcess::Post(const std::string& path, std:
   return client_->Send("POST", path, std::move(body), {{"Content-Type", content_type}});
 }
 
-absl::StatusOr<nlohmann::json> ServerProcess::GetJson(const std::string& path) {
-  auto response = Get(path);
+namespace {
+
+absl::StatusOr<nlohmann::json> JsonOf(const absl::StatusOr<http::Response>& response,
+                                      const std::string& what) {
   if (!response.ok()) return response.status();
   if (response->status / 100 != 2) {
-    return absl::InternalError(absl::StrCat("GET ", path, ": ", response->status, " ",
-                                            response->body));
+    return absl::InternalError(absl::StrCat(what, ": ", response->status, " ", response->body));
   }
   return nlohmann::json::parse(response->body);
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ServerProcess::GetJson(const std::string& path) {
+  return JsonOf(Get(path), "GET " + path);
+}
+
+absl::StatusOr<nlohmann::json> ServerProcess::RepositoryIndex() {
+  return JsonOf(Post("/v2/repository/index", ""), "POST /v2/repository/index");
 }
 
 absl::StatusOr<http::Response> ServerProcess::Register(const std::string& app,
@@ -175,7 +186,7 @@ absl::StatusOr<http::Response> ServerProcess::Register(const std::string& app,
 }
 
 absl::StatusOr<std::vector<pid_t>> ServerProcess::WorkerPids() {
-  auto index = GetJson("/v2/repository/index");
+  auto index = RepositoryIndex();
   if (!index.ok()) return index.status();
   std::vector<pid_t> pids;
   for (const auto& w : (*index)["workers"]) pids.push_back(w["pid"].get<pid_t>());

@@ -45,6 +45,8 @@ class ServerProcess {
                                       const std::string& content_type = "application/json");
   // The body of a 2xx JSON response, or an error with the status and body.
   absl::StatusOr<nlohmann::json> GetJson(const std::string& path);
+  // POST /v2/repository/index.
+  absl::StatusOr<nlohmann::json> RepositoryIndex();
 
   // Registers a zoo model under `app` with a validation set file.
   absl::StatusOr<http::Response> Register(const std::string& app, const std::string& name,
