@@ -46,6 +46,21 @@ int ArgMax(const json& data, int offset = 0) {
   return best;
 }
 
+// promtool's complaints about a scrape, or "" when it has none.
+std::string PromtoolCheck(const std::string& scrape, const std::string& dir) {
+  std::string path = dir + "/scrape.txt";
+  EXPECT_TRUE(WriteFileAtomically(path, scrape).ok());
+  std::string command = "promtool check metrics < " + path + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "cannot run promtool (run scripts/install-deps)";
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  int rc = pclose(pipe);
+  if (rc != 0 && out.empty()) out = "promtool failed (is the prometheus package installed?)";
+  return out;
+}
+
 class ServingTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -153,6 +168,19 @@ TEST_F(ServingTest, RegistersServesAndDescribesModels) {
     EXPECT_EQ(v["accuracy_source"], "measured");
     EXPECT_GT(v["accuracy"].get<double>(), 0.8);
   }
+  // The served queries show in /metrics, which Prometheus's linter accepts.
+  auto scrape = server->Get("/metrics");
+  ASSERT_TRUE(scrape.ok());
+  EXPECT_EQ(scrape->status, 200);
+  EXPECT_NE(scrape->body.find(
+                R"(maitre_inference_requests_total{model="fmnist-mlp",variant="torch",status="ok"})"),
+            std::string::npos)
+      << scrape->body;
+  EXPECT_NE(scrape->body.find("maitre_cluster_cost_dollars_per_hour 0.1275"), std::string::npos);
+  EXPECT_NE(scrape->body.find("maitre_inference_request_seconds_bucket"), std::string::npos);
+  std::string lint = PromtoolCheck(scrape->body, data.path());
+  EXPECT_EQ(lint, "") << lint;
+
   // Registering the same bytes again changes nothing.
   const auto& m = Model("fmnist-mlp");
   auto again = server->Register("fashion", "fmnist-mlp", m.torchscript, m.onnx, small_valset_);

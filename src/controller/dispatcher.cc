@@ -153,6 +153,12 @@ void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferRespon
   if (result.ok()) {
     result->timings.total_us = (options_.clock->Now() - query->received) / kMicrosecond;
   }
+  if (options_.metrics != nullptr) {
+    // Only registered names become label values.
+    options_.metrics->RecordQuery(query->model != nullptr ? query->model->name : "",
+                                  query->variant != nullptr ? query->variant->spec.key.variant : "",
+                                  result.status(), result.ok() ? &result->timings : nullptr);
+  }
   std::move(query->done)(std::move(result));
 }
 

@@ -16,6 +16,7 @@
 #include "controller/cluster.h"
 #include "controller/infer_codec.h"
 #include "controller/placer.h"
+#include "controller/serving_metrics.h"
 
 namespace maitre::controller {
 
@@ -35,6 +36,7 @@ class Dispatcher {
     Catalog* catalog = nullptr;
     Cluster* cluster = nullptr;
     Placer* placer = nullptr;
+    ServingMetrics* metrics = nullptr;  // may be null
     const Clock* clock = SteadyClock::Get();
     // The deadline of a query that states no latency objective.
     Nanos default_timeout = 30 * kSecond;

@@ -81,12 +81,15 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
   grpc::ByteBuffer copy(*request_bytes);  // shares the slices; Deserialize consumes it
   if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &request)
            .ok()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "the request is not a valid inference.ModelInferRequest"));
+    absl::Status malformed =
+        absl::InvalidArgumentError("the request is not a valid inference.ModelInferRequest");
+    o_.metrics->RecordQuery("", "", malformed, nullptr);
+    reactor->Finish(rpc::ToGrpc(malformed));
     return reactor;
   }
   auto parsed = FromModelInferRequest(request);
   if (!parsed.ok()) {
+    o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
     reactor->Finish(rpc::ToGrpc(parsed.status()));
     return reactor;
   }

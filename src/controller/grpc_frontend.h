@@ -14,6 +14,7 @@
 #include "controller/catalog.h"
 #include "controller/cluster.h"
 #include "controller/dispatcher.h"
+#include "controller/serving_metrics.h"
 #include "inference.grpc.pb.h"
 
 namespace maitre::controller {
@@ -26,6 +27,7 @@ class GrpcFrontend final
     Catalog* catalog = nullptr;
     Cluster* cluster = nullptr;
     Dispatcher* dispatcher = nullptr;
+    ServingMetrics* metrics = nullptr;
     const Clock* clock = SteadyClock::Get();
     std::string version;
   };

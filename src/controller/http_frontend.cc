@@ -111,6 +111,7 @@ class Frontend {
     }
     auto parsed = ParseInferRequest(request.body, json_length);
     if (!parsed.ok()) {
+      o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
       std::move(respond)(ErrorResponse(parsed.status()));
       return;
     }
@@ -181,6 +182,12 @@ class Frontend {
       }
       std::move (*shared_respond)(http::Response::Json(result->unchanged ? 200 : 201, j.dump()));
     });
+  }
+
+  void Metrics(http::Responder respond) {
+    http::Response response = http::Response::Text(200, o_.metrics->registry().Render());
+    response.content_type = metrics::Registry::kContentType;
+    std::move(respond)(std::move(response));
   }
 
   void ListApps(http::Responder respond) {
@@ -338,6 +345,8 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
   router.Add("POST", "/v2/repository/index", [f](Request&&, const PathParams&, Responder r) {
     f->RepositoryIndex(std::move(r));
   });
+  router.Add("GET", "/metrics",
+             [f](Request&&, const PathParams&, Responder r) { f->Metrics(std::move(r)); });
 }
 
 }  // namespace maitre::controller

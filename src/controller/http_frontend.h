@@ -13,6 +13,7 @@
 #include "controller/cluster.h"
 #include "controller/dispatcher.h"
 #include "controller/registrar.h"
+#include "controller/serving_metrics.h"
 #include "core/work_queue.h"
 #include "http/router.h"
 
@@ -24,6 +25,7 @@ struct FrontendOptions {
   Dispatcher* dispatcher = nullptr;
   Registrar* registrar = nullptr;
   WorkQueue* control = nullptr;
+  ServingMetrics* metrics = nullptr;
   const Clock* clock = SteadyClock::Get();
   std::string version = "0.1.0";
 };

@@ -24,6 +24,7 @@
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
 #include "controller/registry_service.h"
+#include "controller/serving_metrics.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
 #include "core/work_queue.h"
@@ -94,11 +95,13 @@ class Controller {
     cluster_ = std::make_unique<Cluster>(cluster_options);
     // Two control threads: a long validation must not hold up every load.
     control_ = std::make_unique<WorkQueue>(2);
+    MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metrics_registry_, cluster_.get()));
     placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), control_.get()});
     Dispatcher::Options dispatcher_options;
     dispatcher_options.catalog = &catalog_;
     dispatcher_options.cluster = cluster_.get();
     dispatcher_options.placer = placer_.get();
+    dispatcher_options.metrics = metrics_.get();
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
     registrar_ = std::make_unique<Registrar>(
@@ -118,6 +121,7 @@ class Controller {
     grpc_frontend.catalog = &catalog_;
     grpc_frontend.cluster = cluster_.get();
     grpc_frontend.dispatcher = dispatcher_.get();
+    grpc_frontend.metrics = metrics_.get();
     grpc_frontend.version = kVersion;
     grpc_frontend_ = std::make_unique<GrpcFrontend>(grpc_frontend);
     grpc::ServerBuilder builder;
@@ -140,6 +144,7 @@ class Controller {
     frontend.dispatcher = dispatcher_.get();
     frontend.registrar = registrar_.get();
     frontend.control = control_.get();
+    frontend.metrics = metrics_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
     http::ServerOptions http_options;
@@ -208,6 +213,8 @@ class Controller {
   Catalog catalog_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<WorkQueue> control_;
+  metrics::Registry metrics_registry_;
+  std::unique_ptr<ServingMetrics> metrics_;
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<Registrar> registrar_;

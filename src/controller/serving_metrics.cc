@@ -1,0 +1,159 @@
+#include "controller/serving_metrics.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace maitre::controller {
+namespace {
+
+// "ok", "invalid_argument", "deadline_exceeded", ...
+std::string Reason(const absl::Status& status) {
+  if (status.ok()) return "ok";
+  return absl::AsciiStrToLower(absl::StatusCodeToString(status.code()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
+    metrics::Registry* registry, const Cluster* cluster) {
+  std::unique_ptr<ServingMetrics> m(new ServingMetrics());
+  m->registry_ = registry;
+  m->cluster_ = cluster;
+  const std::vector<std::string> mv = {"model", "variant"};
+  MAITRE_ASSIGN_OR_RETURN(
+      m->requests_,
+      registry->AddCounter({"maitre_inference_requests_total",
+                            "Inference requests by model, variant and outcome (ok or the "
+                            "failure reason)",
+                            {"model", "variant", "status"}}));
+  MAITRE_ASSIGN_OR_RETURN(m->queue_seconds_,
+                          registry->AddCounter({"maitre_inference_queue_seconds_total",
+                                                "Time served requests waited in worker queues",
+                                                mv}));
+  MAITRE_ASSIGN_OR_RETURN(m->compute_seconds_,
+                          registry->AddCounter({"maitre_inference_compute_seconds_total",
+                                                "Executor time of the batches served requests "
+                                                "ran in",
+                                                mv}));
+  MAITRE_ASSIGN_OR_RETURN(m->total_seconds_,
+                          registry->AddCounter({"maitre_inference_request_seconds_total",
+                                                "Front-end to reply time of served requests", mv}));
+  MAITRE_ASSIGN_OR_RETURN(m->queue_, registry->AddHistogram({"maitre_inference_queue_seconds",
+                                                             "Worker queue wait per request", mv}));
+  MAITRE_ASSIGN_OR_RETURN(m->compute_,
+                          registry->AddHistogram({"maitre_inference_compute_seconds",
+                                                  "Executor time per request's batch", mv}));
+  MAITRE_ASSIGN_OR_RETURN(m->total_,
+                          registry->AddHistogram({"maitre_inference_request_seconds",
+                                                  "Front-end to reply time per request", mv}));
+  MAITRE_ASSIGN_OR_RETURN(m->autoscaler_actions_,
+                          registry->AddCounter({"maitre_autoscaler_actions_total",
+                                                "Scaling actions taken, by kind", {"action"}}));
+  MAITRE_ASSIGN_OR_RETURN(m->instances_,
+                          registry->AddCollectedGauge({"maitre_instances",
+                                                       "Loaded instances by variant and phase",
+                                                       {"model", "variant", "phase"}}));
+  MAITRE_ASSIGN_OR_RETURN(m->workers_,
+                          registry->AddCollectedGauge({"maitre_workers",
+                                                       "Registered workers by type", {"type"}}));
+  MAITRE_ASSIGN_OR_RETURN(
+      m->utilisation_,
+      registry->AddCollectedGauge({"maitre_worker_cpu_utilisation_ratio",
+                                   "Each worker's CPU use as a fraction of its type's cores",
+                                   {"worker", "type"}}));
+  MAITRE_ASSIGN_OR_RETURN(m->worker_memory_,
+                          registry->AddCollectedGauge({"maitre_worker_resident_memory_bytes",
+                                                       "Each worker's resident memory",
+                                                       {"worker", "type"}}));
+  MAITRE_ASSIGN_OR_RETURN(
+      m->cost_rate_,
+      registry->AddCollectedGauge({"maitre_cluster_cost_dollars_per_hour",
+                                   "What the registered workers cost, from the worker-type "
+                                   "price table",
+                                   {}}));
+  MAITRE_ASSIGN_OR_RETURN(m->instance_queue_,
+                          registry->AddCollectedGauge({"maitre_instance_queue_length",
+                                                       "Queries waiting at each instance",
+                                                       {"model", "variant", "worker"}}));
+  MAITRE_ASSIGN_OR_RETURN(
+      m->instance_rate_,
+      registry->AddCollectedGauge({"maitre_instance_served_requests_per_second",
+                                   "Each instance's served rate over its last report",
+                                   {"model", "variant", "worker"}}));
+  ServingMetrics* self = m.get();
+  m->collector_ = registry->AddCollector([self](metrics::Collector& c) {
+    double cost = 0;
+    for (const WorkerView& w : self->cluster_->Snapshot()) {
+      cost += w.type.price_per_hour;
+      c.Add(self->workers_, {w.type.name}, 1);
+      c.Set(self->utilisation_, {w.id, w.type.name}, w.cpu_utilisation);
+      c.Set(self->worker_memory_, {w.id, w.type.name}, w.memory_mb * 1024 * 1024);
+      for (const InstanceView& inst : w.instances) {
+        c.Add(self->instances_, {inst.key.model, inst.key.variant, InstancePhaseName(inst.phase)},
+              1);
+        c.Set(self->instance_queue_, {inst.key.model, inst.key.variant, w.id},
+              inst.stats.queue_length);
+        c.Set(self->instance_rate_, {inst.key.model, inst.key.variant, w.id},
+              inst.stats.served_qps);
+      }
+    }
+    c.Set(self->cost_rate_, {}, cost);
+  });
+  return m;
+}
+
+ServingMetrics::~ServingMetrics() {
+  if (collector_ != 0) registry_->RemoveCollector(collector_);
+}
+
+ServingMetrics::Series& ServingMetrics::SeriesFor(const std::string& model,
+                                                  const std::string& variant) {
+  std::string key = absl::StrCat(model, ":", variant);
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = series_.find(key);
+    if (it != series_.end()) return *it->second;
+  }
+  absl::MutexLock lock(&mu_);
+  auto& slot = series_[key];
+  if (slot == nullptr) {
+    auto s = std::make_unique<Series>();
+    s->ok = requests_->With({model, variant, "ok"});
+    s->queue_seconds = queue_seconds_->With({model, variant});
+    s->compute_seconds = compute_seconds_->With({model, variant});
+    s->total_seconds = total_seconds_->With({model, variant});
+    s->queue = queue_->With({model, variant});
+    s->compute = compute_->With({model, variant});
+    s->total = total_->With({model, variant});
+    slot = std::move(s);
+  }
+  return *slot;
+}
+
+void ServingMetrics::RecordQuery(const std::string& model, const std::string& variant,
+                                 const absl::Status& status, const InferTimings* timings) {
+  if (!status.ok()) {
+    // Failures are rarer; their series are looked up each time.
+    requests_->With({model, variant, Reason(status)}).Increment();
+    return;
+  }
+  Series& s = SeriesFor(model, variant);
+  s.ok.Increment();
+  if (timings == nullptr) return;
+  double queue = timings->queue_us * 1e-6;
+  double compute = timings->compute_us * 1e-6;
+  double total = timings->total_us * 1e-6;
+  s.queue_seconds.Add(queue);
+  s.compute_seconds.Add(compute);
+  s.total_seconds.Add(total);
+  s.queue.Observe(queue);
+  s.compute.Observe(compute);
+  s.total.Observe(total);
+}
+
+void ServingMetrics::RecordAutoscalerAction(absl::string_view action) {
+  autoscaler_actions_->With({action}).Increment();
+}
+
+}  // namespace maitre::controller

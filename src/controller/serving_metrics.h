@@ -1,0 +1,74 @@
+// The controller's Prometheus metrics (documented in docs/operations.md):
+// per model and variant, request outcomes and queue / compute / total
+// durations as counters and histograms; cluster-wide, computed at scrape
+// time, instances by phase and state, workers, utilisation and the cost
+// rate. Label values come only from registered names, so clients cannot
+// inflate the number of series with made-up model names.
+//
+// Thread-safety: thread-safe; RecordQuery is on the data path and takes
+// only a reader lock once the (model, variant) series exist.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/cluster.h"
+#include "controller/infer_codec.h"
+#include "metrics/registry.h"
+
+namespace maitre::controller {
+
+class ServingMetrics {
+ public:
+  // Registers the families in `registry` and a collector that reads
+  // `cluster` at scrape time. Both must outlive this object.
+  static absl::StatusOr<std::unique_ptr<ServingMetrics>> Create(metrics::Registry* registry,
+                                                                const Cluster* cluster);
+  ~ServingMetrics();
+
+  // One query's outcome. `model` and `variant` are "" when the query did
+  // not name a registered model or never reached a variant.
+  void RecordQuery(const std::string& model, const std::string& variant,
+                   const absl::Status& status, const InferTimings* timings);
+
+  // One action of an autoscaler ("replicate", "upgrade", "add_worker", ...).
+  void RecordAutoscalerAction(absl::string_view action);
+
+  metrics::Registry& registry() { return *registry_; }
+
+ private:
+  struct Series {
+    metrics::Counter ok;
+    metrics::Counter queue_seconds, compute_seconds, total_seconds;
+    metrics::Histogram queue, compute, total;
+  };
+  ServingMetrics() = default;
+  Series& SeriesFor(const std::string& model, const std::string& variant);
+
+  metrics::Registry* registry_ = nullptr;
+  const Cluster* cluster_ = nullptr;
+  metrics::CounterFamily* requests_ = nullptr;
+  metrics::CounterFamily* queue_seconds_ = nullptr;
+  metrics::CounterFamily* compute_seconds_ = nullptr;
+  metrics::CounterFamily* total_seconds_ = nullptr;
+  metrics::HistogramFamily* queue_ = nullptr;
+  metrics::HistogramFamily* compute_ = nullptr;
+  metrics::HistogramFamily* total_ = nullptr;
+  metrics::CounterFamily* autoscaler_actions_ = nullptr;
+  metrics::CollectedFamily* instances_ = nullptr;
+  metrics::CollectedFamily* workers_ = nullptr;
+  metrics::CollectedFamily* utilisation_ = nullptr;
+  metrics::CollectedFamily* worker_memory_ = nullptr;
+  metrics::CollectedFamily* cost_rate_ = nullptr;
+  metrics::CollectedFamily* instance_queue_ = nullptr;
+  metrics::CollectedFamily* instance_rate_ = nullptr;
+  metrics::CollectorId collector_ = 0;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Series>> series_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::controller
