@@ -1,0 +1,92 @@
+#include "runtime/measure.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "runtime/batch.h"
+
+namespace maitre::runtime {
+namespace {
+
+absl::Status CheckOptions(const MeasureOptions& o) {
+  if (o.clock == nullptr) return absl::InvalidArgumentError("MeasureOptions.clock is required");
+  if (o.batch_sizes.empty()) return absl::InvalidArgumentError("no batch sizes to measure");
+  for (size_t i = 0; i < o.batch_sizes.size(); ++i) {
+    if (o.batch_sizes[i] < 1 || (i > 0 && o.batch_sizes[i] <= o.batch_sizes[i - 1])) {
+      return absl::InvalidArgumentError(
+          "batch sizes must be positive and strictly increasing");
+    }
+  }
+  if (o.warmup < 0 || o.min_repetitions < 1 || o.max_repetitions < o.min_repetitions) {
+    return absl::InvalidArgumentError(
+        "need warmup >= 0 and 1 <= min_repetitions <= max_repetitions");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunOnce(Executor& executor, const std::vector<Tensor>& inputs, int batch) {
+  absl::StatusOr<std::vector<Tensor>> out = executor.Run(inputs);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(),
+                        absl::StrCat("at batch ", batch, ": ", out.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+double Quantile(std::vector<double> samples, double q) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(samples.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, samples.size() - 1);
+  double frac = pos - static_cast<double>(lo);
+  return samples[lo] + (samples[hi] - samples[lo]) * frac;
+}
+
+absl::StatusOr<std::vector<LatencyPoint>> MeasureLatencies(Executor& executor,
+                                                           const std::vector<Tensor>& row,
+                                                           const MeasureOptions& options) {
+  MAITRE_RETURN_IF_ERROR(CheckOptions(options));
+  if (row.empty()) return absl::InvalidArgumentError("the example row has no tensors");
+  for (const Tensor& t : row) {
+    if (t.shape.empty() || t.shape[0] != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the example row must have batch 1; tensor '", t.name, "' has shape ",
+          ShapeToString(t.shape)));
+    }
+  }
+  const Clock& clock = *options.clock;
+  std::vector<LatencyPoint> points;
+  std::vector<double> samples_ms;
+  for (int batch : options.batch_sizes) {
+    std::vector<const std::vector<Tensor>*> tiles(static_cast<size_t>(batch), &row);
+    MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, ConcatRows(tiles));
+    for (int i = 0; i < options.warmup; ++i) {
+      MAITRE_RETURN_IF_ERROR(RunOnce(executor, inputs, batch));
+    }
+    samples_ms.clear();
+    Nanos spent = 0;
+    while (static_cast<int>(samples_ms.size()) < options.min_repetitions ||
+           (spent < options.min_time_per_batch &&
+            static_cast<int>(samples_ms.size()) < options.max_repetitions)) {
+      Nanos start = clock.Now();
+      MAITRE_RETURN_IF_ERROR(RunOnce(executor, inputs, batch));
+      Nanos elapsed = clock.Now() - start;
+      spent += elapsed;
+      samples_ms.push_back(ToMillis(elapsed));
+    }
+    LatencyPoint point;
+    point.batch = batch;
+    point.p50_ms = Quantile(samples_ms, 0.50);
+    point.p99_ms = Quantile(samples_ms, 0.99);
+    points.push_back(point);
+    if (point.p50_ms > options.latency_ceiling_ms) break;
+  }
+  return points;
+}
+
+}  // namespace maitre::runtime

@@ -1,0 +1,46 @@
+// The profiler's measurement core (issue 3 §4): latency percentiles of one
+// executor at growing batch sizes, on this process's threads. The caller
+// owns the context (worker type, pinning, thread count) and turns the points
+// into a Profile together with load time and memory.
+//
+// Thread-safety: uses the executor exclusively while it runs.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/clock.h"
+#include "core/profile.h"
+#include "core/tensor.h"
+#include "core/time.h"
+#include "runtime/executor.h"
+
+namespace maitre::runtime {
+
+struct MeasureOptions {
+  // Measured in this order; must be positive and strictly increasing.
+  std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
+  // Stop after the first batch size whose p50 exceeds this (that point is
+  // still returned, so a profile knows where the ceiling was crossed).
+  double latency_ceiling_ms = 250;
+  int warmup = 3;           // untimed runs per batch size
+  int min_repetitions = 10;  // timed runs per batch size, at least
+  // ... and keep repeating until this much time has been spent timing,
+  // up to max_repetitions.
+  Nanos min_time_per_batch = 200 * kMillisecond;
+  int max_repetitions = 500;
+  const Clock* clock = nullptr;  // required
+};
+
+// `row` is one example input set with leading batch 1, in spec order; it is
+// tiled to each batch size. Returns one point per batch size measured, with
+// p50 and p99 (linear interpolation between order statistics) in ms.
+absl::StatusOr<std::vector<LatencyPoint>> MeasureLatencies(Executor& executor,
+                                                           const std::vector<Tensor>& row,
+                                                           const MeasureOptions& options);
+
+// The q-quantile (0..1) of `samples` by linear interpolation between order
+// statistics, as numpy's default; 0 for an empty vector. Sorts a copy.
+double Quantile(std::vector<double> samples, double q);
+
+}  // namespace maitre::runtime

@@ -1,0 +1,22 @@
+// Resource readings of the current process, for the profiler (peak memory
+// of a loaded variant) and the worker monitor (utilisation). Linux only:
+// they read /proc/self and the process CPU clock.
+//
+// Thread-safety: safe to call from any thread.
+#pragma once
+
+namespace maitre::runtime {
+
+// Current resident set size in MiB (/proc/self/statm); 0 if unreadable.
+double ResidentMemoryMb();
+
+// Peak resident set size in MiB (VmHWM in /proc/self/status); 0 if
+// unreadable.
+double PeakResidentMemoryMb();
+
+// User + system CPU seconds used by all threads of this process so far.
+// Utilisation over an interval is the difference of two readings divided by
+// (interval × cores).
+double ProcessCpuSeconds();
+
+}  // namespace maitre::runtime

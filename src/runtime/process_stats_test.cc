@@ -1,0 +1,37 @@
+#include "runtime/process_stats.h"
+
+#include <cstring>
+#include <memory>
+
+#include "gtest/gtest.h"
+
+namespace maitre::runtime {
+namespace {
+
+TEST(ProcessStatsTest, MemoryReadingsAreConsistent) {
+  double rss = ResidentMemoryMb();
+  EXPECT_GT(rss, 1);
+  EXPECT_GE(PeakResidentMemoryMb(), rss * 0.99);
+  // Touching 64 MiB raises the resident size by most of that, and the peak
+  // is never below the current size.
+  constexpr size_t kBytes = 64 << 20;
+  std::unique_ptr<char[]> block(new char[kBytes]);
+  std::memset(block.get(), 1, kBytes);
+  double grown = ResidentMemoryMb();
+  EXPECT_GE(grown, rss + 32);
+  EXPECT_GE(PeakResidentMemoryMb(), grown * 0.99);
+  EXPECT_EQ(block[kBytes - 1], 1);
+}
+
+TEST(ProcessStatsTest, CpuTimeGrowsWithWork) {
+  double start = ProcessCpuSeconds();
+  EXPECT_GT(start, 0);
+  volatile double sink = 0;
+  while (ProcessCpuSeconds() <= start) {
+    for (int i = 0; i < 100000; ++i) sink = sink + i * 0.5;
+  }
+  EXPECT_GT(ProcessCpuSeconds(), start);
+}
+
+}  // namespace
+}  // namespace maitre::runtime
