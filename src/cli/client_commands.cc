@@ -1,7 +1,9 @@
 #include "cli/client_commands.h"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/api_client.h"
-#include "cli/table.h"
+#include "core/text_table.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
 #include "http/multipart.h"
@@ -152,25 +154,113 @@ int RunRegister(const RegisterArgs& args) {
   }
   std::string content_type;
   std::string body = http::EncodeMultipart(parts, &content_type);
-  std::cerr << "registering " << args.name << " for app " << args.app
-            << " (the server checks it on a worker) ...\n";
-  auto result = api->Post(absl::StrCat("/v2/apps/", args.app, "/models/", args.name),
-                          std::move(body), content_type);
-  if (!result.ok()) return Fail(result.status());
+  std::string model_path = absl::StrCat("/v2/apps/", args.app, "/models/", args.name);
+  auto accepted = api->Send("POST", model_path + "?wait=false", std::move(body), content_type);
+  if (!accepted.ok()) return Fail(accepted.status());
+  if (accepted->status != 202) {
+    json j = json::parse(accepted->body, nullptr, false);
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "HTTP ", accepted->status, ": ",
+        j.is_object() && j.contains("error") ? j["error"].get<std::string>() : accepted->body)));
+  }
+  // The server validates on a worker; show where it is until the model can
+  // serve.
+  json progress;
+  while (true) {
+    auto p = api->Get(model_path + "/registration");
+    if (!p.ok()) return Fail(p.status());
+    progress = *p;
+    int step = progress.value("step", 0), steps = std::max(1, progress.value("steps", 1));
+    int filled = 30 * step / steps;
+    if (!args.json) {
+      std::cerr << "\r[" << std::string(filled, '#') << std::string(30 - filled, ' ') << "] "
+                << step << "/" << steps << " " << progress.value("phase", "")
+                << std::string(20, ' ') << std::flush;
+    }
+    if (progress.value("done", false)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (!args.json) std::cerr << "\n";
+  if (progress.contains("error")) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("HTTP ", progress.value("status", 400),
+                                                        ": ", progress["error"].get<std::string>())));
+  }
+  auto app = api->Get(absl::StrCat("/v2/apps/", args.app));
+  if (!app.ok()) return Fail(app.status());
+  json registered;
+  for (const json& m : (*app)["models"]) {
+    if (m["name"] == args.name) registered = m;
+  }
   if (args.json) {
-    std::cout << result->dump(2) << "\n";
+    std::cout << registered.dump(2) << "\n";
     return 0;
   }
-  std::cout << (result->value("unchanged", false) ? "already registered (same file): "
-                                                  : "registered: ")
-            << args.app << "/" << args.name << "\n";
+  std::cout << "registered " << args.app << "/" << args.name << "; it can serve now\n";
   Table table({"VARIANT", "RUNTIME", "ACCURACY", "SOURCE", "STATE"});
-  for (const json& v : (*result)["variants"]) {
+  for (const json& v : registered["variants"]) {
+    std::string state = v["state"];
+    if (!v["detail"].get<std::string>().empty()) state += ": " + v["detail"].get<std::string>();
     table.Add({v["variant"], v["runtime"], absl::StrFormat("%.4f", v["accuracy"].get<double>()),
-               v["accuracy_source"], v["state"]});
+               v["accuracy_source"], state});
   }
-  std::cout << table.Render();
+  std::cout << table.Render()
+            << "Other variants are generated and profiled in the background; follow them with\n"
+            << "  maitre variants --app " << args.app << "\n";
   return 0;
+}
+
+int RunVariants(const VariantsArgs& args) {
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  std::vector<std::string> apps;
+  if (!args.app.empty()) {
+    apps.push_back(args.app);
+  } else {
+    auto list = api->Get("/v2/apps");
+    if (!list.ok()) return Fail(list.status());
+    for (const json& app : (*list)["apps"]) apps.push_back(app["name"]);
+  }
+  if (args.csv) {
+    auto csv = api->Send("GET", absl::StrCat("/v2/profiles?app=", args.app), "", "");
+    if (!csv.ok()) return Fail(csv.status());
+    std::cout << csv->body;
+    return csv->status == 200 ? 0 : 1;
+  }
+  for (const std::string& app : apps) {
+    std::string path = absl::StrCat("/v2/apps/", app, args.json ? "" : "?format=table");
+    auto response = api->Send("GET", path, "", "");
+    if (!response.ok()) return Fail(response.status());
+    if (response->status != 200) {
+      return Fail(absl::NotFoundError(absl::StrCat("HTTP ", response->status, ": ", response->body)));
+    }
+    if (apps.size() > 1 && !args.json) std::cout << "app " << app << "\n";
+    std::cout << response->body << (args.json ? "\n" : "");
+  }
+  return 0;
+}
+
+int RunProfilesImport(const ProfilesArgs& args) {
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  auto csv = ReadFileToString(args.file);
+  if (!csv.ok()) return Fail(csv.status());
+  auto result = api->Post("/v2/profiles", *std::move(csv), "text/csv");
+  if (!result.ok()) return Fail(result.status());
+  std::cout << "imported " << (*result)["imported"].get<int>() << " profiles\n";
+  return 0;
+}
+
+int RunProfilesExport(const ProfilesArgs& args) {
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  auto csv = api->Send("GET", absl::StrCat("/v2/profiles?app=", args.app), "", "");
+  if (!csv.ok()) return Fail(csv.status());
+  if (args.file.empty() || args.file == "-") {
+    std::cout << csv->body;
+    return 0;
+  }
+  absl::Status written = WriteFileAtomically(args.file, csv->body);
+  return written.ok() ? 0 : Fail(written);
 }
 
 int RunInfer(const InferArgs& args) {

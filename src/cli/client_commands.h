@@ -39,7 +39,23 @@ struct ListArgs {
   bool json = false;
 };
 
+struct VariantsArgs {
+  std::string server;
+  std::string app;   // empty: every app
+  bool csv = false;  // the profile CSV of DESIGN §6.4
+  bool json = false;
+};
+
+struct ProfilesArgs {
+  std::string server;
+  std::string file;  // import: the CSV to read; export: where to write ("-" = stdout)
+  std::string app;   // export: only this app
+};
+
 int RunRegister(const RegisterArgs& args);
+int RunVariants(const VariantsArgs& args);
+int RunProfilesImport(const ProfilesArgs& args);
+int RunProfilesExport(const ProfilesArgs& args);
 int RunInfer(const InferArgs& args);
 int RunApps(const ListArgs& args);
 int RunModels(const ListArgs& args);

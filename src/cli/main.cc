@@ -103,6 +103,30 @@ int main(int argc, char** argv) {
   infer_cmd->add_flag("--json", infer.json, "Print the raw JSON response");
   infer_cmd->callback([&] { exit_code = maitre::cli::RunInfer(infer); });
 
+  maitre::cli::VariantsArgs variants;
+  variants.server = kDefaultServer;
+  CLI::App* variants_cmd =
+      app.add_subcommand("variants", "Variants with accuracy and profiles per worker type");
+  variants_cmd->add_option("--server", variants.server, "Server URL")->capture_default_str();
+  variants_cmd->add_option("--app", variants.app, "Only this app");
+  variants_cmd->add_flag("--csv", variants.csv, "Print the profile CSV");
+  variants_cmd->add_flag("--json", variants.json, "Print JSON");
+  variants_cmd->callback([&] { exit_code = maitre::cli::RunVariants(variants); });
+
+  maitre::cli::ProfilesArgs profiles;
+  profiles.server = kDefaultServer;
+  CLI::App* profiles_cmd = app.add_subcommand("profiles", "Move profiles between servers");
+  profiles_cmd->require_subcommand(1);
+  CLI::App* import_cmd = profiles_cmd->add_subcommand("import", "Import a profile CSV");
+  import_cmd->add_option("file", profiles.file, "CSV file")->required();
+  import_cmd->add_option("--server", profiles.server, "Server URL")->capture_default_str();
+  import_cmd->callback([&] { exit_code = maitre::cli::RunProfilesImport(profiles); });
+  CLI::App* export_cmd = profiles_cmd->add_subcommand("export", "Export the profile CSV");
+  export_cmd->add_option("file", profiles.file, "Output file (default stdout)");
+  export_cmd->add_option("--app", profiles.app, "Only this app");
+  export_cmd->add_option("--server", profiles.server, "Server URL")->capture_default_str();
+  export_cmd->callback([&] { exit_code = maitre::cli::RunProfilesExport(profiles); });
+
   maitre::cli::ListArgs list;
   list.server = kDefaultServer;
   for (auto [name, help] : {std::pair{"apps", "List apps"}, {"models", "List models"}}) {

@@ -53,6 +53,7 @@ absl::Status Catalog::Reload(const registry::Registry& registry) {
       variant.spec.key = v.key;
       variant.spec.runtime = v.runtime;
       variant.spec.blob = v.blob;
+      variant.spec.optimize_for_inference = v.optimize_for_inference;
       variant.spec.spec = record.spec;
       variant.spec.spec.format =
           v.runtime == Runtime::kOpenCv ? ModelFormat::kOnnx : ModelFormat::kTorchScript;

@@ -46,7 +46,7 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
                                "model '", model.name, "' has no ready variant yet")));
     }
   }
-  auto rows = model.spec.CheckInputs(request.inputs);
+  auto rows = model.spec.CheckAndOrderInputs(&request.inputs);
   if (!rows.ok()) return Finish(query, rows.status());
   for (const RequestedOutput& requested : request.outputs) {
     bool known = false;

@@ -8,6 +8,7 @@
 #include "controller/infer_codec.h"
 #include "controller/model_views.h"
 #include "controller/status_http.h"
+#include "controller/variant_views.h"
 #include "http/multipart.h"
 
 namespace maitre::controller {
@@ -44,6 +45,18 @@ ModelRef RefOf(const http::PathParams& params) {
 InferTarget TargetOf(const http::PathParams& params) {
   ModelRef ref = RefOf(params);
   return InferTarget{"", ref.model, ref.variant};
+}
+
+json RegistrationJson(const Registration& r) {
+  json j{{"app", r.app}, {"model", r.model}, {"unchanged", r.unchanged}, {"variants", json::array()}};
+  for (const RegisteredVariant& v : r.variants) {
+    j["variants"].push_back({{"variant", v.variant},
+                             {"runtime", v.runtime},
+                             {"accuracy", v.accuracy},
+                             {"accuracy_source", v.accuracy_source},
+                             {"state", v.state}});
+  }
+  return j;
 }
 
 class Frontend {
@@ -161,26 +174,65 @@ class Frontend {
       else if (part.name == "onnx") upload.onnx_bytes = std::move(part.data);
     }
     // Registration takes seconds (validation runs on a worker): it must not
-    // hold an I/O thread, so it runs on the control queue.
+    // hold an I/O thread, so it runs on the control queue. With ?wait=false
+    // the answer is 202 at once and progress is at .../registration.
+    bool wait = request.QueryParam("wait") != "false";
+    std::string progress_url =
+        absl::StrCat("/v2/apps/", upload.app, "/models/", upload.model, "/registration");
     auto shared_respond = std::make_shared<http::Responder>(std::move(respond));
-    o_.control->Post([this, upload = std::move(upload), shared_respond] {
+    if (!wait) {
+      std::move (*shared_respond)(http::Response::Json(
+          202, json{{"app", upload.app}, {"model", upload.model}, {"progress", progress_url}}
+                   .dump()));
+    }
+    o_.control->Post([this, upload = std::move(upload), shared_respond, wait] {
       auto result = o_.registrar->Register(upload);
+      if (!wait) return;
       if (!result.ok()) {
         std::move (*shared_respond)(ErrorResponse(result.status()));
         return;
       }
-      json j{{"app", result->app},
-             {"model", result->model},
-             {"unchanged", result->unchanged},
-             {"variants", json::array()}};
-      for (const RegisteredVariant& v : result->variants) {
-        j["variants"].push_back({{"variant", v.variant},
-                                 {"runtime", v.runtime},
-                                 {"accuracy", v.accuracy},
-                                 {"accuracy_source", v.accuracy_source},
-                                 {"state", v.state}});
+      std::move (*shared_respond)(
+          http::Response::Json(result->unchanged ? 200 : 201, RegistrationJson(*result).dump()));
+    });
+  }
+
+  void RegistrationStatus(const http::PathParams& params, http::Responder respond) {
+    auto progress =
+        o_.registrar->Progress(params.find("app")->second, params.find("model")->second);
+    if (!progress.ok()) {
+      std::move(respond)(ErrorResponse(progress.status()));
+      return;
+    }
+    json j{{"step", progress->step},
+           {"steps", progress->steps},
+           {"phase", progress->phase},
+           {"done", progress->done}};
+    if (progress->done && !progress->error.ok()) {
+      j["error"] = std::string(progress->error.message());
+      j["status"] = HttpStatusFor(progress->error);
+    }
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  // GET /v2/profiles?app=A: the profile CSV; POST /v2/profiles imports one.
+  void ExportProfiles(const http::Request& request, http::Responder respond) {
+    http::Response response =
+        http::Response::Text(200, VariantProfileCsv(*o_.catalog->Get(), request.QueryParam("app")));
+    response.content_type = "text/csv";
+    std::move(respond)(std::move(response));
+  }
+
+  void ImportProfiles(http::Request&& request, http::Responder respond) {
+    auto shared_respond = std::make_shared<http::Responder>(std::move(respond));
+    o_.control->Post([this, body = std::move(request.body), shared_respond] {
+      auto imported = o_.registrar->ImportProfiles(body);
+      if (!imported.ok()) {
+        std::move (*shared_respond)(ErrorResponse(imported.status()));
+        return;
       }
-      std::move (*shared_respond)(http::Response::Json(result->unchanged ? 200 : 201, j.dump()));
+      std::move (*shared_respond)(
+          http::Response::Json(200, json{{"imported", *imported}}.dump()));
     });
   }
 
@@ -200,13 +252,27 @@ class Frontend {
     std::move(respond)(http::Response::Json(200, json{{"apps", apps}}.dump()));
   }
 
-  void GetApp(const http::PathParams& params, http::Responder respond) {
+  void GetApp(const http::Request& request, const http::PathParams& params,
+              http::Responder respond) {
     auto catalog = o_.catalog->Get();
     const std::string& name = params.find("app")->second;
     const CatalogApp* app = catalog->FindApp(name);
     if (app == nullptr) {
       std::move(respond)(http::Response::Error(
           404, absl::StrCat("no app named '", name, "'; GET /v2/apps lists them")));
+      return;
+    }
+    // The people's view: one row per variant and worker type.
+    std::string format = request.QueryParam("format");
+    if (format == "table") {
+      std::move(respond)(
+          http::Response::Text(200, VariantTable(*catalog, name, o_.cluster->types())));
+      return;
+    }
+    if (format == "csv") {
+      http::Response response = http::Response::Text(200, VariantProfileCsv(*catalog, name));
+      response.content_type = "text/csv";
+      std::move(respond)(std::move(response));
       return;
     }
     json models = json::array();
@@ -339,8 +405,18 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
              });
   router.Add("GET", "/v2/apps",
              [f](Request&&, const PathParams&, Responder r) { f->ListApps(std::move(r)); });
-  router.Add("GET", "/v2/apps/{app}", [f](Request&&, const PathParams& p, Responder r) {
-    f->GetApp(p, std::move(r));
+  router.Add("GET", "/v2/apps/{app}", [f](Request&& q, const PathParams& p, Responder r) {
+    f->GetApp(q, p, std::move(r));
+  });
+  router.Add("GET", "/v2/apps/{app}/models/{model}/registration",
+             [f](Request&&, const PathParams& p, Responder r) {
+               f->RegistrationStatus(p, std::move(r));
+             });
+  router.Add("GET", "/v2/profiles", [f](Request&& q, const PathParams&, Responder r) {
+    f->ExportProfiles(q, std::move(r));
+  });
+  router.Add("POST", "/v2/profiles", [f](Request&& q, const PathParams&, Responder r) {
+    f->ImportProfiles(std::move(q), std::move(r));
   });
   router.Add("POST", "/v2/repository/index", [f](Request&&, const PathParams&, Responder r) {
     f->RepositoryIndex(std::move(r));

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/profile_csv.h"
 #include "core/sha256.h"
 #include "core/status_macros.h"
 #include "runtime/valset.h"
@@ -78,8 +79,57 @@ absl::StatusOr<double> Registrar::Validate(const VariantSpec& spec,
   return accuracy;
 }
 
+absl::StatusOr<RegistrationProgress> Registrar::Progress(const std::string& app,
+                                                         const std::string& model) const {
+  absl::MutexLock lock(&progress_mu_);
+  auto it = progress_.find(absl::StrCat(app, "/", model));
+  if (it == progress_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no registration of ", app, "/", model, " since the server started"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<int> Registrar::ImportProfiles(absl::string_view csv) {
+  MAITRE_ASSIGN_OR_RETURN(std::vector<ProfileRecord> records, ParseProfileCsv(csv));
+  for (const ProfileRecord& r : records) {
+    if (options_.cluster->types().Find(r.worker_type) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the CSV profiles worker type '", r.worker_type,
+          "', which this server's worker-type table does not have"));
+    }
+  }
+  MAITRE_ASSIGN_OR_RETURN(int stored, options_.registry->ImportProfiles(records));
+  MAITRE_RETURN_IF_ERROR(options_.catalog->Reload(*options_.registry));
+  return stored;
+}
+
+void Registrar::SetProgress(const Upload& upload, int step, int steps, std::string phase) {
+  absl::MutexLock lock(&progress_mu_);
+  progress_[absl::StrCat(upload.app, "/", upload.model)] =
+      RegistrationProgress{step, steps, std::move(phase), false, absl::OkStatus()};
+}
+
 absl::StatusOr<Registration> Registrar::Register(const Upload& upload) {
-  absl::MutexLock lock(&mu_);
+  SetProgress(upload, 0, 1, "waiting for earlier registrations");
+  absl::StatusOr<Registration> result;
+  {
+    absl::MutexLock lock(&mu_);
+    result = RegisterLocked(upload);
+  }
+  absl::MutexLock lock(&progress_mu_);
+  RegistrationProgress& p = progress_[absl::StrCat(upload.app, "/", upload.model)];
+  p.done = true;
+  p.step = p.steps;
+  p.error = result.status();
+  p.phase = result.ok() ? "ready to serve; other variants are being generated and profiled"
+                        : std::string(result.status().message());
+  return result;
+}
+
+absl::StatusOr<Registration> Registrar::RegisterLocked(const Upload& upload) {
+  const int steps = 3 + (upload.onnx_bytes.empty() ? 1 : 2);
+  SetProgress(upload, 1, steps, "checking the upload");
   if (upload.model_bytes.empty()) {
     return absl::InvalidArgumentError("the upload needs a 'model' part with the model file");
   }
@@ -122,6 +172,7 @@ absl::StatusOr<Registration> Registrar::Register(const Upload& upload) {
     }
   }
 
+  SetProgress(upload, 2, steps, "storing the files");
   registry::ModelRecord model;
   model.app = upload.app;
   model.name = upload.model;
@@ -148,6 +199,9 @@ absl::StatusOr<Registration> Registrar::Register(const Upload& upload) {
     variant.spec = spec;
     variant.spec.format = runtime == Runtime::kOpenCv ? ModelFormat::kOnnx
                                                       : ModelFormat::kTorchScript;
+    SetProgress(upload, 3 + static_cast<int>(variants.size()), steps,
+                absl::StrCat("running ", variant.key.ToString(), " on a worker",
+                             model.valset_blob.empty() ? "" : " to measure its accuracy"));
     spdlog::info("registering {}: checking {} on a worker", model.name, variant.key.ToString());
     MAITRE_ASSIGN_OR_RETURN(double accuracy, Validate(variant, model.valset_blob));
     registry::VariantRecord record;
@@ -168,6 +222,7 @@ absl::StatusOr<Registration> Registrar::Register(const Upload& upload) {
   MAITRE_RETURN_IF_ERROR(options_.catalog->Reload(*options_.registry));
   spdlog::info("registered {} for app {} with {} variant(s)", model.name, model.app,
                variants.size());
+  if (options_.on_registered) options_.on_registered();
   return Summarise(model, variants, false);
 }
 

@@ -7,6 +7,8 @@
 // long as validation takes (seconds for a large model and valset).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -42,6 +44,17 @@ struct Registration {
   std::vector<RegisteredVariant> variants;
 };
 
+// Where a registration is, for progress bars. It ends when the model can
+// serve; generating and profiling the other variants continues in the
+// background and shows in the variants' states.
+struct RegistrationProgress {
+  int step = 0;
+  int steps = 1;
+  std::string phase;   // what is happening now, for people
+  bool done = false;
+  absl::Status error;  // set when done and it failed
+};
+
 class Registrar {
  public:
   struct Options {
@@ -51,13 +64,28 @@ class Registrar {
     Cluster* cluster = nullptr;
     // Batch size used when running the validation set.
     int evaluation_batch = 64;
+    // Called after a model is registered (the variant pipeline takes over).
+    std::function<void()> on_registered;
   };
 
   explicit Registrar(Options options) : options_(options) {}
 
   absl::StatusOr<Registration> Register(const Upload& upload);
 
+  // Imports a profile CSV (DESIGN §6.4) for registered variants, all or
+  // nothing; returns how many (variant, worker type) profiles were stored.
+  absl::StatusOr<int> ImportProfiles(absl::string_view csv);
+
+  // The progress of the latest registration of app/model; NotFound if none
+  // happened since the server started.
+  absl::StatusOr<RegistrationProgress> Progress(const std::string& app,
+                                                const std::string& model) const;
+
  private:
+  void SetProgress(const Upload& upload, int step, int steps, std::string phase);
+  absl::StatusOr<Registration> RegisterLocked(const Upload& upload)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // The worker that should run a validation, or an error if there is none.
   absl::StatusOr<std::shared_ptr<WorkerApi>> ValidationWorker() const;
   // Loads and runs `spec` on a worker; returns accuracy when a valset blob
@@ -66,6 +94,8 @@ class Registrar {
 
   const Options options_;
   absl::Mutex mu_;  // one registration at a time keeps idempotency checks simple
+  mutable absl::Mutex progress_mu_;
+  std::map<std::string, RegistrationProgress> progress_ ABSL_GUARDED_BY(progress_mu_);
 };
 
 }  // namespace maitre::controller

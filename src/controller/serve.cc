@@ -25,6 +25,7 @@
 #include "controller/registry/registry.h"
 #include "controller/registry_service.h"
 #include "controller/serving_metrics.h"
+#include "controller/variant_pipeline.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
 #include "core/work_queue.h"
@@ -104,8 +105,17 @@ class Controller {
     dispatcher_options.metrics = metrics_.get();
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
-    registrar_ = std::make_unique<Registrar>(
-        Registrar::Options{registry_.get(), blobs_.get(), &catalog_, cluster_.get()});
+    VariantPipeline::Options pipeline_options;
+    pipeline_options.registry = registry_.get();
+    pipeline_options.blobs = blobs_.get();
+    pipeline_options.catalog = &catalog_;
+    pipeline_options.cluster = cluster_.get();
+    pipeline_options.generators = PythonGenerators(absl::StrCat(data_dir, "/generator"));
+    pipeline_ = std::make_unique<VariantPipeline>(pipeline_options);
+    Registrar::Options registrar_options{registry_.get(), blobs_.get(), &catalog_,
+                                         cluster_.get()};
+    registrar_options.on_registered = [this] { pipeline_->Kick(); };
+    registrar_ = std::make_unique<Registrar>(registrar_options);
 
     // gRPC: the public inference service and the workers' registry service.
     RegistryService::Options registry_options;
@@ -115,6 +125,7 @@ class Controller {
     registry_options.batching_policy = options.batching;
     registry_options.on_join = [this](const std::string& id, const std::string& token) {
       if (provider_ != nullptr && !token.empty()) provider_->OnJoin(id, token);
+      pipeline_->Kick();  // a new worker type may unblock profiling
     };
     registry_service_ = std::make_unique<RegistryService>(registry_options);
     GrpcFrontend::Options grpc_frontend;
@@ -174,6 +185,8 @@ class Controller {
       provider_->Start();
     }
 
+    pipeline_->Start();
+    pipeline_->Kick();  // resume whatever a previous run left unfinished
     maintenance_ = std::thread([this] {
       while (!SteadyClock::Get()->SleepUntil(SteadyClock::Get()->Now() + kReportInterval,
                                               &stopping_)) {
@@ -217,6 +230,7 @@ class Controller {
   std::unique_ptr<ServingMetrics> metrics_;
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<VariantPipeline> pipeline_;
   std::unique_ptr<Registrar> registrar_;
   std::unique_ptr<RegistryService> registry_service_;
   std::unique_ptr<GrpcFrontend> grpc_frontend_;

@@ -115,6 +115,20 @@ absl::StatusOr<int64_t> ModelSpec::CheckInputs(const std::vector<Tensor>& given)
   return batch;
 }
 
+absl::StatusOr<int64_t> ModelSpec::CheckAndOrderInputs(std::vector<Tensor>* given) const {
+  absl::StatusOr<int64_t> batch = CheckInputs(*given);
+  if (!batch.ok() || given->size() < 2) return batch;
+  std::vector<Tensor> ordered;
+  ordered.reserve(given->size());
+  for (const TensorSpec& spec : inputs) {
+    for (Tensor& t : *given) {
+      if (t.name == spec.name) ordered.push_back(std::move(t));
+    }
+  }
+  *given = std::move(ordered);
+  return batch;
+}
+
 absl::StatusOr<ModelSpec> ParseModelSpecJson(absl::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {

@@ -39,6 +39,10 @@ struct ModelSpec {
   // unnamed-match is accepted when the model has one input), every shape
   // matching, and the same batch size in all inputs. Returns the batch size.
   absl::StatusOr<int64_t> CheckInputs(const std::vector<Tensor>& inputs) const;
+
+  // CheckInputs, then puts `inputs` in the spec's order: executors take
+  // their inputs by position.
+  absl::StatusOr<int64_t> CheckAndOrderInputs(std::vector<Tensor>* inputs) const;
 };
 
 // The registration `meta` JSON:

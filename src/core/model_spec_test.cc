@@ -64,5 +64,17 @@ TEST(ModelSpecTest, ChecksInputs) {
   EXPECT_FALSE(spec.CheckInputs({Image(0)}).ok());
 }
 
+TEST(ModelSpecTest, OrdersInputsAsDeclared) {
+  ModelSpec spec;
+  spec.inputs = {{"a", DataType::kFp32, {-1}}, {"b", DataType::kInt64, {-1}}};
+  std::vector<Tensor> given = {{"b", DataType::kInt64, {2}, std::string(16, '\0')},
+                               {"a", DataType::kFp32, {2}, std::string(8, '\0')}};
+  auto batch = spec.CheckAndOrderInputs(&given);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(*batch, 2);
+  EXPECT_EQ(given[0].name, "a");
+  EXPECT_EQ(given[1].name, "b");
+}
+
 }  // namespace
 }  // namespace maitre

@@ -38,6 +38,9 @@ struct VariantSpec {
   Runtime runtime = Runtime::kTorch;
   std::string blob;  // content hash of the file the executor loads
   ModelSpec spec;
+  // torch: apply torch's optimize_for_inference pass when loading (the
+  // torch-opt variant).
+  bool optimize_for_inference = false;
 };
 
 enum class AccuracySource { kUnknown, kMeasured, kDeclared };

@@ -1,1 +1,15 @@
-# Selection policies: targets are added here.
+# Selection and instance-state policies (model-less queries, issue 6).
+maitre_library(maitre_selection
+  SRCS instance_state.cc selection_index.cc selection_live.cc selection.cc
+       selection_reference.cc
+  DEPS maitre_core absl::flat_hash_map absl::inlined_vector absl::span absl::status
+       absl::statusor absl::strings absl::str_format)
+
+maitre_test(selection_test
+  SRCS instance_state_test.cc selection_index_test.cc selection_live_test.cc selection_test.cc
+       selection_property_test.cc
+  DEPS maitre_selection)
+
+maitre_bench(selection_bench
+  SRCS selection_bench.cc
+  DEPS maitre_selection)

@@ -56,6 +56,7 @@ absl::StatusOr<VariantSpec> FromProto(const pb::VariantSpec& from) {
     return absl::InvalidArgumentError("a variant spec needs a model, a variant and a blob");
   }
   spec.blob = from.blob();
+  spec.optimize_for_inference = from.optimize_for_inference();
   for (const auto& t : from.inputs()) spec.spec.inputs.push_back(FromProto(t));
   for (const auto& t : from.outputs()) spec.spec.outputs.push_back(FromProto(t));
   return spec;
@@ -66,6 +67,7 @@ void ToProto(const VariantSpec& from, pb::VariantSpec* to) {
   to->set_variant(from.key.variant);
   to->set_runtime(std::string(RuntimeName(from.runtime)));
   to->set_blob(from.blob);
+  to->set_optimize_for_inference(from.optimize_for_inference);
   for (const auto& t : from.spec.inputs) ToProto(t, to->add_inputs());
   for (const auto& t : from.spec.outputs) ToProto(t, to->add_outputs());
 }

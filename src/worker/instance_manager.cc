@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<runtime::Executor>> InstanceManager::NewExecutor(
   options.runtime = spec.runtime;
   options.model_path = path;
   options.spec = spec.spec;
+  options.optimize_for_inference = spec.optimize_for_inference;
   return runtime::CreateExecutor(options);
 }
 

@@ -152,6 +152,7 @@ absl::StatusOr<VariantRecord> VariantFromRow(const Statement& st) {
   v.accuracy_source = *source;
   v.state = *state;
   v.detail = st.Text(7);
+  v.optimize_for_inference = st.Int(8) != 0;
   return v;
 }
 
@@ -456,11 +457,13 @@ absl::Status Registry::UpsertVariantLocked(const VariantRecord& v) {
   MAITRE_ASSIGN_OR_RETURN(
       Statement st,
       db_->Prepare("INSERT INTO variants(model, name, runtime, blob, accuracy, accuracy_source,"
-                   " state, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                   " state, detail, optimize_for_inference)"
+                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
                    " ON CONFLICT(model, name) DO UPDATE SET runtime = excluded.runtime,"
                    " blob = excluded.blob, accuracy = excluded.accuracy,"
                    " accuracy_source = excluded.accuracy_source, state = excluded.state,"
-                   " detail = excluded.detail"));
+                   " detail = excluded.detail,"
+                   " optimize_for_inference = excluded.optimize_for_inference"));
   return st.BindText(v.key.model)
       .BindText(v.key.variant)
       .BindText(RuntimeName(v.runtime))
@@ -469,6 +472,7 @@ absl::Status Registry::UpsertVariantLocked(const VariantRecord& v) {
       .BindText(AccuracySourceName(v.accuracy_source))
       .BindText(VariantStateName(v.state))
       .BindText(v.detail)
+      .BindInt(v.optimize_for_inference ? 1 : 0)
       .Run();
 }
 
@@ -489,8 +493,8 @@ absl::StatusOr<VariantRecord> Registry::GetVariant(const VariantKey& key) const 
   absl::MutexLock lock(&mu_);
   MAITRE_ASSIGN_OR_RETURN(
       Statement st,
-      db_->Prepare("SELECT model, name, runtime, blob, accuracy, accuracy_source, state, detail"
-                   " FROM variants WHERE model = ?1 AND name = ?2"));
+      db_->Prepare("SELECT model, name, runtime, blob, accuracy, accuracy_source, state, detail,"
+                   " optimize_for_inference FROM variants WHERE model = ?1 AND name = ?2"));
   MAITRE_ASSIGN_OR_RETURN(bool found, st.BindText(key.model).BindText(key.variant).Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no variant ", key.ToString()));
   return VariantFromRow(st);
@@ -499,7 +503,8 @@ absl::StatusOr<VariantRecord> Registry::GetVariant(const VariantKey& key) const 
 std::vector<VariantRecord> Registry::ListVariants(absl::string_view model) const {
   absl::MutexLock lock(&mu_);
   auto st = db_->Prepare(
-      "SELECT model, name, runtime, blob, accuracy, accuracy_source, state, detail"
+      "SELECT model, name, runtime, blob, accuracy, accuracy_source, state, detail,"
+      " optimize_for_inference"
       " FROM variants WHERE ?1 = '' OR model = ?1 ORDER BY model, name");
   if (!st.ok()) {
     spdlog::error("listing variants: {}", st.status().ToString());

@@ -80,6 +80,7 @@ struct VariantRecord {
   AccuracySource accuracy_source = AccuracySource::kUnknown;
   VariantState state = VariantState::kPending;
   std::string detail;
+  bool optimize_for_inference = false;  // torch: apply the pass when loading
 };
 
 using ::maitre::ProfileRecord;

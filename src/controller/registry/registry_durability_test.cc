@@ -45,9 +45,12 @@ bool TableExists(const std::string& db_path, const std::string& table) {
   return exists;
 }
 
+// The version of the schema this build creates.
+int Latest() { return SchemaMigrations().back().version; }
+
 // What a later issue would append: a new table and a new column.
 Migration JobsMigration() {
-  return {2, "offline jobs", R"sql(
+  return {Latest() + 1, "offline jobs", R"sql(
 CREATE TABLE jobs (
   id    TEXT PRIMARY KEY NOT NULL,
   app   TEXT NOT NULL REFERENCES apps(name),
@@ -110,7 +113,7 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
   std::string before;
   {
     auto r = MustOpen({path, SchemaMigrations()});
-    ASSERT_EQ(r->schema_version(), 1);
+    ASSERT_EQ(r->schema_version(), Latest());
     Populate(*r);
     before = Dump(*r);
   }
@@ -119,7 +122,7 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
   newer.push_back(JobsMigration());
   {
     auto r = MustOpen({path, newer});
-    EXPECT_EQ(r->schema_version(), 2);
+    EXPECT_EQ(r->schema_version(), Latest() + 1);
     EXPECT_EQ(Dump(*r), before);
     // The widened apps table still takes upserts.
     ASSERT_TRUE(r->PutApp({"audio", {}}).ok());
@@ -127,7 +130,7 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
   EXPECT_TRUE(TableExists(path, "jobs"));
   // Opening again at the same version runs nothing twice.
   auto r = MustOpen({path, newer});
-  EXPECT_EQ(r->schema_version(), 2);
+  EXPECT_EQ(r->schema_version(), Latest() + 1);
   EXPECT_EQ(r->ListApps().size(), 2u);
 }
 
@@ -142,14 +145,14 @@ TEST(RegistryDurabilityTest, AFailedMigrationLeavesTheFileAsItWas) {
   }
   std::vector<Migration> broken = SchemaMigrations();
   broken.push_back(
-      {2, "half-written", "CREATE TABLE jobs (id TEXT); SELECT * FROM no_such_table;"});
+      {Latest() + 1, "half-written", "CREATE TABLE jobs (id TEXT); SELECT * FROM no_such_table;"});
   auto failed = Registry::Open({path, broken});
   ASSERT_FALSE(failed.ok());
-  EXPECT_THAT(failed.status().message(), HasSubstr("migration 2"));
+  EXPECT_THAT(failed.status().message(), HasSubstr(absl::StrCat("migration ", Latest() + 1)));
   EXPECT_FALSE(TableExists(path, "jobs"));  // rolled back with the rest
 
   auto r = MustOpen({path});
-  EXPECT_EQ(r->schema_version(), 1);
+  EXPECT_EQ(r->schema_version(), Latest());
   EXPECT_EQ(Dump(*r), before);
 }
 
@@ -168,7 +171,7 @@ TEST(RegistryDurabilityTest, AFileFromANewerBuildIsRefused) {
 TEST(RegistryDurabilityTest, AMisnumberedMigrationListIsRefused) {
   TempDir tmp;
   std::vector<Migration> gap = SchemaMigrations();
-  gap.push_back({3, "skips 2", "CREATE TABLE t (x)"});
+  gap.push_back({Latest() + 2, "skips one", "CREATE TABLE t (x)"});
   EXPECT_EQ(Registry::Open({tmp.File("registry.db"), gap}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

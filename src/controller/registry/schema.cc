@@ -68,6 +68,12 @@ CREATE TABLE profile_points (
     REFERENCES profiles(model, variant, worker_type) ON DELETE CASCADE
 );
 )sql"},
+      // torch-opt is the registered file run with optimize_for_inference
+      // applied at load time (a CNN saved after that pass does not load
+      // again), so a variant needs to say how it is loaded, not only what.
+      {2, "variants: optimize_for_inference", R"sql(
+ALTER TABLE variants ADD COLUMN optimize_for_inference INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return *migrations;
 }

@@ -1,9 +1,9 @@
-#include "cli/table.h"
+#include "core/text_table.h"
 
 #include <algorithm>
 #include <cctype>
 
-namespace maitre::cli {
+namespace maitre {
 namespace {
 
 bool Numeric(const std::string& s) {
@@ -35,4 +35,4 @@ std::string Table::Render() const {
   return out;
 }
 
-}  // namespace maitre::cli
+}  // namespace maitre

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace maitre::cli {
+namespace maitre {
 
 class Table {
  public:
@@ -21,4 +21,4 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-}  // namespace maitre::cli
+}  // namespace maitre

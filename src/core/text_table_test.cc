@@ -1,8 +1,8 @@
-#include "cli/table.h"
+#include "core/text_table.h"
 
 #include <gtest/gtest.h>
 
-namespace maitre::cli {
+namespace maitre {
 namespace {
 
 TEST(TableTest, AlignsColumnsAndRightAlignsNumbers) {
@@ -16,4 +16,4 @@ TEST(TableTest, AlignsColumnsAndRightAlignsNumbers) {
 }
 
 }  // namespace
-}  // namespace maitre::cli
+}  // namespace maitre

@@ -1,0 +1,295 @@
+#include "controller/variant_pipeline.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+
+namespace maitre::controller {
+namespace {
+
+using registry::ModelRecord;
+using registry::VariantRecord;
+using registry::VariantState;
+
+// The variants a TorchScript model can have besides the registered file.
+constexpr char kTorch[] = "torch";
+constexpr char kTorchOpt[] = "torch-opt";
+constexpr char kTorchInt8[] = "torch-int8";
+constexpr char kOpenCv[] = "opencv";
+
+// How long to leave a step that failed for a passing reason (a worker went
+// away, say) before trying it again.
+constexpr Nanos kRetryPause = 10 * kSecond;
+
+bool Transient(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded ||
+         status.code() == absl::StatusCode::kAborted;
+}
+
+}  // namespace
+
+VariantPipeline::VariantPipeline(Options options) : options_(std::move(options)) {}
+
+VariantPipeline::~VariantPipeline() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void VariantPipeline::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void VariantPipeline::Kick() {
+  absl::MutexLock lock(&mu_);
+  kicked_ = true;
+  idle_ = false;
+}
+
+void VariantPipeline::AwaitIdle() {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return idle_ && !kicked_; };
+  mu_.Await(absl::Condition(&idle));
+}
+
+void VariantPipeline::Loop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      kicked_ = false;
+    }
+    bool progressed = false;
+    // Keep stepping while there is work; a failing step must not stop the
+    // others, so each records its own outcome.
+    while (Step()) {
+      progressed = true;
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    if (progressed) (void)options_.catalog->Reload(*options_.registry);
+    absl::MutexLock lock(&mu_);
+    idle_ = true;
+    // Deferred work (a worker type with no worker yet, a paused retry) is
+    // looked at again every few seconds even without a kick.
+    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return kicked_ || stopping_; };
+    mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Seconds(5));
+  }
+}
+
+VariantSpec VariantPipeline::SpecOf(const ModelRecord& model, const VariantRecord& v) const {
+  VariantSpec spec;
+  spec.key = v.key;
+  spec.runtime = v.runtime;
+  spec.blob = v.blob;
+  spec.spec = model.spec;
+  spec.spec.format = v.runtime == Runtime::kOpenCv ? ModelFormat::kOnnx : ModelFormat::kTorchScript;
+  spec.optimize_for_inference = v.optimize_for_inference;
+  return spec;
+}
+
+std::shared_ptr<WorkerApi> VariantPipeline::WorkerOfType(const std::string& type) const {
+  std::string best;
+  double best_utilisation = 2;
+  for (const WorkerView& w : options_.cluster->Snapshot()) {
+    if (w.type.name == type && w.cpu_utilisation < best_utilisation) {
+      best = w.id;
+      best_utilisation = w.cpu_utilisation;
+    }
+  }
+  return best.empty() ? nullptr : options_.cluster->Api(best);
+}
+
+void VariantPipeline::Record(const VariantRecord& variant) {
+  absl::Status s = options_.registry->PutVariant(variant);
+  if (!s.ok()) spdlog::error("variant pipeline: storing {}: {}", variant.key.ToString(), s.message());
+  (void)options_.catalog->Reload(*options_.registry);
+}
+
+bool VariantPipeline::EnsureVariantRecords(const ModelRecord& model) {
+  if (model.spec.format != ModelFormat::kTorchScript) return false;
+  std::set<std::string> have;
+  for (const VariantRecord& v : options_.registry->ListVariants(model.name)) {
+    have.insert(v.key.variant);
+  }
+  bool created = false;
+  auto create = [&](const char* name, Runtime runtime, std::string blob, bool optimize,
+                    std::string detail) {
+    if (have.count(name) > 0) return;
+    VariantRecord v;
+    v.key = {model.name, name};
+    v.runtime = runtime;
+    v.blob = std::move(blob);
+    v.optimize_for_inference = optimize;
+    v.state = VariantState::kPending;
+    v.detail = std::move(detail);
+    Record(v);
+    created = true;
+  };
+  create(kTorchOpt, Runtime::kTorch, model.source_blob, true, "waiting to measure accuracy");
+  if (!optimiser_.has_value()) {
+    optimiser_ = options_.generators.available ? options_.generators.available()
+                                               : absl::UnavailableError("no optimiser configured");
+  }
+  const absl::Status& optimiser = *optimiser_;
+  if (optimiser.ok()) {
+    create(kTorchInt8, Runtime::kTorch, "", false, "waiting to be generated");
+  } else if (have.count(kTorchInt8) == 0) {
+    // Never faked: the variant exists only to say why it is missing.
+    spdlog::warn("{}: skipping {}: the optimiser is not available here: {}", model.name,
+                 kTorchInt8, optimiser.message());
+    create(kTorchInt8, Runtime::kTorch, "", false,
+           absl::StrCat("skipped: the optimiser is not available: ", optimiser.message()));
+    VariantRecord skipped = *options_.registry->GetVariant({model.name, kTorchInt8});
+    skipped.state = VariantState::kFailed;
+    Record(skipped);
+  }
+  // The opencv variant comes from the registered ONNX file when there was
+  // one (the registrar made it), else from an export.
+  create(kOpenCv, Runtime::kOpenCv, "", false, "waiting to be generated");
+  return created;
+}
+
+bool VariantPipeline::Generate(const ModelRecord& model, VariantRecord variant) {
+  auto source = options_.blobs->Read(model.source_blob);
+  absl::StatusOr<std::string> bytes = absl::UnknownError("not generated");
+  if (!source.ok()) {
+    bytes = source.status();
+  } else {
+    spdlog::info("variant pipeline: generating {}", variant.key.ToString());
+    bytes = variant.key.variant == kTorchInt8
+                ? options_.generators.quantize_int8(*source, model.spec)
+                : options_.generators.export_onnx(*source, model.spec);
+  }
+  if (!bytes.ok()) {
+    variant.state = VariantState::kFailed;
+    variant.detail = absl::StrCat(
+        bytes.status().code() == absl::StatusCode::kFailedPrecondition ? "skipped: "
+                                                                        : "generation failed: ",
+        bytes.status().message());
+    spdlog::warn("variant pipeline: {}: {}", variant.key.ToString(), variant.detail);
+    Record(variant);
+    return true;
+  }
+  auto blob = options_.blobs->Put(*bytes);
+  if (!blob.ok()) {
+    variant.state = VariantState::kFailed;
+    variant.detail = absl::StrCat("storing the generated file failed: ", blob.status().message());
+  } else {
+    variant.blob = *blob;
+    variant.detail = "waiting to measure accuracy";
+  }
+  Record(variant);
+  return true;
+}
+
+bool VariantPipeline::MeasureAccuracy(const ModelRecord& model, VariantRecord variant) {
+  if (model.valset_blob.empty()) {
+    variant.accuracy = model.spec.declared_accuracy.value_or(0);
+    variant.accuracy_source = model.spec.declared_accuracy ? AccuracySource::kDeclared
+                                                           : AccuracySource::kUnknown;
+    variant.state = VariantState::kReady;
+    variant.detail = "";
+    Record(variant);
+    return true;
+  }
+  // Accuracy does not depend on the worker type, so the least busy worker
+  // of any type measures it.
+  std::shared_ptr<WorkerApi> worker;
+  double best = 2;
+  for (const WorkerView& w : options_.cluster->Snapshot()) {
+    if (w.cpu_utilisation < best) {
+      best = w.cpu_utilisation;
+      worker = options_.cluster->Api(w.id);
+    }
+  }
+  if (worker == nullptr) return false;  // wait for a worker
+  auto result = worker->Evaluate(SpecOf(model, variant), model.valset_blob,
+                                 options_.profiling.evaluation_batch);
+  if (!result.ok() && Transient(result.status())) {
+    retry_after_[variant.key.ToString()] = SteadyClock::Get()->Now() + kRetryPause;
+    return true;
+  }
+  if (!result.ok()) {
+    variant.state = VariantState::kFailed;
+    variant.detail = absl::StrCat("the variant does not run: ", result.status().message());
+  } else {
+    variant.accuracy = result->accuracy;
+    variant.accuracy_source = AccuracySource::kMeasured;
+    variant.state = VariantState::kReady;
+    variant.detail = "";
+    spdlog::info("variant pipeline: {} accuracy {:.4f} on {} examples", variant.key.ToString(),
+                 result->accuracy, result->examples);
+  }
+  Record(variant);
+  return true;
+}
+
+bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantRecord& variant,
+                                     const std::vector<ProfileRecord>& profiles) {
+  Nanos now = SteadyClock::Get()->Now();
+  for (const WorkerType& type : options_.cluster->types().types()) {
+    bool done = false;
+    for (const ProfileRecord& p : profiles) {
+      done |= p.key == variant.key && p.worker_type == type.name;
+    }
+    std::string retry_key = absl::StrCat(variant.key.ToString(), "@", type.name);
+    if (done || retry_after_[retry_key] > now) continue;
+    std::shared_ptr<WorkerApi> worker = WorkerOfType(type.name);
+    if (worker == nullptr) continue;  // no worker of this type yet
+    ProfileRequest request;
+    request.batch_sizes = options_.profiling.batch_sizes;
+    request.latency_ceiling_ms = options_.profiling.latency_ceiling_ms;
+    request.warmup = options_.profiling.warmup;
+    request.repetitions = options_.profiling.repetitions;
+    spdlog::info("variant pipeline: profiling {} on {}", variant.key.ToString(), type.name);
+    auto profile = worker->ProfileVariant(SpecOf(model, variant), request);
+    if (!profile.ok()) {
+      spdlog::warn("variant pipeline: profiling {} on {} failed: {}", variant.key.ToString(),
+                   type.name, profile.status().message());
+      // A worker that went away is retried soon; anything else much later.
+      retry_after_[retry_key] = now + (Transient(profile.status()) ? kRetryPause : 60 * kSecond);
+      return true;
+    }
+    absl::Status stored = options_.registry->PutProfile(
+        ProfileRecord{variant.key, type.name, variant.accuracy, *std::move(profile)});
+    if (!stored.ok()) {
+      spdlog::error("variant pipeline: storing the profile of {}: {}", variant.key.ToString(),
+                    stored.message());
+      retry_after_[retry_key] = now + 60 * kSecond;
+    }
+    (void)options_.catalog->Reload(*options_.registry);
+    return true;
+  }
+  return false;
+}
+
+bool VariantPipeline::Step() {
+  Nanos now = SteadyClock::Get()->Now();
+  std::vector<ModelRecord> models = options_.registry->ListModels();
+  // First make every variant exist, be generated and measured, so that the
+  // policies have every choice before any profile is complete; then profile.
+  for (const ModelRecord& model : models) {
+    if (EnsureVariantRecords(model)) return true;
+  }
+  for (const ModelRecord& model : models) {
+    for (VariantRecord& v : options_.registry->ListVariants(model.name)) {
+      if (v.state != VariantState::kPending || retry_after_[v.key.ToString()] > now) continue;
+      if (v.blob.empty()) return Generate(model, std::move(v));
+      if (MeasureAccuracy(model, std::move(v))) return true;
+    }
+  }
+  std::vector<ProfileRecord> profiles = options_.registry->ListProfiles();
+  for (const ModelRecord& model : models) {
+    for (const VariantRecord& v : options_.registry->ListVariants(model.name)) {
+      if (v.state != VariantState::kReady) continue;
+      if (ProfileMissing(model, v, profiles)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,101 @@
+// Generates, measures and profiles every registered model's variants (INFaaS
+// variant-generator and variant-profiler, DESIGN §1), as a reconciler: the
+// desired state is "every variant the model can have exists, its accuracy is
+// measured, and it has a profile on every worker type"; one thread looks at
+// the registry, does the next missing step, records it, and repeats until
+// nothing is missing. Each step is idempotent and recorded as soon as it is
+// done, so a restart resumes where it stopped without measuring anything
+// twice, and a worker type with no live worker is simply left for later.
+//
+// Steps run one at a time on purpose: profiles measured while another
+// profile runs on the same cores would be wrong.
+//
+// Thread-safety: thread-safe; Kick() may be called from anywhere.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "controller/catalog.h"
+#include "controller/cluster.h"
+#include "controller/registry/blob_store.h"
+#include "controller/registry/registry.h"
+
+namespace maitre::controller {
+
+// The optimiser steps (runtime/variant_generator.h), behind a seam so that
+// tests of the pipeline need not run Python.
+struct VariantGenerators {
+  // OK when the optimiser can run here; else why not (logged, variant skipped).
+  std::function<absl::Status()> available;
+  std::function<absl::StatusOr<std::string>(absl::string_view, const ModelSpec&)> quantize_int8;
+  std::function<absl::StatusOr<std::string>(absl::string_view, const ModelSpec&)> export_onnx;
+};
+
+// The real generators, running /usr/bin/python3 with scratch under work_dir.
+VariantGenerators PythonGenerators(const std::string& work_dir);
+
+struct ProfilingOptions {
+  std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
+  double latency_ceiling_ms = 250;  // stop growing the batch past this p50
+  int warmup = 5;
+  int repetitions = 20;
+  int evaluation_batch = 64;
+};
+
+class VariantPipeline {
+ public:
+  struct Options {
+    registry::Registry* registry = nullptr;
+    registry::BlobStore* blobs = nullptr;
+    Catalog* catalog = nullptr;
+    Cluster* cluster = nullptr;
+    VariantGenerators generators;
+    ProfilingOptions profiling;
+  };
+
+  explicit VariantPipeline(Options options);
+  ~VariantPipeline();
+
+  // Starts the reconciling thread; it runs until destruction.
+  void Start();
+  // Asks for another look (a model was registered, a worker joined).
+  void Kick();
+  // Blocks until the pipeline has nothing left it can do now (tests).
+  void AwaitIdle();
+
+ private:
+  // One step toward the desired state; false when nothing could be done.
+  bool Step();
+  bool EnsureVariantRecords(const registry::ModelRecord& model);
+  bool Generate(const registry::ModelRecord& model, registry::VariantRecord variant);
+  bool MeasureAccuracy(const registry::ModelRecord& model, registry::VariantRecord variant);
+  bool ProfileMissing(const registry::ModelRecord& model, const registry::VariantRecord& variant,
+                      const std::vector<ProfileRecord>& profiles);
+  void Record(const registry::VariantRecord& variant);
+  VariantSpec SpecOf(const registry::ModelRecord& model,
+                     const registry::VariantRecord& variant) const;
+  // The least utilised live worker of `type`, or null.
+  std::shared_ptr<WorkerApi> WorkerOfType(const std::string& type) const;
+  void Loop();
+
+  const Options options_;
+  // Steps that failed for a passing reason wait until then (pipeline thread
+  // only, so not locked).
+  std::map<std::string, Nanos> retry_after_;
+  // Whether the optimiser can run here, asked once (it starts Python).
+  std::optional<absl::Status> optimiser_;
+  absl::Mutex mu_;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;
+  bool idle_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace maitre::controller

@@ -1,0 +1,325 @@
+#include "policy/selection.h"
+
+#include <algorithm>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "policy/selection_rules.h"
+
+namespace maitre::policy {
+
+using selection_internal::FastestKey;
+using selection_internal::HealthyKey;
+using selection_internal::Limits;
+using selection_internal::Shortfall;
+
+absl::string_view SelectionOutcomeName(SelectionOutcome outcome) {
+  switch (outcome) {
+    case SelectionOutcome::kUseInstance:
+      return "use-instance";
+    case SelectionOutcome::kLoadAndServe:
+      return "load-and-serve";
+    case SelectionOutcome::kServeAndLoad:
+      return "serve-and-load";
+    case SelectionOutcome::kUnsatisfiable:
+      return "unsatisfiable";
+    case SelectionOutcome::kUnavailable:
+      return "unavailable";
+  }
+  return "unknown";
+}
+
+bool SelectionDecision::operator==(const SelectionDecision& o) const {
+  return outcome == o.outcome && instance == o.instance && load == o.load && serving == o.serving &&
+         estimated_ms == o.estimated_ms && degraded == o.degraded && closest == o.closest &&
+         unmet == o.unmet && shortfall == o.shortfall && unavailable == o.unavailable;
+}
+
+namespace {
+
+// The options and instances a request may use. `model` filters an app's
+// instance list down to one model's (the live state keeps lists per app and
+// per variant, not per model: a model's instances are few among its app's).
+struct Scope {
+  bool valid = false;
+  absl::Span<const ColdEntry> cold;  // in cold order
+  absl::Span<const InstanceId> instances;
+  ModelId model = kNoId;
+};
+
+Scope ScopeOf(const SelectionIndex& index, const LiveState& live, const SelectionRequest& r,
+              absl::InlinedVector<ColdEntry, 4>& pinned_buffer) {
+  Scope s;
+  if (r.pinned != kNoId) {
+    if (r.pinned < 0 || r.pinned >= static_cast<VariantId>(index.variants().size())) return s;
+    const SelectionIndex::Variant& v = index.variant(r.pinned);
+    if (!v.present) return s;
+    for (int32_t k = 0; k < v.option_count; ++k) {
+      pinned_buffer.push_back(index.EntryOf(v.first_option + k));
+    }
+    std::sort(pinned_buffer.begin(), pinned_buffer.end(),
+              [](const ColdEntry& a, const ColdEntry& b) {
+                return selection_internal::ColdBefore(a, b);
+              });
+    s.cold = pinned_buffer;
+    s.instances = live.instances_of_variant(r.pinned);
+  } else if (r.model != kNoId) {
+    if (r.model < 0 || r.model >= static_cast<ModelId>(index.models().size())) return s;
+    const SelectionIndex::Model& m = index.model(r.model);
+    if (!m.present) return s;
+    s.cold = m.cold;
+    s.instances = live.instances_of_app(m.app);
+    s.model = r.model;
+  } else {
+    if (r.app < 0 || r.app >= static_cast<AppId>(index.apps().size())) return s;
+    const SelectionIndex::App& a = index.app(r.app);
+    if (!a.present) return s;
+    s.cold = a.cold;
+    s.instances = live.instances_of_app(r.app);
+  }
+  s.valid = true;
+  return s;
+}
+
+SelectionDecision Unsatisfiable(const SelectionIndex& index, absl::Span<const ColdEntry> scope,
+                                const Limits& limits) {
+  SelectionDecision d;
+  d.outcome = SelectionOutcome::kUnsatisfiable;
+  Shortfall best;
+  for (const ColdEntry& entry : scope) {
+    const OptionId id = entry.option;
+    const VariantOption& o = index.option(id);
+    Shortfall s = selection_internal::ShortfallOf(o, limits);
+    if (d.closest == kNoId || selection_internal::CloserThan(s, o, best, index.option(d.closest))) {
+      d.closest = id;
+      best = s;
+    }
+  }
+  d.unmet = best.unmet;
+  d.shortfall = best.total;
+  return d;
+}
+
+}  // namespace
+
+SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
+                         const SelectionRequest& request, const SelectionOptions& options) {
+  absl::InlinedVector<ColdEntry, 4> pinned_buffer;
+  const Scope scope = ScopeOf(index, live, request, pinned_buffer);
+  if (!scope.valid) return SelectionDecision{};
+  const Limits limits = Limits::Of(request);
+  const Nanos now = request.now;
+
+  // Steps 1, 2 and 5's candidates in one pass over the scope's instances.
+  bool have_healthy = false, have_loading = false, have_degraded = false;
+  HealthyKey healthy{};
+  FastestKey loading{}, degraded{};
+  OptionId healthy_option = kNoId, loading_option = kNoId, degraded_option = kNoId;
+  for (InstanceId id : scope.instances) {
+    if (scope.model != kNoId && live.instance_model(id) != scope.model) continue;
+    const LiveInstance& in = live.instance(id);
+    const LiveWorker& worker = live.worker(in.worker);
+    if (!worker.accepting) continue;
+    const OptionId oid = index.FindOption(in.variant, worker.type);
+    if (oid == kNoId) continue;
+    const VariantOption& o = index.option(oid);
+    if (!selection_internal::StaticFit(o, limits)) continue;
+    const double est = selection_internal::EstimateMs(o, in, now);
+    if (!selection_internal::MakesDeadline(est, now, request.deadline)) continue;
+    const bool inactive = in.state == InstanceState::kInactive;
+    if (inactive && !options.use_loading_instances) continue;
+    if (selection_internal::WithinLatency(est, limits)) {
+      if (in.state == InstanceState::kActive) {
+        const HealthyKey key{worker.utilisation, o.price_per_hour, est, id};
+        if (!have_healthy || key < healthy) {
+          healthy = key;
+          healthy_option = oid;
+          have_healthy = true;
+        }
+      } else if (inactive) {
+        const FastestKey key{est, o.price_per_hour, id};
+        if (!have_loading || key < loading) {
+          loading = key;
+          loading_option = oid;
+          have_loading = true;
+        }
+      }
+    }
+    if (options.allow_degraded) {
+      const FastestKey key{est, o.price_per_hour, id};
+      if (!have_degraded || key < degraded) {
+        degraded = key;
+        degraded_option = oid;
+        have_degraded = true;
+      }
+    }
+  }
+
+  SelectionDecision d;
+  if (have_healthy || have_loading) {
+    d.outcome = SelectionOutcome::kUseInstance;
+    d.instance = have_healthy ? healthy.id : loading.id;
+    d.serving = have_healthy ? healthy_option : loading_option;
+    d.estimated_ms = have_healthy ? healthy.est : loading.est;
+    return d;
+  }
+
+  // Step 4: the first feasible option in cold order that has a placement.
+  bool any_feasible = false, under_way = false;
+  for (const ColdEntry& o : scope.cold) {
+    if (!selection_internal::Feasible(o, limits)) continue;
+    any_feasible = true;
+    if (selection_internal::LoadUnderWay(live, o)) {
+      under_way = true;
+      continue;
+    }
+    if (live.max_free_memory(o.type) < o.memory_mb) continue;
+    for (WorkerId w : live.workers_by_utilisation(o.type)) {
+      if (selection_internal::CanPlace(live, w, o)) {
+        d.load = {o.option, w};
+        break;
+      }
+    }
+    if (d.load.valid()) break;
+  }
+  if (!any_feasible) return Unsatisfiable(index, scope.cold, limits);  // step 3
+
+  if (d.load.valid()) {
+    const double cold_ms = index.option(d.load.option).cold_ms;
+    if (selection_internal::MakesDeadline(cold_ms, now, request.deadline)) {
+      d.outcome = SelectionOutcome::kLoadAndServe;
+      d.serving = d.load.option;
+      d.estimated_ms = cold_ms;
+      return d;
+    }
+  }
+  if (have_degraded) {  // step 5
+    d.outcome = d.load.valid() ? SelectionOutcome::kServeAndLoad : SelectionOutcome::kUseInstance;
+    d.instance = degraded.id;
+    d.serving = degraded_option;
+    d.estimated_ms = degraded.est;
+    d.degraded = true;
+    return d;
+  }
+  d.outcome = SelectionOutcome::kUnavailable;  // step 6
+  d.unavailable =
+      d.load.valid() || under_way ? UnavailableReason::kDeadline : UnavailableReason::kNoRoom;
+  return d;
+}
+
+namespace {
+
+std::string ScopeName(const SelectionIndex& index, const SelectionRequest& r) {
+  if (r.pinned != kNoId && r.pinned < static_cast<VariantId>(index.variants().size())) {
+    return absl::StrCat("variant ", index.variant(r.pinned).key.ToString());
+  }
+  if (r.model != kNoId && r.model < static_cast<ModelId>(index.models().size())) {
+    return absl::StrCat("model '", index.model(r.model).name, "'");
+  }
+  if (r.app != kNoId && r.app < static_cast<AppId>(index.apps().size())) {
+    return absl::StrCat("app '", index.app(r.app).name, "'");
+  }
+  return "the request";
+}
+
+std::string RequirementsText(const SelectionRequest& r) {
+  if (r.pinned != kNoId) return "its deadline";
+  std::vector<std::string> parts;
+  const Requirements& q = r.requirements;
+  if (q.min_accuracy) parts.push_back(absl::StrFormat("min_accuracy %.4g", *q.min_accuracy));
+  if (q.latency_ms) parts.push_back(absl::StrFormat("latency_ms %.4g", *q.latency_ms));
+  if (q.max_cost) parts.push_back(absl::StrFormat("max_cost $%.4g/h", *q.max_cost));
+  if (parts.empty()) return "no requirements";
+  std::string out = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    out += (i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return out;
+}
+
+std::string ExplainUnsatisfiable(const SelectionIndex& index, const SelectionRequest& r,
+                                 const SelectionDecision& d) {
+  const std::string scope = ScopeName(index, r);
+  if (d.closest == kNoId) {
+    return absl::StrCat(scope,
+                        " has no variant profiled on any worker type, so nothing can "
+                        "serve it; register a model or wait for profiling to finish");
+  }
+  const VariantOption& o = index.option(d.closest);
+  const Requirements& q = r.requirements;
+  std::vector<std::string> misses;
+  if (d.unmet & kAccuracyUnmet) {
+    misses.push_back(absl::StrFormat("its accuracy %.4g is %.4g below min_accuracy %.4g",
+                                     o.accuracy, *q.min_accuracy - o.accuracy, *q.min_accuracy));
+  }
+  if (d.unmet & kLatencyUnmet) {
+    misses.push_back(
+        absl::StrFormat("its latency %.4g ms at batch 1 is %.4g ms over latency_ms "
+                        "%.4g",
+                        o.latency1_ms, o.latency1_ms - *q.latency_ms, *q.latency_ms));
+  }
+  if (d.unmet & kCostUnmet) {
+    misses.push_back(absl::StrFormat("its price $%.4g/h is $%.4g/h over max_cost $%.4g/h",
+                                     o.price_per_hour, o.price_per_hour - *q.max_cost,
+                                     *q.max_cost));
+  }
+  std::string missed = misses.empty() ? std::string("it misses nothing") : misses[0];
+  for (size_t i = 1; i < misses.size(); ++i) missed += "; " + misses[i];
+  return absl::StrFormat(
+      "no variant of %s meets %s; the closest is %s (accuracy %.4g, %.4g ms at batch 1, "
+      "$%.4g/h): %s. Relax the requirement or register a model that meets it",
+      scope, RequirementsText(r), index.OptionName(d.closest), o.accuracy, o.latency1_ms,
+      o.price_per_hour, missed);
+}
+
+}  // namespace
+
+std::string ExplainDecision(const SelectionIndex& index, const LiveState& live,
+                            const SelectionRequest& request, const SelectionDecision& d) {
+  switch (d.outcome) {
+    case SelectionOutcome::kUnsatisfiable:
+      return ExplainUnsatisfiable(index, request, d);
+    case SelectionOutcome::kUnavailable:
+      if (d.unavailable == UnavailableReason::kNoRoom) {
+        return absl::StrCat("variants of ", ScopeName(index, request), " meet ",
+                            RequirementsText(request),
+                            ", but none is loaded and healthy and no worker of a type they run "
+                            "on has the memory to load one; retry later or add workers");
+      }
+      return absl::StrCat(
+          "variants of ", ScopeName(index, request), " meet ", RequirementsText(request),
+          ", but none can answer before this query's deadline",
+          d.load.valid()
+              ? absl::StrCat("; loading ", index.OptionName(d.load.option), " for the next queries")
+              : std::string(),
+          "; retry, or allow more latency");
+    case SelectionOutcome::kUseInstance:
+    case SelectionOutcome::kServeAndLoad:
+    case SelectionOutcome::kLoadAndServe: {
+      std::string out = absl::StrFormat("%s %s (est. %.3g ms)", SelectionOutcomeName(d.outcome),
+                                        index.OptionName(d.serving), d.estimated_ms);
+      if (d.instance != kNoId) {
+        absl::StrAppend(&out, " instance ", d.instance, " on worker ",
+                        live.has_instance(d.instance) ? live.instance(d.instance).worker : kNoId);
+      }
+      if (d.load.valid()) {
+        absl::StrAppend(&out, "; load ", index.OptionName(d.load.option), " on worker ",
+                        d.load.worker);
+      }
+      if (d.degraded) absl::StrAppend(&out, " (degraded)");
+      return out;
+    }
+  }
+  return "";
+}
+
+std::string DebugString(const SelectionDecision& d) {
+  return absl::StrFormat(
+      "{%s instance=%d serving=%d load=%d@%d est=%.17g degraded=%d closest=%d unmet=%d "
+      "shortfall=%.17g unavailable=%d}",
+      SelectionOutcomeName(d.outcome), d.instance, d.serving, d.load.option, d.load.worker,
+      d.estimated_ms, d.degraded, d.closest, d.unmet, d.shortfall, static_cast<int>(d.unavailable));
+}
+
+}  // namespace maitre::policy

@@ -1,0 +1,164 @@
+// Per-query variant selection (INFaaS Case I; DESIGN §1, issue 6): a pure
+// function from the static index (selection_index.h), the live view
+// (selection_live.h) and one request to a small decision value: use this
+// instance, load that variant there, or say why nothing fits.
+//
+// The rules, for a request with requirements L = latency_ms, A =
+// min_accuracy, C = max_cost (each optional; the caller has applied the
+// app's defaults), `now` and `deadline`:
+//  - Scope: the pinned variant if any, else the named model's variants, else
+//    all the app's variants. An *option* is a variant in scope on a worker
+//    type it has a profile for. A pinned variant ignores A, C and L (the
+//    client chose it); only the deadline applies.
+//  - An option fits statically when accuracy >= A and price_per_hour <= C
+//    (an instance holds all its worker's cores, so it costs the type's
+//    price), and is *feasible* when it also has LatencyAt(1) <= L.
+//  - An instance's estimated latency is
+//        est = start + waiting · LatencyAt(b) / (b · replicas) + LatencyAt(b)
+//    with b = its mean batch rounded (at least 1), `waiting` the queries
+//    already sent to it, and `start` the time left until a loading instance
+//    is ready (0 otherwise). It makes the deadline when now + est <= deadline.
+//  1. Healthy: among Active instances on accepting workers whose option
+//     fits statically, with est <= L and the deadline made, pick the one on
+//     the least-utilised worker; ties by lower price, then lower est, then
+//     lower instance id.
+//  2. Loading: else, among loading (Inactive) instances passing the same
+//     tests, the one with the lowest est; ties by price, then id.
+//  3. If no option in scope is feasible: kUnsatisfiable, naming the closest
+//     option (smallest summed relative shortfall, see SelectionDecision).
+//  4. Cold: the feasible option with the lowest load_ms + LatencyAt(1)
+//     (ties: price, variant id, type id) that has no load under way (no
+//     loading instance of the variant on a worker of that type: a second
+//     load would only finish later) and has a placement: the accepting
+//     worker of its type with the lowest utilisation (ties: lower id) that
+//     has free memory for it and does not already hold the variant. If
+//     now + load_ms + LatencyAt(1) <= deadline: kLoadAndServe. (The wait
+//     for the load is judged against the deadline only; latency_ms judges
+//     the variant, as LatencyAt(1) <= L.)
+//  5. Degraded: else, the instance in scope (Active, Overloaded, Interfered
+//     or loading) whose option fits statically and that makes the deadline
+//     with the lowest est (ties: price, id), even if est > L: kServeAndLoad
+//     when step 4 found a placement (load it in the background), else
+//     kUseInstance; `degraded` is set.
+//  6. Else kUnavailable: the requirements can be met, but not before this
+//     deadline (kDeadline: a placement exists but loads too slowly, or a
+//     load is under way) or not at all now (kNoRoom: no room to load).
+//     `load` is set when a placement exists, so the next queries can be
+//     served.
+// Overloaded and Interfered instances are therefore used only in step 5,
+// when no healthy or loading instance and no in-time load can serve.
+//
+// Select() reads only the app's (or model's, or variant's) instance list,
+// the scope's options in cold order until the first that fits, and the
+// type's workers in utilisation order until the first with room.
+// SelectBruteForce() applies the same rules by scanning every variant,
+// instance and worker; it is the reference for tests and the benchmark.
+//
+// Thread-safety: pure functions; safe from any thread as long as the index
+// and live state are not being mutated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/time.h"
+#include "core/variant.h"
+#include "policy/selection_index.h"
+#include "policy/selection_live.h"
+
+namespace maitre::policy {
+
+struct SelectionRequest {
+  AppId app = kNoId;          // model-less: any variant of the app's models
+  ModelId model = kNoId;      // when set: only this model's variants (app unused)
+  VariantId pinned = kNoId;   // when set: only this variant (app, model unused)
+  Requirements requirements;  // the app's defaults already applied
+  Nanos now = 0;
+  Nanos deadline = kInfiniteFuture;
+};
+
+struct SelectionOptions {
+  // Step 2: send queries to instances still loading when they will be
+  // ready in time.
+  bool use_loading_instances = true;
+  // Step 5: serve on an unhealthy or slow instance rather than refuse.
+  bool allow_degraded = true;
+};
+
+enum class SelectionOutcome : uint8_t {
+  kUseInstance,    // send the query to `instance`
+  kLoadAndServe,   // start `load` and send the query to the new instance
+  kServeAndLoad,   // send the query to `instance`; start `load` in the background
+  kUnsatisfiable,  // no variant in scope meets the requirements (HTTP 422)
+  kUnavailable,    // the requirements can be met, but not now (HTTP 503 / 504)
+};
+absl::string_view SelectionOutcomeName(SelectionOutcome outcome);
+
+// Which requirement the closest option misses (a bit set).
+enum UnmetRequirement : uint8_t {
+  kAccuracyUnmet = 1,
+  kLatencyUnmet = 2,
+  kCostUnmet = 4,
+};
+
+enum class UnavailableReason : uint8_t {
+  kNone,
+  kDeadline,  // a load is possible or under way, but nothing serves before the deadline
+  kNoRoom,    // no worker of a fitting type has the memory to load a feasible option
+};
+
+struct LoadPlan {
+  OptionId option = kNoId;  // the variant and worker type to load
+  WorkerId worker = kNoId;  // where
+  bool valid() const { return option != kNoId; }
+  bool operator==(const LoadPlan& o) const { return option == o.option && worker == o.worker; }
+};
+
+struct SelectionDecision {
+  SelectionOutcome outcome = SelectionOutcome::kUnsatisfiable;
+  InstanceId instance = kNoId;  // kUseInstance, kServeAndLoad
+  LoadPlan load;                // kLoadAndServe, kServeAndLoad; kUnavailable when possible
+  // The option that serves the query: the instance's (variant, type), or the load's.
+  OptionId serving = kNoId;
+  double estimated_ms = 0;  // until the answer, from the profile (est above)
+  bool degraded = false;    // step 5: unhealthy, or est > latency_ms
+
+  // kUnsatisfiable: the closest option in scope, by the sum over the unmet
+  // requirements of the relative shortfall: (A − accuracy)/A,
+  // (LatencyAt(1) − L)/L and (price − C)/C (a limit of 0 divides by the
+  // option's own value instead). Ties: lower price, higher accuracy, lower
+  // LatencyAt(1), lower variant id, lower type id. kNoId when the scope
+  // has no option at all (no variant with a profile on a known type).
+  OptionId closest = kNoId;
+  uint8_t unmet = 0;  // UnmetRequirement bits of `closest`
+  double shortfall = 0;
+
+  UnavailableReason unavailable = UnavailableReason::kNone;  // kUnavailable
+
+  bool operator==(const SelectionDecision& o) const;
+  bool operator!=(const SelectionDecision& o) const { return !(*this == o); }
+};
+
+SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
+                         const SelectionRequest& request, const SelectionOptions& options = {});
+
+// The same rules by exhaustive scans. Same result as Select, always.
+enum class BruteForceScan : uint8_t {
+  kEverything,  // every option of the index, every instance slot, every worker
+  kScopeOnly,   // the app's options and instances, every worker; no early exit
+};
+SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState& live,
+                                   const SelectionRequest& request,
+                                   const SelectionOptions& options = {},
+                                   BruteForceScan scan = BruteForceScan::kEverything);
+
+// A sentence a person can act on, for kUnsatisfiable and kUnavailable
+// (the controller's 422 / 503 body); for the other outcomes, what was chosen.
+// Not for the critical path: it formats strings.
+std::string ExplainDecision(const SelectionIndex& index, const LiveState& live,
+                            const SelectionRequest& request, const SelectionDecision& decision);
+
+// A stable one-line rendering, for logs and test failure messages.
+std::string DebugString(const SelectionDecision& decision);
+
+}  // namespace maitre::policy

@@ -1,0 +1,231 @@
+#include "policy/selection_index.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "policy/selection_rules.h"
+
+namespace maitre::policy {
+namespace {
+
+// The id `map` holds for `name`, or a new one appended to `entries`.
+template <typename Entry>
+int32_t IdFor(absl::flat_hash_map<std::string, int32_t>& map, std::vector<Entry>& entries,
+              const std::string& name) {
+  auto it = map.find(name);
+  if (it != map.end()) return it->second;
+  int32_t id = static_cast<int32_t>(entries.size());
+  entries.emplace_back();
+  map.emplace(name, id);
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<SelectionIndex> SelectionIndex::Create(const SelectionCatalogue& catalogue,
+                                                      const SelectionIndex* previous) {
+  SelectionIndex idx;
+  if (previous != nullptr) {
+    // Keep every id, emptied: what the new catalogue still holds is marked
+    // present again below; the rest stay as tombstones.
+    idx.app_ids_ = previous->app_ids_;
+    idx.model_ids_ = previous->model_ids_;
+    idx.variant_ids_ = previous->variant_ids_;
+    idx.type_ids_ = previous->type_ids_;
+    idx.apps_.resize(previous->apps_.size());
+    for (size_t i = 0; i < idx.apps_.size(); ++i) idx.apps_[i].name = previous->apps_[i].name;
+    idx.models_.resize(previous->models_.size());
+    for (size_t i = 0; i < idx.models_.size(); ++i) {
+      idx.models_[i].name = previous->models_[i].name;
+      idx.models_[i].app = previous->models_[i].app;
+    }
+    idx.variants_.resize(previous->variants_.size());
+    for (size_t i = 0; i < idx.variants_.size(); ++i) {
+      const Variant& old = previous->variants_[i];
+      Variant& v = idx.variants_[i];
+      v.key = old.key;
+      v.app = old.app;
+      v.model = old.model;
+    }
+    idx.types_.resize(previous->types_.size());
+    for (size_t i = 0; i < idx.types_.size(); ++i) idx.types_[i].type = previous->types_[i].type;
+  }
+
+  for (const WorkerType& t : catalogue.worker_types) {
+    WorkerTypeId id = IdFor(idx.type_ids_, idx.types_, t.name);
+    if (idx.types_[id].present) {
+      return absl::InvalidArgumentError(absl::StrCat("worker type '", t.name, "' listed twice"));
+    }
+    idx.types_[id].type = t;
+    idx.types_[id].present = true;
+  }
+
+  std::vector<std::pair<VariantId, const CatalogueVariant*>> sources;
+  for (const CatalogueApp& a : catalogue.apps) {
+    AppId app = IdFor(idx.app_ids_, idx.apps_, a.name);
+    if (idx.apps_[app].present) {
+      return absl::InvalidArgumentError(absl::StrCat("app '", a.name, "' listed twice"));
+    }
+    idx.apps_[app].name = a.name;
+    idx.apps_[app].present = true;
+
+    for (const CatalogueVariant& cv : a.variants) {
+      if (!(cv.accuracy >= 0 && cv.accuracy <= 1)) {
+        return absl::InvalidArgumentError(absl::StrCat("variant ", cv.key.ToString(),
+                                                       " has accuracy ", cv.accuracy,
+                                                       "; it must lie in [0, 1]"));
+      }
+      // The model: reuse its id when it stays in this app.
+      ModelId model = kNoId;
+      auto mit = idx.model_ids_.find(cv.key.model);
+      if (mit != idx.model_ids_.end()) {
+        Model& m = idx.models_[mit->second];
+        if (m.present && m.app != app) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("model '", cv.key.model, "' belongs to two apps: '",
+                           idx.apps_[m.app].name, "' and '", a.name, "'"));
+        }
+        if (m.app == app) model = mit->second;
+      }
+      if (model == kNoId) {
+        model = static_cast<ModelId>(idx.models_.size());
+        idx.models_.emplace_back();
+        idx.model_ids_[cv.key.model] = model;
+      }
+      Model& m = idx.models_[model];
+      if (!m.present) {
+        m.name = cv.key.model;
+        m.app = app;
+        m.present = true;
+        idx.apps_[app].models.push_back(model);
+      }
+
+      // The variant: likewise, its id survives only within the same app.
+      const std::string key = cv.key.ToString();
+      VariantId variant = kNoId;
+      auto vit = idx.variant_ids_.find(key);
+      if (vit != idx.variant_ids_.end()) {
+        if (idx.variants_[vit->second].present) {
+          return absl::InvalidArgumentError(absl::StrCat("variant ", key, " listed twice"));
+        }
+        if (idx.variants_[vit->second].app == app) variant = vit->second;
+      }
+      if (variant == kNoId) {
+        variant = static_cast<VariantId>(idx.variants_.size());
+        idx.variants_.emplace_back();
+        idx.variant_ids_[key] = variant;
+      }
+      Variant& v = idx.variants_[variant];
+      v.key = cv.key;
+      v.app = app;
+      v.model = model;
+      v.present = true;
+      v.accuracy = cv.accuracy;
+      m.variants.push_back(variant);
+      sources.emplace_back(variant, &cv);
+    }
+  }
+
+  // Options, contiguous per variant, in type id order.
+  for (const auto& [variant, cv] : sources) {
+    Variant& v = idx.variants_[variant];
+    v.first_option = static_cast<OptionId>(idx.options_.size());
+    for (WorkerTypeId t = 0; t < static_cast<WorkerTypeId>(idx.types_.size()); ++t) {
+      const Type& type = idx.types_[t];
+      if (!type.present) continue;
+      auto pit = cv->profiles.find(type.type.name);
+      if (pit == cv->profiles.end() || pit->second.empty()) continue;
+      VariantOption o;
+      o.variant = variant;
+      o.type = t;
+      o.accuracy = v.accuracy;
+      o.price_per_hour = type.type.price_per_hour;
+      o.profile = pit->second;
+      o.load_ms = o.profile.load_ms();
+      o.memory_mb = o.profile.memory_mb();
+      o.latency1_ms = o.profile.LatencyAt(1);
+      o.cold_ms = o.load_ms + o.latency1_ms;
+      idx.options_.push_back(std::move(o));
+    }
+    v.option_count = static_cast<int32_t>(idx.options_.size()) - v.first_option;
+  }
+
+  idx.option_ranges_.resize(idx.variants_.size());
+  for (VariantId v = 0; v < static_cast<VariantId>(idx.variants_.size()); ++v) {
+    const Variant& var = idx.variants_[v];
+    if (var.present) idx.option_ranges_[v] = {var.first_option, var.option_count};
+  }
+  for (const VariantOption& o : idx.options_) idx.option_types_.push_back(o.type);
+
+  auto cold_less = [&idx](OptionId a, OptionId b) {
+    return selection_internal::ColdBefore(idx.options_[a], idx.options_[b]);
+  };
+  auto entries = [&idx](const std::vector<OptionId>& order) {
+    std::vector<ColdEntry> out;
+    out.reserve(order.size());
+    for (OptionId id : order) out.push_back(idx.EntryOf(id));
+    return out;
+  };
+  for (Model& m : idx.models_) {
+    if (!m.present) continue;
+    for (VariantId v : m.variants) {
+      const Variant& var = idx.variants_[v];
+      for (int32_t k = 0; k < var.option_count; ++k) m.cold_order.push_back(var.first_option + k);
+    }
+    std::sort(m.cold_order.begin(), m.cold_order.end(), cold_less);
+    m.cold = entries(m.cold_order);
+  }
+  for (App& a : idx.apps_) {
+    if (!a.present) continue;
+    for (ModelId m : a.models) {
+      const Model& model = idx.models_[m];
+      a.cold_order.insert(a.cold_order.end(), model.cold_order.begin(), model.cold_order.end());
+    }
+    std::sort(a.cold_order.begin(), a.cold_order.end(), cold_less);
+    a.cold = entries(a.cold_order);
+  }
+  return idx;
+}
+
+AppId SelectionIndex::FindApp(absl::string_view name) const {
+  auto it = app_ids_.find(name);
+  return it != app_ids_.end() && apps_[it->second].present ? it->second : kNoId;
+}
+
+ModelId SelectionIndex::FindModel(absl::string_view name) const {
+  auto it = model_ids_.find(name);
+  return it != model_ids_.end() && models_[it->second].present ? it->second : kNoId;
+}
+
+VariantId SelectionIndex::FindVariant(const VariantKey& key) const {
+  auto it = variant_ids_.find(key.ToString());
+  return it != variant_ids_.end() && variants_[it->second].present ? it->second : kNoId;
+}
+
+WorkerTypeId SelectionIndex::FindType(absl::string_view name) const {
+  auto it = type_ids_.find(name);
+  return it != type_ids_.end() && types_[it->second].present ? it->second : kNoId;
+}
+
+ColdEntry SelectionIndex::EntryOf(OptionId id) const {
+  const VariantOption& o = options_[id];
+  ColdEntry e;
+  e.cold_ms = o.cold_ms;
+  e.latency1_ms = o.latency1_ms;
+  e.accuracy = o.accuracy;
+  e.price_per_hour = o.price_per_hour;
+  e.memory_mb = o.memory_mb;
+  e.option = id;
+  e.variant = o.variant;
+  e.type = o.type;
+  return e;
+}
+
+std::string SelectionIndex::OptionName(OptionId id) const {
+  const VariantOption& o = options_[id];
+  return absl::StrCat(variants_[o.variant].key.ToString(), " on ", types_[o.type].type.name);
+}
+
+}  // namespace maitre::policy

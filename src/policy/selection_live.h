@@ -1,0 +1,157 @@
+// The dynamic half of variant selection: the live workers and instances a
+// decision reads (issue 6), kept with the small indexes that make a
+// decision cheap: per-app and per-variant instance lists, per-worker
+// instance lists, and per-type workers ordered by utilisation.
+//
+// The controller owns one LiveState and keeps it in step with the cluster:
+//  - a worker registers        → AddWorker; it is lost → RemoveWorker
+//    (its instances go with it);
+//  - a worker reports          → UpdateWorker (utilisation, free memory) and,
+//    per instance, UpdateInstanceLoad (mean batch, replicas, served rate) and
+//    SetState with the state machine's result (instance_state.h);
+//  - it asks for a load        → AddInstance in state kInactive with the
+//    expected ready_at, and UpdateWorker with the variant's memory taken out
+//    of free memory, so the next decision does not place a second load into
+//    the same room; the load completes → SetState(kActive); it fails or
+//    the instance is unloaded → RemoveInstance;
+//  - a query is sent to an instance → AddWaiting(+1); it is answered or
+//    fails → AddWaiting(-1). Reports do not reset this count: it is the
+//    controller's own queries in flight, which is what selection must see
+//    between reports (a report is up to a second old);
+//  - the selection index is rebuilt → Sync(new index) before the next
+//    decision uses it; it drops instances whose variant is gone.
+// Ids of removed workers and instances are reused by later Add calls.
+//
+// Thread-safety: not synchronised. The controller mutates and reads it
+// under one lock (the dispatcher holds it for a decision, a few hundred
+// nanoseconds), or keeps one per dispatcher thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/time.h"
+#include "policy/instance_state.h"
+#include "policy/selection_index.h"
+
+namespace maitre::policy {
+
+using WorkerId = int32_t;
+using InstanceId = int32_t;
+
+struct LiveWorker {
+  WorkerTypeId type = kNoId;
+  double utilisation = 0;     // 0..1, from the worker's last report
+  double free_memory_mb = 0;  // less what loads in progress will take
+  bool accepting = true;      // false while draining: no new queries or loads
+};
+
+struct LiveInstance {
+  VariantId variant = kNoId;
+  WorkerId worker = kNoId;
+  InstanceState state = InstanceState::kInactive;
+  // kInactive: when its load is expected to finish (the request time plus
+  // the profile's load_ms). Queries may be sent to a loading instance and
+  // wait at its worker.
+  Nanos ready_at = 0;
+  int32_t waiting = 0;    // queries sent to it and not yet answered
+  double mean_batch = 1;  // rows per batch from reports; values below 1 read as 1
+  int32_t replicas = 1;   // values below 1 read as 1
+  double served_qps = 0;
+};
+
+class LiveState {
+ public:
+  LiveState() = default;
+
+  // Workers. `worker.type` must be a worker type id of the current index.
+  WorkerId AddWorker(const LiveWorker& worker);
+  void UpdateWorker(WorkerId id, double utilisation, double free_memory_mb);
+  void SetAccepting(WorkerId id, bool accepting);
+  void RemoveWorker(WorkerId id);
+
+  // Instances. Fails when the variant is not present in `index` or the
+  // worker is unknown. At most one instance per (variant, worker): a second
+  // replica on the same worker is that instance's `replicas`.
+  absl::StatusOr<InstanceId> AddInstance(const SelectionIndex& index, const LiveInstance& instance);
+  void RemoveInstance(InstanceId id);
+  void SetState(InstanceId id, InstanceState state);
+  void SetReadyAt(InstanceId id, Nanos ready_at);
+  void UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas, double served_qps);
+  void SetWaiting(InstanceId id, int32_t waiting);
+  void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
+
+  // After an index rebuild: removes the instances whose variant the new
+  // index no longer has and returns their ids (the controller unloads them).
+  std::vector<InstanceId> Sync(const SelectionIndex& index);
+
+  // Read side: what the policy uses.
+  bool has_worker(WorkerId id) const {
+    return id >= 0 && id < static_cast<WorkerId>(workers_.size()) && workers_[id].used;
+  }
+  bool has_instance(InstanceId id) const {
+    return id >= 0 && id < static_cast<InstanceId>(instances_.size()) && instances_[id].used;
+  }
+  const LiveWorker& worker(WorkerId id) const { return workers_[id].live; }
+  const LiveInstance& instance(InstanceId id) const { return instances_[id].live; }
+  AppId instance_app(InstanceId id) const { return instances_[id].app; }
+  ModelId instance_model(InstanceId id) const { return instances_[id].model; }
+  // Id ranges, for scans over every slot (the brute-force reference).
+  int32_t worker_slots() const { return static_cast<int32_t>(workers_.size()); }
+  int32_t instance_slots() const { return static_cast<int32_t>(instances_.size()); }
+
+  // Unordered lists; empty for unknown ids.
+  absl::Span<const InstanceId> instances_of_app(AppId app) const { return ListAt(by_app_, app); }
+  absl::Span<const InstanceId> instances_of_variant(VariantId v) const {
+    return ListAt(by_variant_, v);
+  }
+  absl::Span<const InstanceId> instances_on_worker(WorkerId id) const {
+    return has_worker(id) ? absl::Span<const InstanceId>(workers_[id].instances)
+                          : absl::Span<const InstanceId>();
+  }
+  // The type's workers (accepting or not) by utilisation, then id, ascending.
+  absl::Span<const WorkerId> workers_by_utilisation(WorkerTypeId type) const {
+    return ListAt(by_type_, type);
+  }
+  // The largest free memory among the type's accepting workers; -1 if none.
+  double max_free_memory(WorkerTypeId type) const {
+    return type >= 0 && type < static_cast<WorkerTypeId>(max_free_.size()) ? max_free_[type] : -1;
+  }
+  // Whether `worker` holds an instance of `variant` (in any state).
+  bool Hosts(WorkerId worker, VariantId variant) const;
+
+ private:
+  struct InstanceSlot {
+    LiveInstance live;
+    AppId app = kNoId;
+    ModelId model = kNoId;
+    bool used = false;
+  };
+  struct WorkerSlot {
+    LiveWorker live;
+    bool used = false;
+    std::vector<InstanceId> instances;
+  };
+
+  template <typename T>
+  static absl::Span<const T> ListAt(const std::vector<std::vector<T>>& lists, int32_t id) {
+    return id >= 0 && id < static_cast<int32_t>(lists.size()) ? absl::Span<const T>(lists[id])
+                                                              : absl::Span<const T>();
+  }
+  // Moves `id` to its place in its type's utilisation order.
+  void Reposition(WorkerId id);
+  void RecomputeMaxFree(WorkerTypeId type);
+
+  std::vector<InstanceSlot> instances_;
+  std::vector<InstanceId> free_instances_;
+  std::vector<WorkerSlot> workers_;
+  std::vector<WorkerId> free_workers_;
+  std::vector<std::vector<InstanceId>> by_app_;
+  std::vector<std::vector<InstanceId>> by_variant_;
+  std::vector<std::vector<WorkerId>> by_type_;
+  std::vector<double> max_free_;
+};
+
+}  // namespace maitre::policy

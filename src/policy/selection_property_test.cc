@@ -1,0 +1,231 @@
+// Properties of variant selection over random catalogues, live states and
+// requests (DESIGN §9, issue 6):
+//  - Select() decides exactly what the brute-force reference decides;
+//  - a chosen variant meets the requirements (degraded choices excepted,
+//    which still meet accuracy, cost and the deadline);
+//  - "unsatisfiable" comes exactly when no variant can meet them;
+//  - an Overloaded or Interfered instance is never chosen while a healthy
+//    candidate exists;
+//  - ties go to the lower cost.
+// The checks below recompute what they need from the profiles directly,
+// independently of selection_rules.h.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "policy/selection.h"
+#include "policy/selection_testing.h"
+
+namespace maitre::policy {
+namespace {
+
+using selection_testing::Draw;
+constexpr Nanos kNow = 500 * kSecond;
+
+bool InScope(const SelectionIndex& idx, const SelectionRequest& r, VariantId v) {
+  const auto& var = idx.variant(v);
+  if (!var.present) return false;
+  if (r.pinned != kNoId) return v == r.pinned;
+  if (r.model != kNoId) return var.model == r.model;
+  return var.app == r.app;
+}
+
+struct Reqs {
+  std::optional<double> latency, accuracy, cost;
+};
+Reqs ReqsOf(const SelectionRequest& r) {
+  if (r.pinned != kNoId) return {};
+  return {r.requirements.latency_ms, r.requirements.min_accuracy, r.requirements.max_cost};
+}
+
+bool MeetsStatic(const VariantOption& o, const Reqs& q) {
+  return (!q.accuracy || o.accuracy >= *q.accuracy) && (!q.cost || o.price_per_hour <= *q.cost);
+}
+
+double Estimate(const VariantOption& o, const LiveInstance& in) {
+  const int b = std::max(1, static_cast<int>(std::lround(std::max(1.0, in.mean_batch))));
+  const double service = o.profile.LatencyAt(b);
+  const double start =
+      in.state == InstanceState::kInactive && in.ready_at > kNow ? ToMillis(in.ready_at - kNow) : 0;
+  return start + in.waiting * service / (b * std::max(1, in.replicas)) + service;
+}
+
+bool MakesDeadline(double ms, const SelectionRequest& r) {
+  return r.deadline >= kInfiniteFuture || ms <= ToMillis(r.deadline - r.now);
+}
+
+// An instance that step 1 may use: Active, on an accepting worker, fitting
+// accuracy, cost, latency objective and deadline.
+bool HealthyCandidate(const SelectionIndex& idx, const LiveState& live, const SelectionRequest& r,
+                      InstanceId id) {
+  const LiveInstance& in = live.instance(id);
+  if (in.state != InstanceState::kActive || !InScope(idx, r, in.variant)) return false;
+  const LiveWorker& w = live.worker(in.worker);
+  const OptionId o = idx.FindOption(in.variant, w.type);
+  if (!w.accepting || o == kNoId) return false;
+  const Reqs q = ReqsOf(r);
+  const double est = Estimate(idx.option(o), in);
+  return MeetsStatic(idx.option(o), q) && (!q.latency || est <= *q.latency) &&
+         MakesDeadline(est, r);
+}
+
+void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionRequest& r,
+              const SelectionOptions& opts) {
+  const SelectionDecision d = Select(idx, live, r, opts);
+  ASSERT_EQ(DebugString(d), DebugString(SelectBruteForce(idx, live, r, opts)));
+  ASSERT_EQ(DebugString(d),
+            DebugString(SelectBruteForce(idx, live, r, opts, BruteForceScan::kScopeOnly)));
+
+  const Reqs q = ReqsOf(r);
+  bool any_feasible = false;
+  for (OptionId o = 0; o < static_cast<OptionId>(idx.options().size()); ++o) {
+    const VariantOption& opt = idx.option(o);
+    if (!InScope(idx, r, opt.variant)) continue;
+    if (MeetsStatic(opt, q) && (!q.latency || opt.profile.LatencyAt(1) <= *q.latency)) {
+      any_feasible = true;
+    }
+  }
+  bool any_healthy = false;
+  for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+    if (live.has_instance(i) && HealthyCandidate(idx, live, r, i)) any_healthy = true;
+  }
+
+  // Unsatisfiable exactly when no variant in scope can meet the requirements
+  // (an instance running a larger batch can occasionally meet a latency its
+  // batch-1 profile misses, and then serves).
+  if (d.outcome == SelectionOutcome::kUnsatisfiable) {
+    EXPECT_FALSE(any_feasible);
+    EXPECT_FALSE(any_healthy);
+  } else {
+    EXPECT_TRUE(any_feasible || any_healthy);
+  }
+  if (any_feasible) EXPECT_NE(d.outcome, SelectionOutcome::kUnsatisfiable);
+
+  if (d.serving != kNoId) {
+    const VariantOption& o = idx.option(d.serving);
+    EXPECT_TRUE(InScope(idx, r, o.variant));
+    EXPECT_TRUE(MeetsStatic(o, q)) << "accuracy or cost requirement broken";
+    EXPECT_TRUE(MakesDeadline(d.estimated_ms, r));
+    if (q.latency && !d.degraded) {
+      if (d.outcome == SelectionOutcome::kLoadAndServe) {
+        // A fresh load is judged on the variant's latency; the wait for the
+        // load itself has to fit the deadline (checked above).
+        EXPECT_LE(o.profile.LatencyAt(1), *q.latency);
+      } else {
+        EXPECT_LE(d.estimated_ms, *q.latency);
+      }
+    }
+    if (r.pinned != kNoId) EXPECT_EQ(o.variant, r.pinned);
+  }
+  if (d.instance != kNoId) {
+    const LiveInstance& in = live.instance(d.instance);
+    const InstanceState s = in.state;
+    EXPECT_TRUE(live.worker(in.worker).accepting);
+    EXPECT_EQ(d.serving, idx.FindOption(in.variant, live.worker(in.worker).type));
+    EXPECT_DOUBLE_EQ(d.estimated_ms, Estimate(idx.option(d.serving), in));
+    if (any_healthy) {
+      EXPECT_EQ(s, InstanceState::kActive) << "unhealthy instance chosen over a healthy one";
+      EXPECT_FALSE(d.degraded);
+    }
+    if (s == InstanceState::kOverloaded || s == InstanceState::kInterfered) {
+      EXPECT_TRUE(d.degraded);
+    }
+  }
+  // Healthy choice: the least-utilised worker, ties to the lower price.
+  if (d.outcome == SelectionOutcome::kUseInstance && any_healthy) {
+    const double u = live.worker(live.instance(d.instance).worker).utilisation;
+    const double p = idx.option(d.serving).price_per_hour;
+    for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+      if (!live.has_instance(i) || !HealthyCandidate(idx, live, r, i)) continue;
+      const LiveWorker& w = live.worker(live.instance(i).worker);
+      const double pi = idx.option(idx.FindOption(live.instance(i).variant, w.type)).price_per_hour;
+      EXPECT_GE(w.utilisation, u);
+      if (w.utilisation == u) EXPECT_GE(pi, p) << "tie not given to the lower cost";
+    }
+  }
+  // A load goes where it fits, and no faster-to-serve or equally fast but
+  // cheaper feasible option could have been placed.
+  if (d.load.valid()) {
+    const VariantOption& o = idx.option(d.load.option);
+    const LiveWorker& w = live.worker(d.load.worker);
+    EXPECT_EQ(w.type, o.type);
+    EXPECT_TRUE(w.accepting);
+    EXPECT_GE(w.free_memory_mb, o.memory_mb);
+    EXPECT_FALSE(live.Hosts(d.load.worker, o.variant));
+    for (OptionId other = 0; other < static_cast<OptionId>(idx.options().size()); ++other) {
+      const VariantOption& x = idx.option(other);
+      if (!InScope(idx, r, x.variant) || !MeetsStatic(x, q)) continue;
+      if (q.latency && x.profile.LatencyAt(1) > *q.latency) continue;
+      bool under_way = false;
+      for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+        under_way |= live.has_instance(i) && live.instance(i).variant == x.variant &&
+                     live.instance(i).state == InstanceState::kInactive &&
+                     live.worker(live.instance(i).worker).type == x.type;
+      }
+      EXPECT_FALSE(under_way && other == d.load.option) << "second load of the same option";
+      if (under_way) continue;
+      bool placeable = false;
+      for (WorkerId wid = 0; wid < live.worker_slots(); ++wid) {
+        if (!live.has_worker(wid)) continue;
+        const LiveWorker& ww = live.worker(wid);
+        placeable |= ww.accepting && ww.type == x.type && ww.free_memory_mb >= x.memory_mb &&
+                     !live.Hosts(wid, x.variant);
+        if (ww.accepting && ww.type == o.type && ww.free_memory_mb >= o.memory_mb &&
+            !live.Hosts(wid, o.variant)) {
+          EXPECT_GE(ww.utilisation, w.utilisation) << "load not on the idlest fitting worker";
+        }
+      }
+      if (!placeable) continue;
+      const double xc = x.load_ms + x.profile.LatencyAt(1);
+      const double oc = o.load_ms + o.profile.LatencyAt(1);
+      EXPECT_GE(xc, oc);
+      if (xc == oc)
+        EXPECT_GE(x.price_per_hour, o.price_per_hour) << "tie not given to the lower cost";
+    }
+  }
+  if (d.outcome == SelectionOutcome::kUnsatisfiable && d.closest != kNoId) {
+    EXPECT_NE(d.unmet, 0);
+    EXPECT_GT(d.shortfall, 0);
+    EXPECT_FALSE(ExplainDecision(idx, live, r, d).empty());
+  }
+}
+
+void RunProperties(uint64_t seed_base, int catalogues, bool coarse) {
+  int outcomes[5] = {0, 0, 0, 0, 0};
+  for (int c = 0; c < catalogues; ++c) {
+    Draw d(seed_base + c);
+    selection_testing::RandomCatalogueSpec spec;
+    spec.coarse = coarse;
+    spec.apps = static_cast<int>(d.Int(1, 3));
+    spec.models_per_app = static_cast<int>(d.Int(1, 3));
+    spec.variants_per_model = static_cast<int>(d.Int(1, 5));
+    spec.worker_types = static_cast<int>(d.Int(1, 3));
+    SelectionIndex idx = *SelectionIndex::Create(selection_testing::RandomCatalogue(d, spec));
+    LiveState live;
+    selection_testing::RandomLiveSpec lspec;
+    lspec.coarse = coarse;
+    lspec.workers = static_cast<int>(d.Int(0, 10));
+    selection_testing::FillRandomLive(d, idx, lspec, kNow, live);
+    for (int k = 0; k < 20; ++k) {
+      SelectionRequest r = selection_testing::RandomRequest(d, idx, kNow);
+      SelectionOptions opts;
+      opts.allow_degraded = !d.Chance(0.2);
+      opts.use_loading_instances = !d.Chance(0.2);
+      SCOPED_TRACE(testing::Message() << "seed " << seed_base + c << " request " << k);
+      CheckOne(idx, live, r, opts);
+      if (testing::Test::HasFatalFailure()) return;
+      ++outcomes[static_cast<int>(Select(idx, live, r, opts).outcome)];
+    }
+  }
+  // Every outcome occurs, so the properties above were exercised.
+  for (int o = 0; o < 5; ++o) {
+    EXPECT_GT(outcomes[o], 0) << SelectionOutcomeName(static_cast<SelectionOutcome>(o));
+  }
+}
+
+TEST(SelectionPropertyTest, CoarseValuesWithManyTies) { RunProperties(1000, 1500, true); }
+
+TEST(SelectionPropertyTest, ContinuousValues) { RunProperties(90000, 1500, false); }
+
+}  // namespace
+}  // namespace maitre::policy

@@ -1,0 +1,186 @@
+// SelectBruteForce (declared in selection.h): the selection rules applied by
+// exhaustive scans, with none of the index's lists or orderings. It is the
+// oracle of selection_property_test.cc and the baseline of selection_bench.
+// It shares only the per-item arithmetic (selection_rules.h) with Select().
+#include "policy/selection.h"
+#include "policy/selection_rules.h"
+
+namespace maitre::policy {
+namespace {
+
+using selection_internal::Limits;
+
+bool InScope(const SelectionIndex& index, const SelectionRequest& r, VariantId v) {
+  if (v < 0 || v >= static_cast<VariantId>(index.variants().size())) return false;
+  const SelectionIndex::Variant& var = index.variant(v);
+  if (!var.present) return false;
+  if (r.pinned != kNoId) return v == r.pinned;
+  if (r.model != kNoId) return var.model == r.model;
+  return r.app != kNoId && var.app == r.app;
+}
+
+}  // namespace
+
+SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState& live,
+                                   const SelectionRequest& request, const SelectionOptions& options,
+                                   BruteForceScan scan) {
+  const Limits limits = Limits::Of(request);
+  const Nanos now = request.now;
+
+  // Every option in scope, and the instance slots to look at.
+  std::vector<OptionId> scope;
+  std::vector<InstanceId> instances;
+  if (scan == BruteForceScan::kEverything) {
+    for (OptionId id = 0; id < static_cast<OptionId>(index.options().size()); ++id) {
+      if (InScope(index, request, index.option(id).variant)) scope.push_back(id);
+    }
+    for (InstanceId id = 0; id < live.instance_slots(); ++id) {
+      if (live.has_instance(id)) instances.push_back(id);
+    }
+  } else {
+    // The app's (or model's) lists used as plain sets: every candidate is
+    // still examined, with no ordering to stop early.
+    AppId app = request.app;
+    if (request.pinned != kNoId && InScope(index, request, request.pinned)) {
+      app = index.variant(request.pinned).app;
+    } else if (request.model != kNoId && request.model >= 0 &&
+               request.model < static_cast<ModelId>(index.models().size())) {
+      app = index.model(request.model).app;
+    }
+    if (app >= 0 && app < static_cast<AppId>(index.apps().size())) {
+      for (OptionId id : index.app(app).cold_order) {
+        if (InScope(index, request, index.option(id).variant)) scope.push_back(id);
+      }
+      for (InstanceId id : live.instances_of_app(app)) instances.push_back(id);
+    }
+  }
+
+  // Step 1: healthy instances.
+  InstanceId healthy = kNoId;
+  selection_internal::HealthyKey healthy_key{};
+  // Step 2: loading instances.
+  InstanceId loading = kNoId;
+  selection_internal::FastestKey loading_key{};
+  // Step 5: any instance that makes the deadline.
+  InstanceId degraded = kNoId;
+  selection_internal::FastestKey degraded_key{};
+  for (InstanceId id : instances) {
+    const LiveInstance& in = live.instance(id);
+    if (!InScope(index, request, in.variant)) continue;
+    const LiveWorker& worker = live.worker(in.worker);
+    if (!worker.accepting) continue;
+    if (in.state == InstanceState::kInactive && !options.use_loading_instances) continue;
+    const OptionId oid = index.FindOption(in.variant, worker.type);
+    if (oid == kNoId) continue;
+    const VariantOption& o = index.option(oid);
+    if (!selection_internal::StaticFit(o, limits)) continue;
+    const double est = selection_internal::EstimateMs(o, in, now);
+    if (!selection_internal::MakesDeadline(est, now, request.deadline)) continue;
+    const bool fits = selection_internal::WithinLatency(est, limits);
+    if (fits && in.state == InstanceState::kActive) {
+      selection_internal::HealthyKey key{worker.utilisation, o.price_per_hour, est, id};
+      if (healthy == kNoId || key < healthy_key) {
+        healthy = id;
+        healthy_key = key;
+      }
+    }
+    if (fits && in.state == InstanceState::kInactive) {
+      selection_internal::FastestKey key{est, o.price_per_hour, id};
+      if (loading == kNoId || key < loading_key) {
+        loading = id;
+        loading_key = key;
+      }
+    }
+    if (options.allow_degraded) {
+      selection_internal::FastestKey key{est, o.price_per_hour, id};
+      if (degraded == kNoId || key < degraded_key) {
+        degraded = id;
+        degraded_key = key;
+      }
+    }
+  }
+
+  SelectionDecision d;
+  auto serving_of = [&](InstanceId id) {
+    return index.FindOption(live.instance(id).variant, live.worker(live.instance(id).worker).type);
+  };
+  if (healthy != kNoId || loading != kNoId) {
+    d.outcome = SelectionOutcome::kUseInstance;
+    d.instance = healthy != kNoId ? healthy : loading;
+    d.serving = serving_of(d.instance);
+    d.estimated_ms = healthy != kNoId ? healthy_key.est : loading_key.est;
+    return d;
+  }
+
+  // Step 3: unsatisfiable when no option in scope is feasible.
+  bool any_feasible = false;
+  for (OptionId id : scope) any_feasible |= selection_internal::Feasible(index.option(id), limits);
+  if (!any_feasible) {
+    d.outcome = SelectionOutcome::kUnsatisfiable;
+    selection_internal::Shortfall best;
+    for (OptionId id : scope) {
+      const VariantOption& o = index.option(id);
+      selection_internal::Shortfall s = selection_internal::ShortfallOf(o, limits);
+      if (d.closest == kNoId ||
+          selection_internal::CloserThan(s, o, best, index.option(d.closest))) {
+        d.closest = id;
+        best = s;
+      }
+    }
+    d.unmet = best.unmet;
+    d.shortfall = best.total;
+    return d;
+  }
+
+  // Step 4: every feasible option with every worker that could take it,
+  // unless a load of it is already under way.
+  bool under_way = false;
+  for (OptionId id : scope) {
+    const VariantOption& o = index.option(id);
+    if (!selection_internal::Feasible(o, limits)) continue;
+    bool loading = false;
+    for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+      if (!live.has_instance(i)) continue;
+      const LiveInstance& in = live.instance(i);
+      loading |= in.variant == o.variant && in.state == InstanceState::kInactive &&
+                 live.worker(in.worker).type == o.type;
+    }
+    if (loading) {
+      under_way = true;
+      continue;
+    }
+    WorkerId where = kNoId;
+    for (WorkerId w = 0; w < live.worker_slots(); ++w) {
+      if (!live.has_worker(w) || !selection_internal::CanPlace(live, w, o)) continue;
+      if (where == kNoId ||
+          selection_internal::PlacementBefore(live.worker(w), w, live.worker(where), where)) {
+        where = w;
+      }
+    }
+    if (where == kNoId) continue;
+    if (!d.load.valid() || selection_internal::ColdBefore(o, index.option(d.load.option))) {
+      d.load = {id, where};
+    }
+  }
+  if (d.load.valid() && selection_internal::MakesDeadline(index.option(d.load.option).cold_ms, now,
+                                                          request.deadline)) {
+    d.outcome = SelectionOutcome::kLoadAndServe;
+    d.serving = d.load.option;
+    d.estimated_ms = index.option(d.load.option).cold_ms;
+    return d;
+  }
+  if (degraded != kNoId) {  // step 5
+    d.outcome = d.load.valid() ? SelectionOutcome::kServeAndLoad : SelectionOutcome::kUseInstance;
+    d.instance = degraded;
+    d.serving = serving_of(degraded);
+    d.estimated_ms = degraded_key.est;
+    d.degraded = true;
+    return d;
+  }
+  d.outcome = SelectionOutcome::kUnavailable;
+  d.unavailable =
+      d.load.valid() || under_way ? UnavailableReason::kDeadline : UnavailableReason::kNoRoom;
+  return d;
+}
+
+}  // namespace maitre::policy

@@ -1,0 +1,165 @@
+// The arithmetic and orderings of variant selection (selection.h), shared by
+// the indexed Select() and the brute-force reference so that both compute
+// bit-identical figures; they differ only in what they scan. Internal to
+// selection*.cc and their tests.
+//
+// Thread-safety: pure inline functions.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/time.h"
+#include "policy/selection.h"
+
+namespace maitre::policy::selection_internal {
+
+// The request's requirements as plain fields; a pinned variant has none.
+struct Limits {
+  bool has_latency = false, has_accuracy = false, has_cost = false;
+  double latency_ms = 0, min_accuracy = 0, max_cost = 0;
+
+  static Limits Of(const SelectionRequest& r) {
+    Limits l;
+    if (r.pinned != kNoId) return l;
+    const Requirements& q = r.requirements;
+    l.has_latency = q.latency_ms.has_value();
+    l.has_accuracy = q.min_accuracy.has_value();
+    l.has_cost = q.max_cost.has_value();
+    l.latency_ms = q.latency_ms.value_or(0);
+    l.min_accuracy = q.min_accuracy.value_or(0);
+    l.max_cost = q.max_cost.value_or(0);
+    return l;
+  }
+};
+
+// Option-like: VariantOption or ColdEntry (the same fields, the same values).
+template <typename Option>
+bool StaticFit(const Option& o, const Limits& l) {
+  return (!l.has_accuracy || o.accuracy >= l.min_accuracy) &&
+         (!l.has_cost || o.price_per_hour <= l.max_cost);
+}
+
+template <typename Option>
+bool Feasible(const Option& o, const Limits& l) {
+  return StaticFit(o, l) && (!l.has_latency || o.latency1_ms <= l.latency_ms);
+}
+
+inline bool WithinLatency(double est_ms, const Limits& l) {
+  return !l.has_latency || est_ms <= l.latency_ms;
+}
+
+// Compares in milliseconds against the time left, which cannot overflow
+// the way now + FromMillis(huge) could.
+inline bool MakesDeadline(double est_ms, Nanos now, Nanos deadline) {
+  if (deadline >= kInfiniteFuture) return true;
+  return est_ms <= ToMillis(deadline - now);
+}
+
+inline double EstimateMs(const VariantOption& o, const LiveInstance& in, Nanos now) {
+  const double mean = in.mean_batch >= 1 ? in.mean_batch : 1;
+  const int batch = static_cast<int>(std::lround(mean));
+  const double service = o.profile.LatencyAt(batch);
+  const int replicas = std::max(1, in.replicas);
+  const double queue = in.waiting * service / (static_cast<double>(batch) * replicas);
+  const double start =
+      in.state == InstanceState::kInactive && in.ready_at > now ? ToMillis(in.ready_at - now) : 0;
+  return start + queue + service;
+}
+
+// Step 1 order: worker utilisation, price, est, instance id.
+struct HealthyKey {
+  double utilisation, price, est;
+  InstanceId id;
+  bool operator<(const HealthyKey& o) const {
+    if (utilisation != o.utilisation) return utilisation < o.utilisation;
+    if (price != o.price) return price < o.price;
+    if (est != o.est) return est < o.est;
+    return id < o.id;
+  }
+};
+
+// Steps 2 and 5 order: est, price, instance id.
+struct FastestKey {
+  double est, price;
+  InstanceId id;
+  bool operator<(const FastestKey& o) const {
+    if (est != o.est) return est < o.est;
+    if (price != o.price) return price < o.price;
+    return id < o.id;
+  }
+};
+
+// Step 4 order (the index's cold order).
+template <typename Option>
+bool ColdBefore(const Option& a, const Option& b) {
+  if (a.cold_ms != b.cold_ms) return a.cold_ms < b.cold_ms;
+  if (a.price_per_hour != b.price_per_hour) return a.price_per_hour < b.price_per_hour;
+  if (a.variant != b.variant) return a.variant < b.variant;
+  return a.type < b.type;
+}
+
+// Placement order: utilisation, then worker id.
+inline bool PlacementBefore(const LiveWorker& a, WorkerId ida, const LiveWorker& b, WorkerId idb) {
+  if (a.utilisation != b.utilisation) return a.utilisation < b.utilisation;
+  return ida < idb;
+}
+
+template <typename Option>
+bool CanPlace(const LiveState& live, WorkerId w, const Option& o) {
+  const LiveWorker& worker = live.worker(w);
+  return worker.accepting && worker.type == o.type && worker.free_memory_mb >= o.memory_mb &&
+         !live.Hosts(w, o.variant);
+}
+
+// Whether a load of `o` (its variant on its type) is already under way: a
+// second one would only finish later, so step 4 does not plan it.
+template <typename Option>
+bool LoadUnderWay(const LiveState& live, const Option& o) {
+  for (InstanceId i : live.instances_of_variant(o.variant)) {
+    const LiveInstance& in = live.instance(i);
+    if (in.state == InstanceState::kInactive && live.worker(in.worker).type == o.type) return true;
+  }
+  return false;
+}
+
+// How far `o` is from the limits (step 3).
+struct Shortfall {
+  double total = 0;
+  uint8_t unmet = 0;
+};
+
+inline double Relative(double excess, double limit, double value) {
+  const double scale = limit > 0 ? limit : value;
+  return scale > 0 ? excess / scale : 1;
+}
+
+inline Shortfall ShortfallOf(const VariantOption& o, const Limits& l) {
+  Shortfall s;
+  if (l.has_accuracy && o.accuracy < l.min_accuracy) {
+    s.total += Relative(l.min_accuracy - o.accuracy, l.min_accuracy, o.accuracy);
+    s.unmet |= kAccuracyUnmet;
+  }
+  if (l.has_latency && o.latency1_ms > l.latency_ms) {
+    s.total += Relative(o.latency1_ms - l.latency_ms, l.latency_ms, o.latency1_ms);
+    s.unmet |= kLatencyUnmet;
+  }
+  if (l.has_cost && o.price_per_hour > l.max_cost) {
+    s.total += Relative(o.price_per_hour - l.max_cost, l.max_cost, o.price_per_hour);
+    s.unmet |= kCostUnmet;
+  }
+  return s;
+}
+
+// Step 3 order: shortfall, price, higher accuracy, latency, variant, type.
+inline bool CloserThan(const Shortfall& sa, const VariantOption& a, const Shortfall& sb,
+                       const VariantOption& b) {
+  if (sa.total != sb.total) return sa.total < sb.total;
+  if (a.price_per_hour != b.price_per_hour) return a.price_per_hour < b.price_per_hour;
+  if (a.accuracy != b.accuracy) return a.accuracy > b.accuracy;
+  if (a.latency1_ms != b.latency1_ms) return a.latency1_ms < b.latency1_ms;
+  if (a.variant != b.variant) return a.variant < b.variant;
+  return a.type < b.type;
+}
+
+}  // namespace maitre::policy::selection_internal

@@ -1,0 +1,361 @@
+// The selection rules, one scenario each, on a small hand-built catalogue.
+// Every decision is also checked against the brute-force reference.
+#include "policy/selection.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "policy/selection_testing.h"
+
+namespace maitre::policy {
+namespace {
+
+using selection_testing::LinearProfile;
+using ::testing::HasSubstr;
+using O = SelectionOutcome;
+constexpr Nanos kNow = 1000 * kSecond;
+
+// App "vision": lr (accuracy 0.80), mlp (0.85), cnn:torch (0.92), cnn:opt
+// (0.91), each on "small" ($0.04/h) and "big" ($0.08/h, twice as fast).
+// Latency at batch 1, small/big: lr 1/0.5, mlp 3/1.5, cnn:torch 10/5,
+// cnn:opt 6/3 ms. Load: lr 50, mlp 100, cnn:torch 300, cnn:opt 200 ms.
+// Memory: lr 100, mlp 200, cnn 400 MB.
+class SelectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SelectionCatalogue c;
+    c.worker_types = {{"small", 1, 1000, 0.04}, {"big", 2, 2000, 0.08}};
+    CatalogueApp app{"vision", {}};
+    auto add = [&app](std::string model, std::string variant, double accuracy, double fixed,
+                      double per_row, double load, double memory) {
+      CatalogueVariant v;
+      v.key = {model, variant};
+      v.accuracy = accuracy;
+      v.profiles["small"] = LinearProfile(fixed, per_row, load, memory);
+      v.profiles["big"] = LinearProfile(fixed / 2, per_row / 2, load, memory);
+      app.variants.push_back(v);
+    };
+    add("lr", "torch", 0.80, 0.5, 0.5, 50, 100);
+    add("mlp", "torch", 0.85, 2, 1, 100, 200);
+    add("cnn", "torch", 0.92, 8, 2, 300, 400);
+    add("cnn", "opt", 0.91, 5, 1, 200, 400);
+    c.apps.push_back(app);
+    index_ = *SelectionIndex::Create(c);
+    small_ = index_.FindType("small");
+    big_ = index_.FindType("big");
+    lr_ = index_.FindVariant({"lr", "torch"});
+    mlp_ = index_.FindVariant({"mlp", "torch"});
+    cnn_ = index_.FindVariant({"cnn", "torch"});
+    opt_ = index_.FindVariant({"cnn", "opt"});
+  }
+
+  WorkerId Worker(WorkerTypeId type, double utilisation, double free_mb = 1000) {
+    return live_.AddWorker({type, utilisation, free_mb, true});
+  }
+  InstanceId Instance(VariantId v, WorkerId w, InstanceState state = InstanceState::kActive,
+                      int waiting = 0, double batch = 1) {
+    LiveInstance in;
+    in.variant = v;
+    in.worker = w;
+    in.state = state;
+    in.waiting = waiting;
+    in.mean_batch = batch;
+    return *live_.AddInstance(index_, in);
+  }
+  SelectionRequest Request(std::optional<double> latency, std::optional<double> accuracy,
+                           std::optional<double> cost = std::nullopt) {
+    SelectionRequest r;
+    r.app = index_.FindApp("vision");
+    r.requirements.latency_ms = latency;
+    r.requirements.min_accuracy = accuracy;
+    r.requirements.max_cost = cost;
+    r.now = kNow;
+    r.deadline = latency ? kNow + FromMillis(*latency) : kInfiniteFuture;
+    return r;
+  }
+  SelectionDecision Decide(const SelectionRequest& r, const SelectionOptions& o = {}) {
+    SelectionDecision d = Select(index_, live_, r, o);
+    EXPECT_EQ(DebugString(d), DebugString(SelectBruteForce(index_, live_, r, o)));
+    EXPECT_EQ(DebugString(d),
+              DebugString(SelectBruteForce(index_, live_, r, o, BruteForceScan::kScopeOnly)));
+    return d;
+  }
+  VariantId ServingVariant(const SelectionDecision& d) {
+    return d.serving == kNoId ? kNoId : index_.option(d.serving).variant;
+  }
+
+  SelectionIndex index_;
+  LiveState live_;
+  WorkerTypeId small_, big_;
+  VariantId lr_, mlp_, cnn_, opt_;
+};
+
+TEST_F(SelectionTest, ActiveInstanceOnTheLeastUtilisedWorker) {
+  WorkerId busy = Worker(small_, 0.9);
+  WorkerId idle = Worker(small_, 0.2);
+  Instance(mlp_, busy);
+  InstanceId wanted = Instance(cnn_, idle);
+  SelectionDecision d = Decide(Request(50, 0.8));
+  EXPECT_EQ(d.outcome, O::kUseInstance);
+  EXPECT_EQ(d.instance, wanted);
+  EXPECT_DOUBLE_EQ(d.estimated_ms, 10);
+  EXPECT_FALSE(d.degraded);
+}
+
+TEST_F(SelectionTest, EqualUtilisationGoesToTheCheaperType) {
+  WorkerId big = Worker(big_, 0.5);
+  WorkerId small = Worker(small_, 0.5);
+  Instance(mlp_, big);
+  InstanceId cheap = Instance(mlp_, small);
+  EXPECT_EQ(Decide(Request(50, 0.8)).instance, cheap);
+}
+
+TEST_F(SelectionTest, RequirementsFilterInstances) {
+  WorkerId w1 = Worker(small_, 0.1);
+  WorkerId w2 = Worker(big_, 0.5);
+  WorkerId w3 = Worker(small_, 0.6);
+  Instance(lr_, w1);   // too inaccurate for 0.85
+  Instance(cnn_, w2);  // too expensive for $0.05/h
+  InstanceId ok = Instance(mlp_, w3);
+  SelectionDecision d = Decide(Request(50, 0.85, 0.05));
+  EXPECT_EQ(d.instance, ok);
+  EXPECT_EQ(ServingVariant(d), mlp_);
+}
+
+TEST_F(SelectionTest, QueueWaitingCountsAgainstTheLatency) {
+  WorkerId idle = Worker(small_, 0.1);
+  WorkerId busy = Worker(small_, 0.7);
+  // cnn:opt on small runs batch 4 in 9 ms; 4 waiting: 4·9/4 + 9 = 18 ms.
+  Instance(opt_, idle, InstanceState::kActive, 4, 4);
+  InstanceId other = Instance(cnn_, busy);  // 10 ms
+  SelectionDecision d = Decide(Request(15, 0.9));
+  EXPECT_EQ(d.instance, other);
+  // With a looser objective the queued instance fits and wins on utilisation.
+  d = Decide(Request(20, 0.9));
+  EXPECT_NE(d.instance, other);
+  EXPECT_DOUBLE_EQ(d.estimated_ms, 18);
+}
+
+TEST_F(SelectionTest, ReplicasShareTheQueue) {
+  WorkerId w = Worker(small_, 0.1);
+  InstanceId id = Instance(opt_, w, InstanceState::kActive, 12, 4);
+  live_.UpdateInstanceLoad(id, 4, 2, 100);
+  EXPECT_DOUBLE_EQ(Decide(Request(25, 0.9)).estimated_ms, 12 * 9.0 / 8 + 9);
+}
+
+TEST_F(SelectionTest, UnhealthyInstancesAreAvoided) {
+  WorkerId w1 = Worker(small_, 0.0);
+  WorkerId w2 = Worker(small_, 0.1);
+  WorkerId w3 = Worker(small_, 0.9);
+  Instance(mlp_, w1, InstanceState::kOverloaded);
+  Instance(mlp_, w2, InstanceState::kInterfered);
+  InstanceId healthy = Instance(mlp_, w3);
+  EXPECT_EQ(Decide(Request(50, 0.8)).instance, healthy);
+}
+
+TEST_F(SelectionTest, ColdLoadPicksTheFastestToServeAndTheIdlestWorker) {
+  Worker(small_, 0.5);
+  WorkerId idle_small = Worker(small_, 0.1);
+  Worker(big_, 0.3);
+  // For accuracy 0.9: cnn:opt (cold 206 small, 203 big) beats cnn:torch
+  // (310, 305); the big type wins on load + latency despite the price.
+  SelectionDecision d = Decide(Request(1000, 0.9));
+  EXPECT_EQ(d.outcome, O::kLoadAndServe);
+  EXPECT_EQ(ServingVariant(d), opt_);
+  EXPECT_EQ(index_.option(d.load.option).type, big_);
+  EXPECT_DOUBLE_EQ(d.estimated_ms, 203);
+  // Limit the cost: only small workers qualify, and the idler one gets it.
+  d = Decide(Request(1000, 0.9, 0.05));
+  EXPECT_EQ(d.outcome, O::kLoadAndServe);
+  EXPECT_EQ(d.load.worker, idle_small);
+  EXPECT_EQ(index_.option(d.load.option).type, small_);
+}
+
+TEST_F(SelectionTest, PlacementNeedsMemoryAcceptanceAndNoSecondCopy) {
+  WorkerId full = Worker(small_, 0.0, 300);  // cnn needs 400 MB
+  WorkerId draining = Worker(small_, 0.1);
+  live_.SetAccepting(draining, false);
+  WorkerId has_it = Worker(small_, 0.2);
+  Instance(opt_, has_it, InstanceState::kOverloaded);
+  WorkerId target = Worker(small_, 0.8);
+  SelectionDecision d = Decide(Request(1000, 0.9, 0.05));
+  EXPECT_EQ(d.outcome, O::kLoadAndServe);
+  EXPECT_EQ(d.load.worker, target);
+  EXPECT_EQ(ServingVariant(d), opt_);
+  (void)full;
+}
+
+TEST_F(SelectionTest, ColdTiesGoToTheLowerPrice) {
+  // Same profile on both types: equal load + latency, so the cheaper wins.
+  SelectionCatalogue c;
+  c.worker_types = {{"pricey", 1, 1000, 0.5}, {"cheap", 1, 1000, 0.1}};
+  CatalogueVariant v{{"m", "v"}, 0.9, {}};
+  v.profiles["pricey"] = LinearProfile(1, 1, 10, 10);
+  v.profiles["cheap"] = LinearProfile(1, 1, 10, 10);
+  c.apps.push_back({"a", {v}});
+  SelectionIndex index = *SelectionIndex::Create(c);
+  LiveState live;
+  live.AddWorker({index.FindType("pricey"), 0.0, 100, true});
+  WorkerId cheap = live.AddWorker({index.FindType("cheap"), 0.9, 100, true});
+  SelectionRequest r;
+  r.app = index.FindApp("a");
+  SelectionDecision d = Select(index, live, r);
+  EXPECT_EQ(d.outcome, O::kLoadAndServe);
+  EXPECT_EQ(d.load.worker, cheap);
+  EXPECT_EQ(DebugString(d), DebugString(SelectBruteForce(index, live, r)));
+}
+
+TEST_F(SelectionTest, LoadTooSlowServesOnAnUnhealthyInstanceMeanwhile) {
+  WorkerId w = Worker(small_, 0.2);
+  InstanceId overloaded = Instance(cnn_, w, InstanceState::kOverloaded, 2);  // 2·10 + 10 = 30 ms
+  Worker(big_, 0.1);
+  SelectionRequest r = Request(50, 0.9);  // loads take 200+ ms
+  SelectionDecision d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kServeAndLoad);
+  EXPECT_EQ(d.instance, overloaded);
+  EXPECT_TRUE(d.degraded);
+  EXPECT_EQ(index_.option(d.load.option).variant, opt_);
+  // Without the fallback, the query is refused but the load still planned.
+  SelectionOptions strict;
+  strict.allow_degraded = false;
+  d = Decide(r, strict);
+  EXPECT_EQ(d.outcome, O::kUnavailable);
+  EXPECT_EQ(d.unavailable, UnavailableReason::kDeadline);
+  EXPECT_TRUE(d.load.valid());
+  EXPECT_THAT(ExplainDecision(index_, live_, r, d), HasSubstr("before this query's deadline"));
+}
+
+TEST_F(SelectionTest, DeadlineLaterThanTheObjectiveAllowsASlowInstance) {
+  WorkerId w = Worker(small_, 0.2, 0);                              // no room to load anything
+  InstanceId slow = Instance(mlp_, w, InstanceState::kActive, 10);  // 10·3 + 3 = 33 ms
+  SelectionRequest r = Request(20, 0.8);
+  r.deadline = kNow + 40 * kMillisecond;
+  SelectionDecision d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kUseInstance);
+  EXPECT_EQ(d.instance, slow);
+  EXPECT_TRUE(d.degraded);
+  r.deadline = kNow + 30 * kMillisecond;
+  d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kUnavailable);
+  EXPECT_EQ(d.unavailable, UnavailableReason::kNoRoom);
+  EXPECT_THAT(ExplainDecision(index_, live_, r, d), HasSubstr("memory"));
+}
+
+TEST_F(SelectionTest, LoadingInstanceServesWhenReadyInTime) {
+  WorkerId w = Worker(small_, 0.1);
+  InstanceId loading = Instance(opt_, w, InstanceState::kInactive);
+  live_.SetReadyAt(loading, kNow + 30 * kMillisecond);
+  Worker(big_, 0.0);
+  SelectionDecision d = Decide(Request(40, 0.9));  // 30 + 6 ms
+  EXPECT_EQ(d.outcome, O::kUseInstance);
+  EXPECT_EQ(d.instance, loading);
+  EXPECT_DOUBLE_EQ(d.estimated_ms, 36);
+  SelectionOptions no_loading;
+  no_loading.use_loading_instances = false;
+  EXPECT_NE(Decide(Request(40, 0.9), no_loading).instance, loading);
+}
+
+TEST_F(SelectionTest, NoSecondLoadWhileOneIsUnderWay) {
+  WorkerId w1 = Worker(small_, 0.1);
+  Worker(small_, 0.2);
+  InstanceId loading = Instance(opt_, w1, InstanceState::kInactive);
+  live_.SetReadyAt(loading, kNow + 150 * kMillisecond);
+  SelectionRequest r = Request(100, 0.9, 0.05);  // not ready in time
+  SelectionDecision d = Decide(r);
+  // cnn:opt is loading on small already; the next fastest, cnn:torch, is
+  // planned instead (on the idlest small worker, which lacks it).
+  EXPECT_EQ(d.outcome, O::kUnavailable);
+  EXPECT_EQ(d.unavailable, UnavailableReason::kDeadline);
+  ASSERT_TRUE(d.load.valid());
+  EXPECT_EQ(index_.option(d.load.option).variant, cnn_);
+  EXPECT_EQ(d.load.worker, w1);
+  // Once cnn:torch is loading too there is nothing new to plan, but loads
+  // are under way, so the reason is the deadline, not the room.
+  InstanceId second = Instance(cnn_, w1, InstanceState::kInactive);
+  live_.SetReadyAt(second, kNow + kSecond);
+  d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kUnavailable);
+  EXPECT_EQ(d.unavailable, UnavailableReason::kDeadline);
+  EXPECT_FALSE(d.load.valid());
+}
+
+TEST_F(SelectionTest, UnsatisfiableAccuracyNamesTheMostAccurate) {
+  SelectionRequest r = Request(50, 0.95);
+  SelectionDecision d = Decide(r);
+  ASSERT_EQ(d.outcome, O::kUnsatisfiable);
+  // cnn:torch at 0.92 is 0.03/0.95 short on either type; ties go to price.
+  EXPECT_EQ(index_.option(d.closest).variant, cnn_);
+  EXPECT_EQ(index_.option(d.closest).type, small_);
+  EXPECT_EQ(d.unmet, kAccuracyUnmet);
+  EXPECT_NEAR(d.shortfall, 0.03 / 0.95, 1e-12);
+  const std::string why = ExplainDecision(index_, live_, r, d);
+  EXPECT_THAT(why, HasSubstr("cnn:torch on small"));
+  EXPECT_THAT(why, HasSubstr("min_accuracy 0.95"));
+  EXPECT_THAT(why, HasSubstr("0.03 below"));
+}
+
+TEST_F(SelectionTest, UnsatisfiableLatencyAndAccuracyTogether) {
+  // Accuracy 0.9 needs a CNN (>= 3 ms); 2 ms is too tight for all of them.
+  SelectionRequest r = Request(2, 0.9);
+  SelectionDecision d = Decide(r);
+  ASSERT_EQ(d.outcome, O::kUnsatisfiable);
+  // cnn:opt on big: (3 − 2)/2 = 0.5 short; mlp on big: 1.5 ms but
+  // (0.9 − 0.85)/0.9 = 0.056 short: the closer.
+  EXPECT_EQ(index_.option(d.closest).variant, mlp_);
+  EXPECT_EQ(index_.option(d.closest).type, big_);
+  EXPECT_EQ(d.unmet, kAccuracyUnmet);
+  r = Request(0.4, std::nullopt);
+  d = Decide(r);
+  ASSERT_EQ(d.outcome, O::kUnsatisfiable);
+  EXPECT_EQ(index_.option(d.closest).variant, lr_);
+  EXPECT_EQ(d.unmet, kLatencyUnmet);
+  EXPECT_THAT(ExplainDecision(index_, live_, r, d), HasSubstr("over latency_ms 0.4"));
+}
+
+TEST_F(SelectionTest, UnsatisfiableCost) {
+  SelectionRequest r = Request(50, 0.8, 0.01);
+  SelectionDecision d = Decide(r);
+  ASSERT_EQ(d.outcome, O::kUnsatisfiable);
+  EXPECT_EQ(d.unmet, kCostUnmet);
+  EXPECT_EQ(index_.option(d.closest).type, small_);
+  EXPECT_THAT(ExplainDecision(index_, live_, r, d), HasSubstr("max_cost"));
+}
+
+TEST_F(SelectionTest, ModelScopeAndPinnedVariant) {
+  WorkerId w1 = Worker(small_, 0.1);
+  WorkerId w2 = Worker(small_, 0.5);
+  Instance(lr_, w1);
+  InstanceId cnn = Instance(cnn_, w2);
+  SelectionRequest r = Request(50, std::nullopt);
+  EXPECT_EQ(ServingVariant(Decide(r)), lr_);
+  r.model = index_.FindModel("cnn");
+  EXPECT_EQ(Decide(r).instance, cnn);
+  // A pinned variant ignores the requirements it would fail.
+  r.model = kNoId;
+  r.pinned = opt_;
+  r.requirements.min_accuracy = 0.99;
+  r.deadline = kInfiniteFuture;  // a load takes 200 ms
+  SelectionDecision d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kLoadAndServe);
+  EXPECT_EQ(ServingVariant(d), opt_);
+}
+
+TEST_F(SelectionTest, UnknownScopeIsUnsatisfiableWithNoClosest) {
+  SelectionRequest r = Request(50, std::nullopt);
+  r.app = 42;
+  SelectionDecision d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kUnsatisfiable);
+  EXPECT_EQ(d.closest, kNoId);
+  EXPECT_THAT(ExplainDecision(index_, live_, r, d), HasSubstr("no variant profiled"));
+}
+
+TEST_F(SelectionTest, ExplainsChoices) {
+  WorkerId w = Worker(small_, 0.1);
+  Instance(mlp_, w);
+  SelectionRequest r = Request(50, 0.85);
+  EXPECT_THAT(ExplainDecision(index_, live_, r, Decide(r)),
+              HasSubstr("use-instance mlp:torch on small"));
+}
+
+}  // namespace
+}  // namespace maitre::policy
