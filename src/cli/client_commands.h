@@ -37,6 +37,10 @@ struct ListArgs {
   std::string server;
   std::string app;
   bool json = false;
+  // `apps --app A --latency-ms ...`: set the app's default requirements.
+  double latency_ms = -1;
+  double min_accuracy = -1;
+  double max_cost = -1;
 };
 
 struct VariantsArgs {

@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->capture_default_str();
+  serve_cmd->add_option("--serving-allowance-ms", serve.serving_allowance_ms,
+                        "Added to a latency objective to make the deadline (network hops)")
+      ->capture_default_str();
   serve_cmd->add_option("--default-timeout", serve.default_timeout_s,
                         "Seconds a query without a latency objective may take")
       ->capture_default_str();
@@ -135,7 +138,11 @@ int main(int argc, char** argv) {
     cmd->add_option("--app", list.app, "Only this app");
     cmd->add_flag("--json", list.json, "Print JSON");
   }
-  app.get_subcommand("apps")->callback([&] { exit_code = maitre::cli::RunApps(list); });
+  CLI::App* apps_cmd = app.get_subcommand("apps");
+  apps_cmd->add_option("--latency-ms", list.latency_ms, "Set the app's default latency objective");
+  apps_cmd->add_option("--min-accuracy", list.min_accuracy, "Set the app's default accuracy floor");
+  apps_cmd->add_option("--max-cost", list.max_cost, "Set the app's default cost ceiling ($/h)");
+  apps_cmd->callback([&] { exit_code = maitre::cli::RunApps(list); });
   app.get_subcommand("models")->callback([&] { exit_code = maitre::cli::RunModels(list); });
 
   CLI11_PARSE(app, argc, argv);

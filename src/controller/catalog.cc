@@ -26,7 +26,14 @@ const CatalogApp* CatalogSnapshot::FindApp(absl::string_view name) const {
   return it == apps.end() ? nullptr : &it->second;
 }
 
+void Catalog::OnReload(
+    std::function<void(const std::shared_ptr<const CatalogSnapshot>&)> listener) {
+  absl::MutexLock lock(&mu_);
+  listeners_.push_back(std::move(listener));
+}
+
 absl::Status Catalog::Reload(const registry::Registry& registry) {
+  absl::MutexLock reload_lock(&reload_mu_);
   auto snapshot = std::make_shared<CatalogSnapshot>();
   for (const registry::AppRecord& app : registry.ListApps()) {
     snapshot->apps[app.name] = CatalogApp{app.name, app.defaults, {}};
@@ -69,8 +76,14 @@ absl::Status Catalog::Reload(const registry::Registry& registry) {
     }
     snapshot->models[record.name] = std::move(model);
   }
-  absl::MutexLock lock(&mu_);
-  snapshot_ = std::move(snapshot);
+  std::shared_ptr<const CatalogSnapshot> published = std::move(snapshot);
+  std::vector<std::function<void(const std::shared_ptr<const CatalogSnapshot>&)>> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    snapshot_ = published;
+    listeners = listeners_;
+  }
+  for (auto& listener : listeners) listener(published);
   return absl::OkStatus();
 }
 

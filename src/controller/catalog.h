@@ -5,6 +5,7 @@
 // Thread-safety: thread-safe; snapshots are immutable and shared.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -68,12 +69,20 @@ class Catalog {
     return snapshot_;
   }
 
-  // Rebuilds the snapshot from the registry.
+  // Rebuilds the snapshot from the registry and tells the listeners.
   absl::Status Reload(const registry::Registry& registry);
+
+  // Called with each new snapshot, on the thread that reloaded. Register
+  // listeners before the first reload that matters.
+  void OnReload(std::function<void(const std::shared_ptr<const CatalogSnapshot>&)> listener);
 
  private:
   mutable absl::Mutex mu_;
   std::shared_ptr<const CatalogSnapshot> snapshot_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(const std::shared_ptr<const CatalogSnapshot>&)>> listeners_
+      ABSL_GUARDED_BY(mu_);
+  // Reloads are serialised so listeners see snapshots in order.
+  absl::Mutex reload_mu_;
 };
 
 }  // namespace maitre::controller

@@ -17,7 +17,14 @@ absl::string_view InstancePhaseName(InstancePhase phase) {
   return "failed";
 }
 
-Cluster::Cluster(Options options) : options_(std::move(options)) {}
+Cluster::Cluster(Options options) : options_(std::move(options)) {
+  // Until the catalog is known, the index knows the worker types only, so
+  // workers can join the live view.
+  policy::SelectionCatalogue types_only;
+  types_only.worker_types = options_.types.types();
+  auto index = policy::SelectionIndex::Create(types_only);
+  if (index.ok()) index_ = std::make_shared<const policy::SelectionIndex>(*std::move(index));
+}
 
 absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
                                                const std::string& address, int pid,
@@ -41,6 +48,7 @@ absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
   w.view.launch_token = launch_token;
   w.view.registered_at = w.view.last_report = options_.clock->Now();
   w.api = std::move(api);
+  LiveAddWorkerLocked(w);
   spdlog::info("worker {} joined: {} at {} (pid {})", id, type, address, pid);
   return id;
 }
@@ -64,14 +72,15 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
     }
     inst->second.stats = stats;
   }
+  LiveApplyReportLocked(w);
   return true;
 }
 
 WorkerView Cluster::ViewOf(const Worker& worker) const {
   WorkerView view = worker.view;
   for (const auto& [key, inst] : worker.instances) {
-    view.instances.push_back(
-        InstanceView{key, inst.phase, inst.error, inst.phase_since, inst.outstanding, inst.stats});
+    view.instances.push_back(InstanceView{key, inst.phase, inst.history.state, inst.error,
+                                          inst.phase_since, inst.outstanding, inst.stats});
   }
   return view;
 }
@@ -84,6 +93,11 @@ std::pair<WorkerView, std::vector<LoadWaiter>> Cluster::EraseWorkerLocked(
   std::vector<LoadWaiter> waiters;
   for (auto& [key, inst] : it->second.instances) {
     for (LoadWaiter& w : inst.waiters) waiters.push_back(std::move(w));
+    LiveRemoveInstanceLocked(inst);
+  }
+  if (it->second.live != policy::kNoId) {
+    live_.RemoveWorker(it->second.live);
+    worker_by_live_.erase(it->second.live);
   }
   workers_.erase(it);
   return {std::move(view), std::move(waiters)};
@@ -159,6 +173,7 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key) {
   }
   if (best == nullptr) return std::nullopt;
   ++best_instance->outstanding;
+  if (best_instance->live != policy::kNoId) live_.AddWaiting(best_instance->live, +1);
   return Route{best->view.id, best->view.type.name, best->api};
 }
 
@@ -169,6 +184,7 @@ void Cluster::Release(const std::string& worker_id, const VariantKey& key) {
   auto inst = w->second.instances.find(key);
   if (inst != w->second.instances.end() && inst->second.outstanding > 0) {
     --inst->second.outstanding;
+    if (inst->second.live != policy::kNoId) live_.AddWaiting(inst->second.live, -1);
   }
 }
 
@@ -194,6 +210,7 @@ absl::Status Cluster::BeginLoad(const std::string& worker_id, const VariantKey& 
       inst.phase = InstancePhase::kLoading;
       inst.error.clear();
       inst.phase_since = options_.clock->Now();
+      LiveAddInstanceLocked(w->second, key, inst, policy::InstanceState::kInactive);
       if (waiter) inst.waiters.push_back(std::move(waiter));
       return absl::OkStatus();
     }
@@ -218,10 +235,14 @@ void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
     if (status.ok()) {
       inst.phase = InstancePhase::kReady;
       load_failures_.erase(key);
+      inst.history = policy::InstanceHistory{policy::InstanceState::kActive};
+      LiveAddInstanceLocked(w->second, key, inst, policy::InstanceState::kActive);
+      if (inst.live != policy::kNoId) live_.SetState(inst.live, policy::InstanceState::kActive);
     } else {
       inst.phase = InstancePhase::kFailed;
       inst.error = std::string(status.message());
       load_failures_[key] = {inst.phase_since, inst.error};
+      LiveRemoveInstanceLocked(inst);
     }
   }
   for (LoadWaiter& waiter : waiters) std::move(waiter)(status);
@@ -230,7 +251,11 @@ void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
 void Cluster::RemoveInstance(const std::string& worker_id, const VariantKey& key) {
   absl::MutexLock lock(&mu_);
   auto w = workers_.find(worker_id);
-  if (w != workers_.end()) w->second.instances.erase(key);
+  if (w == workers_.end()) return;
+  auto inst = w->second.instances.find(key);
+  if (inst == w->second.instances.end()) return;
+  LiveRemoveInstanceLocked(inst->second);
+  w->second.instances.erase(inst);
 }
 
 std::optional<std::pair<Nanos, std::string>> Cluster::LastLoadFailure(

@@ -22,6 +22,8 @@
 #include "core/clock.h"
 #include "core/variant.h"
 #include "core/worker_type.h"
+#include "policy/instance_state.h"
+#include "policy/selection.h"
 
 namespace maitre::controller {
 
@@ -48,6 +50,8 @@ struct InstanceStats {
 struct InstanceView {
   VariantKey key;
   InstancePhase phase = InstancePhase::kLoading;
+  // The INFaaS state from the monitoring reports (docs/policies.md).
+  policy::InstanceState state = policy::InstanceState::kInactive;
   std::string error;       // why the last load failed
   Nanos phase_since = 0;
   int64_t outstanding = 0;  // queries in flight from this controller
@@ -83,6 +87,23 @@ struct Route {
 };
 
 using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
+
+// A load the selection policy asked for: the cluster has already marked it
+// loading; the caller sends the Load to the worker.
+struct LoadOrder {
+  std::string worker_id;
+  VariantKey variant;
+};
+
+// What the selection policy decided for one query, in the cluster's terms.
+struct SelectionResult {
+  policy::SelectionDecision decision;
+  VariantKey variant;                 // the variant that serves the query
+  std::optional<Route> route;         // send the query here now (Release() it after)
+  bool waiting_for_load = false;      // the waiter was attached to a load
+  std::optional<LoadOrder> load;      // a load to start (already marked loading)
+  std::string explanation;            // for kUnsatisfiable / kUnavailable
+};
 
 class Cluster {
  public:
@@ -134,6 +155,17 @@ class Cluster {
   // When `key` last failed to load anywhere, and why (for backing off).
   std::optional<std::pair<Nanos, std::string>> LastLoadFailure(const VariantKey& key) const;
 
+  // ---- selection (cluster_selection.cc) ----
+  // Replaces the selection index after the catalog changed. `slo_ms` by app
+  // is the latency objective instance states judge saturation against.
+  void SetSelectionIndex(std::shared_ptr<const policy::SelectionIndex> index,
+                         std::map<std::string, double> slo_ms);
+  std::shared_ptr<const policy::SelectionIndex> selection_index() const;
+  // Runs the selection policy for one query. When the query must wait for a
+  // load (an instance still loading, or one the decision starts), `waiter`
+  // is moved into that load and `waiting_for_load` is set.
+  SelectionResult Select(const policy::SelectionRequest& request, LoadWaiter& waiter);
+
   std::shared_ptr<WorkerApi> Api(const std::string& worker_id) const;
   std::vector<WorkerView> Snapshot() const;
   size_t worker_count() const;
@@ -146,12 +178,25 @@ class Cluster {
     int64_t outstanding = 0;
     InstanceStats stats;
     std::vector<LoadWaiter> waiters;
+    // Its entry in the selection's live view (kNoId while its variant has
+    // no profile) and its state machine's memory.
+    policy::InstanceId live = policy::kNoId;
+    policy::InstanceHistory history;
   };
   struct Worker {
     WorkerView view;  // instances are kept in `instances` below
     std::shared_ptr<WorkerApi> api;
     std::map<VariantKey, Instance> instances;
+    policy::WorkerId live = policy::kNoId;
   };
+
+  // Live-view bookkeeping (cluster_selection.cc); all under mu_.
+  void LiveAddWorkerLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LiveAddInstanceLocked(Worker& worker, const VariantKey& key, Instance& inst,
+                             policy::InstanceState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LiveRemoveInstanceLocked(Instance& inst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LiveApplyReportLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double FreeMemoryLocked(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerView ViewOf(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the worker and returns what is left to do outside the lock.
@@ -165,6 +210,13 @@ class Cluster {
   std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
   std::map<VariantKey, std::pair<Nanos, std::string>> load_failures_ ABSL_GUARDED_BY(mu_);
   int64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
+  std::shared_ptr<const policy::SelectionIndex> index_ ABSL_GUARDED_BY(mu_);
+  policy::LiveState live_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, double> slo_ms_ ABSL_GUARDED_BY(mu_);
+  // Live ids back to the cluster's names.
+  std::map<policy::WorkerId, std::string> worker_by_live_ ABSL_GUARDED_BY(mu_);
+  std::map<policy::InstanceId, std::pair<std::string, VariantKey>> instance_by_live_
+      ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(const WorkerView&)>> removed_callbacks_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -7,10 +7,19 @@ namespace maitre::controller {
 
 struct Dispatcher::Query {
   std::shared_ptr<const CatalogSnapshot> catalog;
+  // What the policy may choose among: the app's variants, the model's, or
+  // the one pinned.
+  enum class Scope { kApp, kModel, kVariant } scope = Scope::kApp;
+  const CatalogApp* app = nullptr;  // null only for a model whose app is gone
   const CatalogModel* model = nullptr;
+  const CatalogVariant* pinned = nullptr;
+  // The variant serving the query, once chosen.
   const CatalogVariant* variant = nullptr;
+  bool inputs_checked = false;
+  Requirements requirements;
   std::string id;
   std::vector<RequestedOutput> outputs;
+  std::vector<Tensor> unchecked_inputs;  // until the model is known
   std::shared_ptr<const std::vector<Tensor>> inputs;
   Nanos received = 0;
   Nanos deadline = 0;
@@ -26,66 +35,170 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
   query->done = std::move(done);
   query->received = received;
   query->catalog = options_.catalog->Get();
-  query->model = query->catalog->FindModel(target.model);
-  if (query->model == nullptr) return Finish(query, UnknownModelError(target.model));
-  const CatalogModel& model = *query->model;
-  if (!target.variant.empty()) {
-    query->variant = model.FindVariant(target.variant);
-    if (query->variant == nullptr) {
-      return Finish(query, UnknownVariantError(model, target.variant));
-    }
-    if (!query->variant->ready()) {
-      return Finish(query, absl::UnavailableError(absl::StrCat(
-                               query->variant->spec.key.ToString(), " is not ready yet (",
-                               query->variant->detail, ")")));
+  const CatalogSnapshot& catalog = *query->catalog;
+  if (target.model.empty()) {
+    query->scope = Query::Scope::kApp;
+    query->app = catalog.FindApp(target.app);
+    if (query->app == nullptr) {
+      return Finish(query, absl::NotFoundError(absl::StrCat(
+                               "no app named '", target.app, "'; GET /v2/apps lists them")));
     }
   } else {
-    query->variant = model.DefaultVariant();
-    if (query->variant == nullptr) {
-      return Finish(query, absl::UnavailableError(absl::StrCat(
-                               "model '", model.name, "' has no ready variant yet")));
+    query->scope = Query::Scope::kModel;
+    query->model = catalog.FindModel(target.model);
+    if (query->model == nullptr) return Finish(query, UnknownModelError(target.model));
+    query->app = catalog.FindApp(query->model->app);
+    if (!target.variant.empty()) {
+      query->scope = Query::Scope::kVariant;
+      query->pinned = query->model->FindVariant(target.variant);
+      if (query->pinned == nullptr) {
+        return Finish(query, UnknownVariantError(*query->model, target.variant));
+      }
+      if (!query->pinned->ready()) {
+        return Finish(query, absl::UnavailableError(absl::StrCat(
+                                 query->pinned->spec.key.ToString(), " is not ready (",
+                                 query->pinned->detail, ")")));
+      }
     }
   }
-  auto rows = model.spec.CheckAndOrderInputs(&request.inputs);
-  if (!rows.ok()) return Finish(query, rows.status());
-  for (const RequestedOutput& requested : request.outputs) {
-    bool known = false;
-    for (const TensorSpec& out : model.spec.outputs) known |= out.name == requested.name;
-    if (!known) {
-      return Finish(query, absl::InvalidArgumentError(
-                               absl::StrCat("model '", model.name, "' has no output named '",
-                                            requested.name, "'")));
-    }
-  }
-  Requirements requirements = request.requirements;
-  if (const CatalogApp* app = query->catalog->FindApp(model.app)) {
-    requirements = requirements.Or(app->defaults);
-  }
-  query->best_effort = !requirements.latency_ms.has_value();
-  query->deadline = received + (requirements.latency_ms ? FromMillis(*requirements.latency_ms)
-                                                        : options_.default_timeout);
+  query->requirements = request.requirements;
+  if (query->app != nullptr) query->requirements = request.requirements.Or(query->app->defaults);
+  const std::optional<double>& latency = query->requirements.latency_ms;
+  query->best_effort = !latency.has_value();
+  query->deadline = received + (latency ? FromMillis(*latency) + options_.serving_allowance
+                                        : options_.default_timeout);
   query->id = std::move(request.id);
   query->outputs = std::move(request.outputs);
-  query->inputs = std::make_shared<const std::vector<Tensor>>(std::move(request.inputs));
+  query->unchecked_inputs = std::move(request.inputs);
   query->retries_left = options_.max_retries;
+  // A query that names a model is checked before anything is loaded for it.
+  if (query->model != nullptr) {
+    const VariantKey key = query->pinned != nullptr ? query->pinned->spec.key
+                                                    : VariantKey{query->model->name, ""};
+    if (absl::Status s = Choose(*query, key); !s.ok()) return Finish(query, s);
+    query->variant = query->pinned;
+  }
   Attempt(std::move(query));
 }
 
-void Dispatcher::Attempt(std::shared_ptr<Query> query) {
-  const VariantKey& key = query->variant->spec.key;
-  if (options_.clock->Now() >= query->deadline) {
-    return Finish(query, absl::DeadlineExceededError(absl::StrCat(
-                             "the deadline passed before ", key.ToString(), " could run it")));
+absl::Status Dispatcher::Choose(Query& query, const VariantKey& key) {
+  if (query.model == nullptr || query.model->name != key.model) {
+    query.model = query.catalog->FindModel(key.model);
+    if (query.model == nullptr) return UnknownModelError(key.model);
   }
+  if (!key.variant.empty()) {
+    query.variant = query.model->FindVariant(key.variant);
+    if (query.variant == nullptr) return UnknownVariantError(*query.model, key.variant);
+  }
+  if (query.inputs_checked) return absl::OkStatus();
+  const CatalogModel& model = *query.model;
+  auto rows = model.spec.CheckAndOrderInputs(&query.unchecked_inputs);
+  if (!rows.ok()) return rows.status();
+  for (const RequestedOutput& requested : query.outputs) {
+    bool known = false;
+    for (const TensorSpec& out : model.spec.outputs) known |= out.name == requested.name;
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", model.name,
+                                                     "' has no output named '", requested.name,
+                                                     "'"));
+    }
+  }
+  query.inputs = std::make_shared<const std::vector<Tensor>>(std::move(query.unchecked_inputs));
+  query.inputs_checked = true;
+  return absl::OkStatus();
+}
+
+void Dispatcher::Attempt(std::shared_ptr<Query> query) {
+  if (options_.clock->Now() >= query->deadline) {
+    return Finish(query, absl::DeadlineExceededError(
+                             "the deadline passed before an instance could run the query"));
+  }
+  std::shared_ptr<const policy::SelectionIndex> index = options_.cluster->selection_index();
+  policy::SelectionRequest request;
+  switch (query->scope) {
+    case Query::Scope::kVariant:
+      request.pinned = index->FindVariant(query->pinned->spec.key);
+      break;
+    case Query::Scope::kModel:
+      request.model = index->FindModel(query->model->name);
+      break;
+    case Query::Scope::kApp:
+      request.app = index->FindApp(query->app->name);
+      break;
+  }
+  if (request.pinned == policy::kNoId && request.model == policy::kNoId &&
+      request.app == policy::kNoId) {
+    if (query->scope == Query::Scope::kApp) {
+      return Finish(query, absl::UnavailableError(absl::StrCat(
+                               "app '", query->app->name,
+                               "' has no profiled variant yet; its models are being profiled")));
+    }
+    return AttemptUnprofiled(std::move(query));
+  }
+  request.requirements = query->requirements;
+  request.now = options_.clock->Now();
+  request.deadline = query->deadline;
+  LoadWaiter waiter = [this, query](absl::Status status) mutable {
+    if (!status.ok()) return Finish(query, status);
+    Attempt(std::move(query));
+  };
+  SelectionResult result = options_.cluster->Select(request, waiter);
+  if (result.load.has_value()) {
+    const CatalogModel* model = query->catalog->FindModel(result.load->variant.model);
+    const CatalogVariant* variant =
+        model != nullptr ? model->FindVariant(result.load->variant.variant) : nullptr;
+    if (variant != nullptr) {
+      options_.placer->StartLoad(result.load->worker_id, *variant, 1);
+    } else {
+      options_.cluster->FinishLoad(result.load->worker_id, result.load->variant,
+                                   absl::NotFoundError("the variant left the catalog"));
+    }
+  }
+  using policy::SelectionOutcome;
+  switch (result.decision.outcome) {
+    case SelectionOutcome::kUnsatisfiable:
+      // No option in scope at all: the variants are not profiled yet.
+      if (result.decision.closest == policy::kNoId && query->scope != Query::Scope::kApp) {
+        return AttemptUnprofiled(std::move(query));
+      }
+      if (result.decision.closest == policy::kNoId) {
+        return Finish(query, absl::UnavailableError(absl::StrCat(
+                                 "app '", query->app->name,
+                                 "' has no profiled variant yet; its models are being profiled")));
+      }
+      return Finish(query, absl::FailedPreconditionError(result.explanation));
+    case SelectionOutcome::kUnavailable:
+      return Finish(query, result.decision.unavailable == policy::UnavailableReason::kDeadline
+                               ? absl::DeadlineExceededError(result.explanation)
+                               : absl::UnavailableError(result.explanation));
+    default:
+      break;
+  }
+  if (absl::Status s = Choose(*query, result.variant); !s.ok()) {
+    if (result.route.has_value()) options_.cluster->Release(result.route->worker_id, result.variant);
+    return Finish(query, s);
+  }
+  if (result.waiting_for_load) return;  // the waiter runs Attempt again
+  if (!result.route.has_value()) {
+    return Finish(query, absl::UnavailableError("no instance could take the query"));
+  }
+  Send(std::move(query), *std::move(result.route));
+}
+
+void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
+  if (query->variant == nullptr) query->variant = query->model->DefaultVariant();
+  if (query->variant == nullptr) {
+    return Finish(query, absl::UnavailableError(
+                             absl::StrCat("model '", query->model->name,
+                                          "' has no ready variant yet")));
+  }
+  const VariantKey& key = query->variant->spec.key;
   if (std::optional<Route> route = options_.cluster->PickReady(key)) {
     return Send(std::move(query), *std::move(route));
   }
-  if (query->waited_for_load) {
-    // Loaded, but the instance went away before this query could use it.
-    if (query->retries_left-- <= 0) {
-      return Finish(query, absl::UnavailableError(
-                               absl::StrCat(key.ToString(), " was loaded but is gone again")));
-    }
+  if (query->waited_for_load && query->retries_left-- <= 0) {
+    return Finish(query, absl::UnavailableError(
+                             absl::StrCat(key.ToString(), " was loaded but is gone again")));
   }
   query->waited_for_load = true;
   options_.placer->EnsureLoaded(*query->variant, [this, query](absl::Status status) mutable {
@@ -112,7 +225,7 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
           if (code == absl::StatusCode::kNotFound) options_.cluster->RemoveInstance(worker, key);
           if ((code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnavailable) &&
               query->retries_left-- > 0) {
-            return Attempt(std::move(query));
+            return Attempt(std::move(query));  // the policy chooses again
           }
           if (code == absl::StatusCode::kNotFound) {
             return Finish(query, absl::UnavailableError(reply.status().message()));

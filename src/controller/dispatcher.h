@@ -1,7 +1,10 @@
 // The data path from a parsed request to a worker and back (DESIGN §3):
-// resolve what the query names, check its inputs, choose a variant and an
-// instance, load on demand, send it with its deadline, and retry once
-// elsewhere if the worker is lost on the way.
+// resolve what the query names (an app, a model, or one variant), check its
+// inputs, let the selection policy choose the variant and instance (or a
+// load), send it with its deadline, and retry once elsewhere if the worker
+// is lost on the way. Until a model's variants are profiled, the policy
+// has nothing to price or time them with; such queries go to the model's
+// registered variant, loaded on demand.
 //
 // Thread-safety: thread-safe. Infer never blocks; its callback runs on a
 // transport or control thread.
@@ -40,6 +43,11 @@ class Dispatcher {
     const Clock* clock = SteadyClock::Get();
     // The deadline of a query that states no latency objective.
     Nanos default_timeout = 30 * kSecond;
+    // A latency objective bounds the serving variant's own latency and
+    // queueing (what profiles measure, as in INFaaS); the query's deadline
+    // adds this allowance for the front-end and network hops, which no
+    // profile sees.
+    Nanos serving_allowance = 2 * kMillisecond;
     // Sends after the first when a worker is lost mid-query.
     int max_retries = 1;
     // Workers aim to answer this long before a query's deadline: the reply's
@@ -56,6 +64,11 @@ class Dispatcher {
  private:
   struct Query;
   void Attempt(std::shared_ptr<Query> query);
+  // Before a model's variants are profiled: its default variant, on demand.
+  void AttemptUnprofiled(std::shared_ptr<Query> query);
+  // Fixes the serving variant (and, for an app query, the model), checking
+  // the inputs against that model the first time.
+  absl::Status Choose(Query& query, const VariantKey& key);
   void Send(std::shared_ptr<Query> query, Route route);
   void Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result);
 

@@ -113,7 +113,7 @@ class Frontend {
     std::move(respond)(http::Response::Json(readiness->ready ? 200 : 503, j.dump()));
   }
 
-  void Infer(http::Request&& request, const http::PathParams& params, http::Responder respond) {
+  void Infer(http::Request&& request, InferTarget target, http::Responder respond) {
     Nanos received = o_.clock->Now();
     int64_t json_length = -1;
     absl::string_view header = request.GetHeader("Inference-Header-Content-Length");
@@ -132,7 +132,7 @@ class Frontend {
     std::vector<RequestedOutput> requested = parsed->outputs;
     bool all_binary = parsed->binary_outputs;
     o_.dispatcher->Infer(
-        TargetOf(params), *std::move(parsed), received,
+        std::move(target), *std::move(parsed), received,
         [respond = std::move(respond), requested = std::move(requested),
          all_binary](absl::StatusOr<InferResponse> result) mutable {
           if (!result.ok()) {
@@ -195,6 +195,18 @@ class Frontend {
       std::move (*shared_respond)(
           http::Response::Json(result->unchanged ? 200 : 201, RegistrationJson(*result).dump()));
     });
+  }
+
+  void SetAppDefaults(http::Request&& request, const http::PathParams& params,
+                      http::Responder respond) {
+    auto defaults = o_.registrar->SetAppDefaults(params.find("app")->second, request.body);
+    if (!defaults.ok()) {
+      std::move(respond)(ErrorResponse(defaults.status()));
+      return;
+    }
+    std::move(respond)(http::Response::Json(
+        200, json{{"name", params.find("app")->second}, {"defaults", RequirementsJson(*defaults)}}
+                 .dump()));
   }
 
   void RegistrationStatus(const http::PathParams& params, http::Responder respond) {
@@ -297,6 +309,7 @@ class Frontend {
             instances.push_back({{"worker", w.id},
                                  {"worker_type", w.type.name},
                                  {"phase", std::string(InstancePhaseName(inst.phase))},
+                                 {"state", std::string(policy::InstanceStateName(inst.state))},
                                  {"replicas", inst.stats.replicas},
                                  {"queue_length", inst.stats.queue_length},
                                  {"arrival_qps", inst.stats.arrival_qps},
@@ -396,9 +409,13 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
                });
     router.Add("POST", absl::StrCat(base, "/infer"),
                [f](Request&& q, const PathParams& p, Responder r) {
-                 f->Infer(std::move(q), p, std::move(r));
+                 f->Infer(std::move(q), TargetOf(p), std::move(r));
                });
   }
+  // Model-less: Maitre picks the model, variant and worker (issue 6).
+  router.Add("POST", "/v2/apps/{app}/infer", [f](Request&& q, const PathParams& p, Responder r) {
+    f->Infer(std::move(q), InferTarget{p.find("app")->second, "", ""}, std::move(r));
+  });
   router.Add("POST", "/v2/apps/{app}/models/{model}",
              [f](Request&& q, const PathParams& p, Responder r) {
                f->Register(std::move(q), p, std::move(r));
@@ -407,6 +424,9 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
              [f](Request&&, const PathParams&, Responder r) { f->ListApps(std::move(r)); });
   router.Add("GET", "/v2/apps/{app}", [f](Request&& q, const PathParams& p, Responder r) {
     f->GetApp(q, p, std::move(r));
+  });
+  router.Add("PUT", "/v2/apps/{app}", [f](Request&& q, const PathParams& p, Responder r) {
+    f->SetAppDefaults(std::move(q), p, std::move(r));
   });
   router.Add("GET", "/v2/apps/{app}/models/{model}/registration",
              [f](Request&&, const PathParams& p, Responder r) {

@@ -40,11 +40,12 @@ class Placer {
   // The worker a new instance of `variant` should go to, or "" if none fits.
   std::string ChooseWorker(const CatalogVariant& variant) const;
 
- private:
   // Sends the Load to the worker on the control queue; the instance must
-  // already be marked loading in the cluster.
+  // already be marked loading in the cluster (the selection policy's loads
+  // are).
   void StartLoad(const std::string& worker_id, const CatalogVariant& variant, int replicas);
 
+ private:
   const Options options_;
   absl::Mutex mu_;  // makes "is it loading? else start a load" atomic
 };

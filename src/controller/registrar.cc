@@ -1,5 +1,7 @@
 #include "controller/registrar.h"
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/profile_csv.h"
@@ -57,6 +59,7 @@ absl::StatusOr<std::shared_ptr<WorkerApi>> Registrar::ValidationWorker() const {
 absl::StatusOr<double> Registrar::Validate(const VariantSpec& spec,
                                            const std::string& valset_blob) {
   MAITRE_ASSIGN_OR_RETURN(std::shared_ptr<WorkerApi> worker, ValidationWorker());
+  absl::MutexLockMaybe measuring(options_.measurement_mu);
   absl::Status status;
   double accuracy = 0;
   if (!valset_blob.empty()) {
@@ -88,6 +91,41 @@ absl::StatusOr<RegistrationProgress> Registrar::Progress(const std::string& app,
         absl::StrCat("no registration of ", app, "/", model, " since the server started"));
   }
   return it->second;
+}
+
+absl::StatusOr<Requirements> Registrar::SetAppDefaults(const std::string& app,
+                                                       absl::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(
+        "app defaults must be a JSON object such as {\"latency_ms\": 50, \"min_accuracy\": 0.85}");
+  }
+  Requirements defaults;
+  struct Field {
+    const char* name;
+    std::optional<double>* value;
+    double lo, hi;
+  };
+  for (const Field& f : {Field{"latency_ms", &defaults.latency_ms, 1e-3, 3.6e6},
+                         Field{"min_accuracy", &defaults.min_accuracy, 0, 1},
+                         Field{"max_cost", &defaults.max_cost, 0, 1e9}}) {
+    auto it = j.find(f.name);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_number() || it->get<double>() < f.lo || it->get<double>() > f.hi) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", f.name, "\" must be a number between ", f.lo, " and ", f.hi));
+    }
+    *f.value = it->get<double>();
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (key != "latency_ms" && key != "min_accuracy" && key != "max_cost") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown app default \"", key, "\"; use latency_ms, min_accuracy, max_cost"));
+    }
+  }
+  MAITRE_RETURN_IF_ERROR(options_.registry->PutApp({app, defaults}));
+  MAITRE_RETURN_IF_ERROR(options_.catalog->Reload(*options_.registry));
+  return defaults;
 }
 
 absl::StatusOr<int> Registrar::ImportProfiles(absl::string_view csv) {

@@ -66,11 +66,18 @@ class Registrar {
     int evaluation_batch = 64;
     // Called after a model is registered (the variant pipeline takes over).
     std::function<void()> on_registered;
+    // Held while a worker measures anything (accuracy, profiles), so that
+    // two measurements never share the cores and spoil each other.
+    absl::Mutex* measurement_mu = nullptr;
   };
 
   explicit Registrar(Options options) : options_(options) {}
 
   absl::StatusOr<Registration> Register(const Upload& upload);
+
+  // Creates the app or replaces its default requirements, from JSON
+  // {"latency_ms", "min_accuracy", "max_cost"} (absent or null = none).
+  absl::StatusOr<Requirements> SetAppDefaults(const std::string& app, absl::string_view json);
 
   // Imports a profile CSV (DESIGN §6.4) for registered variants, all or
   // nothing; returns how many (variant, worker type) profiles were stored.

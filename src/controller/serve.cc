@@ -24,6 +24,7 @@
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
 #include "controller/registry_service.h"
+#include "controller/selection_catalogue.h"
 #include "controller/serving_metrics.h"
 #include "controller/variant_pipeline.h"
 #include "core/file_util.h"
@@ -89,11 +90,22 @@ class Controller {
     MAITRE_ASSIGN_OR_RETURN(registry_,
                             registry::Registry::Open({absl::StrCat(data_dir, "/registry.db")}));
     MAITRE_ASSIGN_OR_RETURN(blobs_, registry::BlobStore::Open({absl::StrCat(data_dir, "/blobs")}));
-    MAITRE_RETURN_IF_ERROR(catalog_.Reload(*registry_));
 
     Cluster::Options cluster_options;
     cluster_options.types = types;
     cluster_ = std::make_unique<Cluster>(cluster_options);
+    // Every catalog change rebuilds the selection index (off the data path).
+    catalog_.OnReload([this, types](const std::shared_ptr<const CatalogSnapshot>& snapshot) {
+      auto previous = cluster_->selection_index();
+      auto index = BuildSelectionIndex(*snapshot, types, previous.get());
+      if (!index.ok()) {
+        spdlog::error("rebuilding the selection index: {}", index.status().message());
+        return;
+      }
+      cluster_->SetSelectionIndex(std::make_shared<const policy::SelectionIndex>(*std::move(index)),
+                                  ModelSloMs(*snapshot));
+    });
+    MAITRE_RETURN_IF_ERROR(catalog_.Reload(*registry_));
     // Two control threads: a long validation must not hold up every load.
     control_ = std::make_unique<WorkQueue>(2);
     MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metrics_registry_, cluster_.get()));
@@ -104,6 +116,7 @@ class Controller {
     dispatcher_options.placer = placer_.get();
     dispatcher_options.metrics = metrics_.get();
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
+    dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
     VariantPipeline::Options pipeline_options;
     pipeline_options.registry = registry_.get();
@@ -111,10 +124,12 @@ class Controller {
     pipeline_options.catalog = &catalog_;
     pipeline_options.cluster = cluster_.get();
     pipeline_options.generators = PythonGenerators(absl::StrCat(data_dir, "/generator"));
+    pipeline_options.measurement_mu = &measurement_mu_;
     pipeline_ = std::make_unique<VariantPipeline>(pipeline_options);
     Registrar::Options registrar_options{registry_.get(), blobs_.get(), &catalog_,
                                          cluster_.get()};
     registrar_options.on_registered = [this] { pipeline_->Kick(); };
+    registrar_options.measurement_mu = &measurement_mu_;
     registrar_ = std::make_unique<Registrar>(registrar_options);
 
     // gRPC: the public inference service and the workers' registry service.
@@ -230,6 +245,7 @@ class Controller {
   std::unique_ptr<ServingMetrics> metrics_;
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  absl::Mutex measurement_mu_;  // one measurement on the workers at a time
   std::unique_ptr<VariantPipeline> pipeline_;
   std::unique_ptr<Registrar> registrar_;
   std::unique_ptr<RegistryService> registry_service_;

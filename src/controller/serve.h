@@ -27,6 +27,9 @@ struct ServeOptions {
   size_t max_body_bytes = size_t{256} << 20;
   int http_threads = 1;
   double default_timeout_s = 30;
+  // Added to a query's latency objective to make its deadline: the time the
+  // front-end and network hops take, which profiles do not measure.
+  double serving_allowance_ms = 2;
   // The maitre executable the local provider launches workers from.
   // Empty: this process's own executable.
   std::string binary;

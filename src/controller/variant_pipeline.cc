@@ -207,6 +207,7 @@ bool VariantPipeline::MeasureAccuracy(const ModelRecord& model, VariantRecord va
     }
   }
   if (worker == nullptr) return false;  // wait for a worker
+  absl::MutexLockMaybe measuring(options_.measurement_mu);
   auto result = worker->Evaluate(SpecOf(model, variant), model.valset_blob,
                                  options_.profiling.evaluation_batch);
   if (!result.ok() && Transient(result.status())) {
@@ -246,7 +247,11 @@ bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantReco
     request.warmup = options_.profiling.warmup;
     request.repetitions = options_.profiling.repetitions;
     spdlog::info("variant pipeline: profiling {} on {}", variant.key.ToString(), type.name);
-    auto profile = worker->ProfileVariant(SpecOf(model, variant), request);
+    absl::StatusOr<Profile> profile;
+    {
+      absl::MutexLockMaybe measuring(options_.measurement_mu);
+      profile = worker->ProfileVariant(SpecOf(model, variant), request);
+    }
     if (!profile.ok()) {
       spdlog::warn("variant pipeline: profiling {} on {} failed: {}", variant.key.ToString(),
                    type.name, profile.status().message());

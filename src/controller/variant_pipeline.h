@@ -58,6 +58,8 @@ class VariantPipeline {
     Cluster* cluster = nullptr;
     VariantGenerators generators;
     ProfilingOptions profiling;
+    // Shared with the registrar: one measurement on the cluster at a time.
+    absl::Mutex* measurement_mu = nullptr;
   };
 
   explicit VariantPipeline(Options options);

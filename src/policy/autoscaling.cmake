@@ -1,1 +1,25 @@
-# Autoscaling policies: targets are added here.
+# Autoscaling, placement and provisioning policies (issue 7; issue 4's
+# infaas-table3). Pure policies in maitre_policy_autoscaling; the CBC
+# reference ILP in its own library so that only its users link CBC.
+
+maitre_library(maitre_policy_autoscaling
+  SRCS autoscaling_model.cc autoscaling_cluster.cc placement.cc provisioning.cc
+  DEPS maitre_core absl::status absl::statusor absl::strings absl::str_format absl::span)
+
+maitre_library(maitre_policy_autoscaling_ilp
+  SRCS autoscaling_ilp.cc
+  DEPS maitre_policy_autoscaling PkgConfig::CBC)
+
+maitre_test(autoscaling_test
+  SRCS autoscaling_model_test.cc autoscaling_model_property_test.cc autoscaling_ilp_test.cc
+       autoscaling_cluster_test.cc placement_test.cc provisioning_test.cc
+  DEPS maitre_policy_autoscaling maitre_policy_autoscaling_ilp)
+
+maitre_bench(autoscaling_bench
+  SRCS autoscaling_bench.cc
+  DEPS maitre_policy_autoscaling maitre_policy_autoscaling_ilp)
+
+# INFaaS Table 3 (examples/experiments/infaas-table3/run calls it).
+add_executable(infaas_table3 provisioning_table3_main.cc)
+target_link_libraries(infaas_table3 PRIVATE maitre_policy_autoscaling nlohmann_json::nlohmann_json)
+target_include_directories(infaas_table3 PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -47,22 +47,22 @@ absl::StatusOr<std::unique_ptr<BatchingPolicy>> CreateBatchingPolicy(const Batch
       return std::make_unique<TimeoutBatching>(options.max_batch, options.max_queue_delay);
     }
     return std::make_unique<TimeoutBatching>(options.max_batch, options.max_queue_delay,
-                                             LatencyTable::Build(profile, options.max_batch), p99);
+                                             LatencyTable::Build(profile, options.max_batch, options.dispatch_margin), p99);
   }
   if (options.policy == "proteus") {
     if (auto s = needs_profile(); !s.ok()) return s;
     return std::make_unique<ProteusBatching>(options.max_batch, options.slo,
-                                             LatencyTable::Build(profile, options.max_batch), p99);
+                                             LatencyTable::Build(profile, options.max_batch, options.dispatch_margin), p99);
   }
   if (options.policy == "nexus") {
     if (auto s = needs_profile(); !s.ok()) return s;
     return std::make_unique<NexusBatching>(options.max_batch, options.slo,
-                                           LatencyTable::Build(profile, options.max_batch));
+                                           LatencyTable::Build(profile, options.max_batch, options.dispatch_margin));
   }
   if (options.policy == "mark") {
     if (auto s = needs_profile(); !s.ok()) return s;
     return std::make_unique<MarkBatching>(options.max_batch, options.slo, options.expected_rate_qps,
-                                          LatencyTable::Build(profile, options.max_batch), p99);
+                                          LatencyTable::Build(profile, options.max_batch, options.dispatch_margin), p99);
   }
   if (options.policy == "clipper-aimd") {
     if (!(options.aimd_step > 0) || !(options.aimd_decrease > 0 && options.aimd_decrease < 1) ||

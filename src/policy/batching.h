@@ -92,6 +92,11 @@ struct BatchingOptions {
   // `proteus`, `nexus`, `mark`, `timeout`: plan service times with the
   // profile's median instead of its p99 (the default; see batching_proteus.h).
   bool plan_with_median = false;
+  // Added to every planned service time, so that a policy that waits until
+  // the last feasible moment still dispatches in time when the host wakes
+  // it late. The real worker sets it (a shared CPU is not punctual); the
+  // simulator leaves it at 0.
+  Nanos dispatch_margin = 0;
 };
 
 // `profile` is the variant's profile on this worker type; policies that plan

@@ -10,16 +10,18 @@ Nanos MillisToNanos(double ms) { return static_cast<Nanos>(std::llround(ms * kMi
 
 }  // namespace
 
-LatencyTable LatencyTable::Build(const Profile& profile, int32_t max_rows) {
+LatencyTable LatencyTable::Build(const Profile& profile, int32_t max_rows, Nanos margin) {
   LatencyTable table;
   if (profile.empty() || max_rows < 1) return table;
   table.profile_ = profile;
   table.max_rows_ = max_rows;
+  table.margin_ = margin;
   table.p50_.assign(max_rows + 2, 0);
   table.p99_.assign(max_rows + 2, 0);
   for (int32_t rows = 1; rows <= max_rows + 1; ++rows) {
-    table.p50_[rows] = std::max(table.p50_[rows - 1], MillisToNanos(profile.LatencyAt(rows)));
-    table.p99_[rows] = std::max(table.p99_[rows - 1], MillisToNanos(profile.P99At(rows)));
+    table.p50_[rows] =
+        std::max(table.p50_[rows - 1], MillisToNanos(profile.LatencyAt(rows)) + margin);
+    table.p99_[rows] = std::max(table.p99_[rows - 1], MillisToNanos(profile.P99At(rows)) + margin);
   }
   return table;
 }
@@ -29,7 +31,7 @@ Nanos LatencyTable::Lookup(const std::vector<Nanos>& table, int32_t rows, bool p
   if (rows < 1) rows = 1;
   if (rows < static_cast<int32_t>(table.size())) return table[rows];
   double ms = p99 ? profile_.P99At(rows) : profile_.LatencyAt(rows);
-  return std::max(table.back(), MillisToNanos(ms));
+  return std::max(table.back(), MillisToNanos(ms) + margin_);
 }
 
 int32_t LatencyTable::MaxRowsWithin(Nanos budget, bool p99) const {

@@ -24,7 +24,10 @@ class LatencyTable {
   // query still fit?"). Values are made non-decreasing in rows: measured
   // profiles can dip between sizes through noise, but a batch is never
   // planned to be faster than a smaller one (it could always be padded).
-  static LatencyTable Build(const Profile& profile, int32_t max_rows);
+  // `margin` is added to every time: a real worker's wake-ups are late by
+  // scheduling jitter, so policies that wait until the last feasible moment
+  // plan with that much slack (the simulator, being exact, uses 0).
+  static LatencyTable Build(const Profile& profile, int32_t max_rows, Nanos margin = 0);
 
   bool empty() const { return p50_.empty(); }
   int32_t max_rows() const { return max_rows_; }
@@ -41,6 +44,7 @@ class LatencyTable {
 
   Profile profile_;  // for sizes past the table (a single oversized query)
   int32_t max_rows_ = 0;
+  Nanos margin_ = 0;
   std::vector<Nanos> p50_;  // index = rows; [0] unused
   std::vector<Nanos> p99_;
 };

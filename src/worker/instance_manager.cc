@@ -26,7 +26,13 @@ std::vector<Tensor> ZeroRow(const ModelSpec& spec) {
   return row;
 }
 
-InstanceManager::InstanceManager(Options options) : options_(std::move(options)) {}
+InstanceManager::InstanceManager(Options options)
+    : options_(std::move(options)), batching_policy_(options_.batching.policy) {}
+
+void InstanceManager::SetBatchingPolicy(const std::string& policy) {
+  absl::MutexLock lock(&batching_mu_);
+  batching_policy_ = policy;
+}
 
 InstanceManager::~InstanceManager() { StopAll(); }
 
@@ -77,12 +83,17 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
   LoadOutcome outcome;
   outcome.load_ms = ToMillis(options_.clock->Now() - start);
 
+  policy::BatchingOptions batching = options_.batching;
+  {
+    absl::MutexLock lock(&batching_mu_);
+    batching.policy = batching_policy_;
+  }
   Profile profile;
   if (!profile_points.empty()) {
     auto created = Profile::Create(std::move(profile_points), outcome.load_ms, 0);
     if (created.ok()) profile = *std::move(created);
   }
-  if (profile.empty() && options_.batching.policy != "timeout") {
+  if (profile.empty() && batching.policy != "timeout") {
     // The planning policies need service times; measure a quick profile on
     // the first replica rather than guess.
     runtime::MeasureOptions quick;
@@ -96,7 +107,6 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
                             runtime::MeasureLatencies(*executors[0], ZeroRow(spec.spec), quick));
     MAITRE_ASSIGN_OR_RETURN(profile, Profile::Create(std::move(points), outcome.load_ms, 0));
   }
-  policy::BatchingOptions batching = options_.batching;
   if (!profile.empty()) batching.max_batch = std::min(batching.max_batch, profile.max_batch());
   MAITRE_ASSIGN_OR_RETURN(auto policy, policy::CreateBatchingPolicy(batching, profile));
 

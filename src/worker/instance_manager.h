@@ -45,13 +45,24 @@ struct ProfileOptions {
   std::vector<Tensor> sample;  // one example row; zeros when empty
 };
 
+inline policy::BatchingOptions WorkerBatchingDefaults() {
+  policy::BatchingOptions o;
+  o.dispatch_margin = kMillisecond;
+  // Best-effort queries never wait (see Instance); for queries with a
+  // latency objective the policy decides.
+  o.max_queue_delay = 0;
+  return o;
+}
+
 class InstanceManager {
  public:
   struct Options {
     std::string cache_dir;         // blobs are cached under cache_dir/blobs
     BlobSource* blobs = nullptr;   // not owned
     const Clock* clock = SteadyClock::Get();
-    policy::BatchingOptions batching;
+    // The instances' batching policy. The worker plans with a dispatch
+    // margin of 1 ms (see BatchingOptions) unless this sets another.
+    policy::BatchingOptions batching = WorkerBatchingDefaults();
   };
 
   explicit InstanceManager(Options options);
@@ -79,6 +90,10 @@ class InstanceManager {
   absl::StatusOr<runtime::Accuracy> Evaluate(const VariantSpec& spec,
                                              const std::string& valset_blob, int batch_size);
 
+  // The batching policy instances loaded from now on use (the controller
+  // says which when the worker registers).
+  void SetBatchingPolicy(const std::string& policy);
+
   void StopAll();
 
  private:
@@ -86,6 +101,8 @@ class InstanceManager {
   absl::StatusOr<std::unique_ptr<runtime::Executor>> NewExecutor(const VariantSpec& spec);
 
   const Options options_;
+  absl::Mutex batching_mu_;
+  std::string batching_policy_ ABSL_GUARDED_BY(batching_mu_);
   absl::Mutex fetch_mu_;  // one fetch at a time; the cache is shared
   mutable absl::Mutex mu_;
   std::map<VariantKey, std::shared_ptr<Instance>> instances_ ABSL_GUARDED_BY(mu_);

@@ -117,6 +117,9 @@ int RunWorker(const WorkerOptions& options) {
     registration->cores = std::min<int>(registration->cores, options.cores.size());
   }
   runtime::ConfigureProcessThreads(registration->cores);
+  if (!registration->batching_policy.empty()) {
+    manager.SetBatchingPolicy(registration->batching_policy);
+  }
   spdlog::info("worker {} ({}, {} core(s)) serving on {}", registration->worker_id, options.type,
                registration->cores, address);
 

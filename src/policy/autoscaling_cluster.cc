@@ -1,0 +1,336 @@
+#include "policy/autoscaling_cluster.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace maitre::policy {
+namespace {
+
+constexpr double kEps = 1e-9;
+
+enum class Resource { kCpu, kMemory };
+
+struct Figures {
+  double cpu = 0;
+  double memory = 0;
+  double overloaded = 0;
+};
+
+bool HasOverloaded(const ClusterWorker& w) {
+  for (const ClusterInstance& i : w.instances) {
+    if (i.state == InstanceState::kOverloaded) return true;
+  }
+  return false;
+}
+
+class Rules {
+ public:
+  Rules(const ClusterAutoscalerOptions& o, const ClusterSnapshot& s) : o_(o), s_(s) {
+    for (const WorkerType& t : o.types) types_[t.name] = &t;
+    for (const ClusterWorker& w : s.workers) ++count_[w.type];
+  }
+
+  const WorkerType& TypeOf(const ClusterWorker& w) const { return *types_.at(w.type); }
+
+  // Capacity-weighted utilisation and the share of workers with an Overloaded
+  // instance, over the workers for which `keep` is true.
+  template <typename Keep>
+  Figures Measure(Keep keep) const {
+    Figures f;
+    double cores = 0, memory = 0, used_cores = 0, used_memory = 0;
+    int workers = 0, overloaded = 0;
+    for (const ClusterWorker& w : s_.workers) {
+      if (!keep(w)) continue;
+      const WorkerType& t = TypeOf(w);
+      ++workers;
+      cores += t.cores;
+      memory += static_cast<double>(t.memory_mb);
+      if (w.starting) continue;  // empty capacity
+      used_cores += w.cpu_utilisation * t.cores;
+      used_memory += w.memory_utilisation * static_cast<double>(t.memory_mb);
+      if (HasOverloaded(w)) ++overloaded;
+    }
+    f.cpu = cores > 0 ? used_cores / cores : 0;
+    f.memory = memory > 0 ? used_memory / memory : 0;
+    f.overloaded = workers > 0 ? static_cast<double>(overloaded) / workers : 0;
+    return f;
+  }
+
+  bool UnderLimit(const std::string& type) const {
+    auto it = o_.max_workers.find(type);
+    int limit = it != o_.max_workers.end() ? it->second : o_.default_max_workers;
+    auto n = count_.find(type);
+    return (n != count_.end() ? n->second : 0) < limit;
+  }
+
+  // The cheapest type among `allowed` (all when empty) that is under its
+  // limit and holds an instance of `cores` / `memory_mb`. Ties: more of
+  // `resource`, then the name.
+  const WorkerType* Cheapest(const std::set<std::string>& allowed, double cores, double memory_mb,
+                             Resource resource) const {
+    const WorkerType* best = nullptr;
+    for (const WorkerType& t : o_.types) {
+      if (!allowed.empty() && allowed.count(t.name) == 0) continue;
+      if (!UnderLimit(t.name)) continue;
+      if (t.cores + kEps < cores) continue;
+      if (t.memory_mb > 0 && static_cast<double>(t.memory_mb) + kEps < memory_mb) continue;
+      if (best == nullptr) {
+        best = &t;
+        continue;
+      }
+      auto amount = [resource](const WorkerType& x) {
+        return resource == Resource::kCpu ? static_cast<double>(x.cores)
+                                          : static_cast<double>(x.memory_mb);
+      };
+      if (t.price_per_hour != best->price_per_hour) {
+        if (t.price_per_hour < best->price_per_hour) best = &t;
+      } else if (amount(t) != amount(*best)) {
+        if (amount(t) > amount(*best)) best = &t;
+      } else if (t.name < best->name) {
+        best = &t;
+      }
+    }
+    return best;
+  }
+
+ private:
+  const ClusterAutoscalerOptions& o_;
+  const ClusterSnapshot& s_;
+  std::map<std::string, const WorkerType*> types_;
+  std::map<std::string, int> count_;
+};
+
+// A rule that holds: what it asks for.
+struct Need {
+  ClusterReason reason;
+  std::set<std::string> allowed_types;  // empty: any
+  double cores = 0;
+  double memory_mb = 0;
+  Resource resource = Resource::kCpu;
+  std::string detail;
+};
+
+}  // namespace
+
+absl::string_view ClusterReasonName(ClusterReason reason) {
+  switch (reason) {
+    case ClusterReason::kCpuUtilisation:
+      return "cpu-utilisation";
+    case ClusterReason::kMemoryUtilisation:
+      return "memory-utilisation";
+    case ClusterReason::kAllInterfered:
+      return "all-interfered";
+    case ClusterReason::kOverloaded:
+      return "overloaded";
+    case ClusterReason::kIdle:
+      return "idle";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::Create(
+    ClusterAutoscalerOptions options) {
+  if (options.types.empty()) return absl::InvalidArgumentError("no worker types");
+  std::set<std::string> names;
+  for (const WorkerType& t : options.types) {
+    if (!names.insert(t.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat("worker type ", t.name, " appears twice"));
+    }
+  }
+  auto fraction = [](double x) { return x > 0 && x <= 1; };
+  if (!fraction(options.utilisation_threshold) || !fraction(options.overloaded_fraction)) {
+    return absl::InvalidArgumentError("thresholds must be in (0, 1]");
+  }
+  if (!(options.removal_utilisation_limit >= 0) ||
+      options.removal_utilisation_limit > options.utilisation_threshold) {
+    return absl::InvalidArgumentError(
+        "removal_utilisation_limit must be in [0, utilisation_threshold], or a removal could "
+        "trigger an add");
+  }
+  if (options.min_workers < 0 || options.default_max_workers < 0 || options.add_cooldown < 0 ||
+      options.idle_cooldown < 0) {
+    return absl::InvalidArgumentError("limits and cool-downs must be non-negative");
+  }
+  return std::unique_ptr<ClusterAutoscaler>(new ClusterAutoscaler(std::move(options)));
+}
+
+absl::StatusOr<ClusterDecision> ClusterAutoscaler::Decide(const ClusterSnapshot& snapshot,
+                                                          const ClusterAutoscalerState& previous,
+                                                          Nanos now) const {
+  const ClusterAutoscalerOptions& o = options_;
+  std::set<std::string> known;
+  for (const WorkerType& t : o.types) known.insert(t.name);
+  for (const ClusterWorker& w : snapshot.workers) {
+    if (known.count(w.type) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker ", w.id, " has unknown type ", w.type));
+    }
+    if (!(w.cpu_utilisation >= 0) || !(w.memory_utilisation >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("worker ", w.id, " has negative utilisation"));
+    }
+  }
+  Rules rules(o, snapshot);
+  ClusterDecision decision;
+  decision.state = previous;
+  Figures now_figures = rules.Measure([](const ClusterWorker&) { return true; });
+  decision.cpu_utilisation = now_figures.cpu;
+  decision.memory_utilisation = now_figures.memory;
+  decision.overloaded_fraction = now_figures.overloaded;
+
+  // ---- what the rules ask for, in order ----
+  std::vector<Need> needs;
+  auto largest_on_hot = [&](Resource r) {
+    Need need;
+    for (const ClusterWorker& w : snapshot.workers) {
+      double u = r == Resource::kCpu ? w.cpu_utilisation : w.memory_utilisation;
+      if (w.starting || u <= o.utilisation_threshold) continue;
+      for (const ClusterInstance& i : w.instances) {
+        need.cores = std::max(need.cores, i.cores);
+        need.memory_mb = std::max(need.memory_mb, i.memory_mb);
+      }
+    }
+    need.resource = r;
+    return need;
+  };
+  if (now_figures.cpu > o.utilisation_threshold) {
+    Need need = largest_on_hot(Resource::kCpu);
+    need.reason = ClusterReason::kCpuUtilisation;
+    need.detail = absl::StrFormat("cpu utilisation %.0f%% > %.0f%% across %d workers",
+                                  100 * now_figures.cpu, 100 * o.utilisation_threshold,
+                                  static_cast<int>(snapshot.workers.size()));
+    needs.push_back(need);
+  }
+  if (now_figures.memory > o.utilisation_threshold) {
+    Need need = largest_on_hot(Resource::kMemory);
+    need.reason = ClusterReason::kMemoryUtilisation;
+    need.detail = absl::StrFormat("memory utilisation %.0f%% > %.0f%% across %d workers",
+                                  100 * now_figures.memory, 100 * o.utilisation_threshold,
+                                  static_cast<int>(snapshot.workers.size()));
+    needs.push_back(need);
+  }
+  for (const WorkerType& t : o.types) {
+    int counted = 0, interfered = 0;
+    bool starting = false;
+    Need need;
+    need.reason = ClusterReason::kAllInterfered;
+    need.allowed_types = {t.name};
+    for (const ClusterWorker& w : snapshot.workers) {
+      if (w.type != t.name) continue;
+      starting |= w.starting;
+      for (const ClusterInstance& i : w.instances) {
+        if (i.state == InstanceState::kInactive) continue;
+        ++counted;
+        if (i.state == InstanceState::kInterfered) {
+          ++interfered;
+          need.cores = std::max(need.cores, i.cores);
+          need.memory_mb = std::max(need.memory_mb, i.memory_mb);
+        }
+      }
+    }
+    if (counted == 0 || interfered < counted) continue;
+    if (starting) {
+      decision.held_back.push_back(absl::StrCat("every instance on ", t.name,
+                                                " is Interfered; a worker of it is starting"));
+      continue;
+    }
+    need.detail = absl::StrFormat("all %d active instances on %s workers are Interfered", counted,
+                                  t.name);
+    needs.push_back(need);
+  }
+  if (now_figures.overloaded > o.overloaded_fraction) {
+    Need need;
+    need.reason = ClusterReason::kOverloaded;
+    for (const ClusterWorker& w : snapshot.workers) {
+      if (w.starting || !HasOverloaded(w)) continue;
+      need.allowed_types.insert(w.type);
+      for (const ClusterInstance& i : w.instances) {
+        if (i.state != InstanceState::kOverloaded) continue;
+        need.cores = std::max(need.cores, i.cores);
+        need.memory_mb = std::max(need.memory_mb, i.memory_mb);
+      }
+    }
+    need.detail = absl::StrFormat("%.0f%% of workers have Overloaded instances (> %.0f%%)",
+                                  100 * now_figures.overloaded, 100 * o.overloaded_fraction);
+    needs.push_back(need);
+  }
+
+  // ---- at most one add ----
+  bool cooling = previous.last_add.has_value() && now - *previous.last_add < o.add_cooldown;
+  bool added = false;
+  for (const Need& need : needs) {
+    if (added) {
+      decision.held_back.push_back(absl::StrCat(need.detail, " (one add per round)"));
+      continue;
+    }
+    if (cooling) {
+      decision.held_back.push_back(absl::StrCat(need.detail, " (add cool-down)"));
+      continue;
+    }
+    const WorkerType* type = rules.Cheapest(need.allowed_types, need.cores, need.memory_mb,
+                                            need.resource);
+    if (type == nullptr) {
+      decision.held_back.push_back(
+          absl::StrCat(need.detail, " (no type that fits is below its worker limit)"));
+      continue;
+    }
+    ClusterAction add;
+    add.kind = ClusterAction::Kind::kAddWorker;
+    add.worker_type = type->name;
+    add.reason = need.reason;
+    add.detail = absl::StrFormat("%s: adding %s, the cheapest type that fits (%.4f $/h)",
+                                 need.detail, type->name, type->price_per_hour);
+    decision.actions.push_back(std::move(add));
+    decision.state.last_add = now;
+    added = true;
+  }
+  // A round that wanted capacity removes none, even when the add was held
+  // back.
+  if (!needs.empty()) return decision;
+
+  // ---- removals ----
+  std::vector<const ClusterWorker*> idle;
+  for (const ClusterWorker& w : snapshot.workers) {
+    if (!w.starting && w.idle_since.has_value() && now - *w.idle_since >= o.idle_cooldown) {
+      idle.push_back(&w);
+    }
+  }
+  std::sort(idle.begin(), idle.end(), [&](const ClusterWorker* a, const ClusterWorker* b) {
+    double pa = rules.TypeOf(*a).price_per_hour, pb = rules.TypeOf(*b).price_per_hour;
+    if (pa != pb) return pa > pb;
+    if (*a->idle_since != *b->idle_since) return *a->idle_since < *b->idle_since;
+    return a->id < b->id;
+  });
+  std::set<std::string> removed;
+  int remaining = static_cast<int>(snapshot.workers.size());
+  for (const ClusterWorker* w : idle) {
+    if (remaining - 1 < o.min_workers) break;
+    std::set<std::string> without = removed;
+    without.insert(w->id);
+    Figures after =
+        rules.Measure([&](const ClusterWorker& x) { return without.count(x.id) == 0; });
+    if (after.cpu > o.removal_utilisation_limit + kEps ||
+        after.memory > o.removal_utilisation_limit + kEps ||
+        after.overloaded > o.overloaded_fraction + kEps) {
+      decision.held_back.push_back(absl::StrFormat(
+          "%s is idle but removing it would leave cpu %.0f%% / memory %.0f%%", w->id,
+          100 * after.cpu, 100 * after.memory));
+      continue;
+    }
+    removed = std::move(without);
+    --remaining;
+    ClusterAction remove;
+    remove.kind = ClusterAction::Kind::kRemoveWorker;
+    remove.worker_type = w->type;
+    remove.worker_id = w->id;
+    remove.reason = ClusterReason::kIdle;
+    remove.detail = absl::StrFormat("%s idle for %.0f s (cool-down %.0f s)", w->id,
+                                    ToSeconds(now - *w->idle_since), ToSeconds(o.idle_cooldown));
+    decision.actions.push_back(std::move(remove));
+  }
+  return decision;
+}
+
+}  // namespace maitre::policy

@@ -1,0 +1,141 @@
+// The cluster (worker-level) autoscaler (INFaaS §4.2; DESIGN §1; issue 7):
+// the pure policy the controller runs every 2 s to decide when to add a
+// worker, of which type, and which idle workers to remove.
+//
+// Rules, in the order they are checked (AUTOSCALING_NOTES.md has the same
+// list with the reasoning):
+//   1. CPU (then memory) utilisation across workers, weighted by each
+//      worker's capacity and counting workers still starting as empty, is
+//      above `utilisation_threshold` (80%).
+//   2. Every instance on the workers of some type is Interfered (instances
+//      that are Inactive are not counted; at least one must be Interfered),
+//      and no worker of that type is already starting.
+//   3. More than `overloaded_fraction` (80%) of the workers have at least one
+//      Overloaded instance.
+// The first rule that holds (and is not held back by the add cool-down or
+// the per-type limits) adds one worker; at most one is added per round.
+// Which type: the cheapest (price per hour) that fits the need: it can hold
+// the largest instance that triggered the rule and is below its
+// `max_workers`. Rule 1 may pick any type (ties: more of the pressured
+// resource); rule 2 keeps the Interfered type (interference is relieved by
+// the same hardware, less shared); rule 3 picks among the types that host the
+// Overloaded instances (the hardware their variants are known to run on).
+// Removal: a worker idle for `idle_cooldown` is removed when no worker is
+// added this round, at least `min_workers` remain, and the remaining workers
+// stay within `removal_utilisation_limit` and `overloaded_fraction` (so that
+// a removal never triggers an add at the next round). The most expensive idle
+// worker goes first.
+//
+// Thread-safety: ClusterAutoscaler is immutable after Create; Decide() is
+// const. Value types are not synchronised.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/time.h"
+#include "core/worker_type.h"
+#include "policy/instance_state.h"
+
+namespace maitre::policy {
+
+struct ClusterInstance {
+  std::string variant;  // "model:variant", for the reasons
+  // From the instance state machine (policy/instance_state.h).
+  InstanceState state = InstanceState::kActive;
+  double cores = 0;  // what it takes on its worker
+  double memory_mb = 0;
+};
+
+struct ClusterWorker {
+  std::string id;
+  std::string type;                 // a name in ClusterAutoscalerOptions::types
+  double cpu_utilisation = 0;       // 0..1 of its cores
+  double memory_utilisation = 0;    // 0..1 of its memory
+  std::vector<ClusterInstance> instances;
+  // Since when it has served no query (or held no instance); nullopt while
+  // busy.
+  std::optional<Nanos> idle_since;
+  // Launched but not yet serving: it counts as empty capacity, so the rules
+  // do not add another worker for the same need while it starts.
+  bool starting = false;
+};
+
+struct ClusterSnapshot {
+  std::vector<ClusterWorker> workers;
+};
+
+struct ClusterAutoscalerOptions {
+  std::vector<WorkerType> types;
+  // Per type; types not listed are limited by `default_max_workers`.
+  std::map<std::string, int> max_workers;
+  int default_max_workers = 8;
+  int min_workers = 1;
+  double utilisation_threshold = 0.8;
+  double overloaded_fraction = 0.8;
+  // After an add, no other add for this long (a new worker needs time to
+  // start and take load).
+  Nanos add_cooldown = 10 * kSecond;
+  Nanos idle_cooldown = 60 * kSecond;
+  double removal_utilisation_limit = 0.7;
+};
+
+enum class ClusterReason {
+  kCpuUtilisation,
+  kMemoryUtilisation,
+  kAllInterfered,
+  kOverloaded,
+  kIdle,
+};
+absl::string_view ClusterReasonName(ClusterReason reason);
+
+struct ClusterAction {
+  enum class Kind { kAddWorker, kRemoveWorker };
+  Kind kind = Kind::kAddWorker;
+  std::string worker_type;  // the type added, or the removed worker's type
+  std::string worker_id;    // kRemoveWorker
+  ClusterReason reason = ClusterReason::kCpuUtilisation;
+  std::string detail;  // one sentence with the figures
+};
+
+struct ClusterAutoscalerState {
+  std::optional<Nanos> last_add;
+};
+
+struct ClusterDecision {
+  std::vector<ClusterAction> actions;
+  ClusterAutoscalerState state;  // pass back on the next call
+  // The figures the rules saw, for metrics.
+  double cpu_utilisation = 0;
+  double memory_utilisation = 0;
+  double overloaded_fraction = 0;
+  // Needs that held but could not be acted on (limits, cool-down).
+  std::vector<std::string> held_back;
+};
+
+class ClusterAutoscaler {
+ public:
+  // InvalidArgument for thresholds outside (0, 1], an empty or duplicated
+  // type table, or removal_utilisation_limit above the threshold.
+  static absl::StatusOr<std::unique_ptr<ClusterAutoscaler>> Create(
+      ClusterAutoscalerOptions options);
+
+  const ClusterAutoscalerOptions& options() const { return options_; }
+
+  // InvalidArgument when a worker names an unknown type or has a negative
+  // utilisation.
+  absl::StatusOr<ClusterDecision> Decide(const ClusterSnapshot& snapshot,
+                                         const ClusterAutoscalerState& previous,
+                                         Nanos now) const;
+
+ private:
+  explicit ClusterAutoscaler(ClusterAutoscalerOptions options) : options_(std::move(options)) {}
+  ClusterAutoscalerOptions options_;
+};
+
+}  // namespace maitre::policy
