@@ -3,8 +3,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "cli/bench_command.h"
 #include "cli/client_commands.h"
 #include "controller/serve.h"
+#include "sim/experiment.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -50,6 +52,15 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--serving-allowance-ms", serve.serving_allowance_ms,
                         "Added to a latency objective to make the deadline (network hops)")
       ->capture_default_str();
+  serve_cmd->add_option("--model-autoscaler", serve.model_autoscaler,
+                        "infaas, horizontal or off")
+      ->capture_default_str();
+  serve_cmd->add_option("--cluster-autoscaler", serve.cluster_autoscaler,
+                        "Add and retire local workers with the load (true/false)")
+      ->capture_default_str();
+  serve_cmd->add_option("--max-workers", serve.max_workers,
+                        "Most local workers of each type, type:n,... (default: what the free "
+                        "cores allow)");
   serve_cmd->add_option("--default-timeout", serve.default_timeout_s,
                         "Seconds a query without a latency objective may take")
       ->capture_default_str();
@@ -130,6 +141,18 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--server", profiles.server, "Server URL")->capture_default_str();
   export_cmd->callback([&] { exit_code = maitre::cli::RunProfilesExport(profiles); });
 
+  std::string sim_config, sim_out;
+  CLI::App* sim_cmd = app.add_subcommand("sim", "Run an experiment in the simulator");
+  sim_cmd->add_option("--config", sim_config, "Experiment YAML")->required();
+  sim_cmd->add_option("--out", sim_out, "Output directory")->required();
+  sim_cmd->callback([&] {
+    absl::Status s = maitre::sim::RunExperimentFile(sim_config, sim_out);
+    if (!s.ok()) {
+      std::fprintf(stderr, "maitre sim: %s\n", std::string(s.message()).c_str());
+      exit_code = 1;
+    }
+  });
+
   maitre::cli::ListArgs list;
   list.server = kDefaultServer;
   for (auto [name, help] : {std::pair{"apps", "List apps"}, {"models", "List models"}}) {
@@ -144,6 +167,8 @@ int main(int argc, char** argv) {
   apps_cmd->add_option("--max-cost", list.max_cost, "Set the app's default cost ceiling ($/h)");
   apps_cmd->callback([&] { exit_code = maitre::cli::RunApps(list); });
   app.get_subcommand("models")->callback([&] { exit_code = maitre::cli::RunModels(list); });
+
+  maitre::cli::AddBenchCommand(app, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

@@ -11,6 +11,8 @@ absl::string_view InstancePhaseName(InstancePhase phase) {
       return "loading";
     case InstancePhase::kReady:
       return "ready";
+    case InstancePhase::kUnloading:
+      return "unloading";
     case InstancePhase::kFailed:
       break;
   }
@@ -246,6 +248,17 @@ void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
     }
   }
   for (LoadWaiter& waiter : waiters) std::move(waiter)(status);
+}
+
+void Cluster::BeginUnload(const std::string& worker_id, const VariantKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto w = workers_.find(worker_id);
+  if (w == workers_.end()) return;
+  auto inst = w->second.instances.find(key);
+  if (inst == w->second.instances.end()) return;
+  inst->second.phase = InstancePhase::kUnloading;
+  inst->second.phase_since = options_.clock->Now();
+  LiveRemoveInstanceLocked(inst->second);
 }
 
 void Cluster::RemoveInstance(const std::string& worker_id, const VariantKey& key) {

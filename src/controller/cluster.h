@@ -28,10 +28,10 @@
 namespace maitre::controller {
 
 // Where an instance is in its life on a worker (see docs/architecture.md).
-//   kLoading --Load ok--> kReady --Unload--> (removed)
+//   kLoading --Load ok--> kReady --unload asked--> kUnloading --done--> (removed)
 //   kLoading --Load failed--> kFailed --retry after a pause--> kLoading
 // A worker's loss removes all its instances.
-enum class InstancePhase { kLoading, kReady, kFailed };
+enum class InstancePhase { kLoading, kReady, kFailed, kUnloading };
 absl::string_view InstancePhaseName(InstancePhase phase);
 
 // One instance's figures from its worker's last report.
@@ -150,6 +150,9 @@ class Cluster {
                          LoadWaiter waiter);
   // Ends a load; waiters are told (outside the lock).
   void FinishLoad(const std::string& worker_id, const VariantKey& key, absl::Status status);
+  // Marks an instance as being unloaded: no query is routed to it, and the
+  // worker's reports (which still list it) do not bring it back.
+  void BeginUnload(const std::string& worker_id, const VariantKey& key);
   // Removes an instance after it was unloaded.
   void RemoveInstance(const std::string& worker_id, const VariantKey& key);
   // When `key` last failed to load anywhere, and why (for backing off).

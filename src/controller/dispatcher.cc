@@ -22,7 +22,8 @@ struct Dispatcher::Query {
   std::vector<Tensor> unchecked_inputs;  // until the model is known
   std::shared_ptr<const std::vector<Tensor>> inputs;
   Nanos received = 0;
-  Nanos deadline = 0;
+  Nanos deadline = 0;   // give up: the objective plus the serving allowance
+  Nanos objective = 0;  // the latency objective (0: none)
   bool best_effort = false;  // no latency objective
   int retries_left = 0;
   bool waited_for_load = false;
@@ -65,6 +66,7 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
   if (query->app != nullptr) query->requirements = request.requirements.Or(query->app->defaults);
   const std::optional<double>& latency = query->requirements.latency_ms;
   query->best_effort = !latency.has_value();
+  if (latency) query->objective = received + FromMillis(*latency);
   query->deadline = received + (latency ? FromMillis(*latency) + options_.serving_allowance
                                         : options_.default_timeout);
   query->id = std::move(request.id);
@@ -212,6 +214,12 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
   send.timeout = query->deadline - options_.clock->Now();
   send.reply_margin = options_.reply_margin;
   send.best_effort = query->best_effort;
+  if (!query->best_effort) {
+    // A past objective is sent as "now": the worker then runs the query as
+    // soon as it can, within the hard deadline.
+    send.objective = std::max<Nanos>(
+        query->objective - options_.clock->Now() - options_.reply_margin, kMicrosecond);
+  }
   const VariantKey key = query->variant->spec.key;
   route.api->Infer(
       key, query->inputs, send,

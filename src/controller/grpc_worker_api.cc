@@ -48,6 +48,7 @@ class GrpcWorkerApi final : public WorkerApi {
     call->request.set_variant(key.variant);
     call->request.set_best_effort(options.best_effort);
     call->request.set_reply_margin_us(options.reply_margin / kMicrosecond);
+    call->request.set_objective_us(std::max<Nanos>(options.objective, 0) / kMicrosecond);
     for (const Tensor& t : *inputs) rpc::ToProto(Tensor(t), call->request.add_inputs());
     SetTimeout(&call->context, std::max<Nanos>(options.timeout, kMillisecond));
     stub_->async()->Infer(&call->context, &call->request, &call->response,

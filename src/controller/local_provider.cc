@@ -61,6 +61,28 @@ void LocalProvider::Kill(const std::string& worker_id) {
   }
 }
 
+bool LocalProvider::Retire(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [token, w] : launched_) {
+    if (w.worker_id != worker_id) continue;
+    auto desired = desired_.find(w.type);
+    if (desired != desired_.end() && desired->second.second > 0) --desired->second.second;
+    retiring_.insert(token);
+    kill(w.pid, SIGTERM);
+    return true;
+  }
+  return false;
+}
+
+std::map<std::string, int> LocalProvider::Starting() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int> starting;
+  for (const auto& [token, w] : launched_) {
+    if (w.worker_id.empty()) ++starting[w.type];
+  }
+  return starting;
+}
+
 std::vector<LaunchedWorker> LocalProvider::Launched() const {
   absl::MutexLock lock(&mu_);
   std::vector<LaunchedWorker> out;
@@ -156,6 +178,11 @@ void LocalProvider::ReapExitedLocked() {
       LaunchedWorker w = it->second;
       it = launched_.erase(it);
       if (stopping_) continue;
+      if (retiring_.erase(w.token) > 0) {
+        spdlog::info("local provider: worker {} ({} {}) retired", w.token, w.type, w.worker_id);
+        exited_.push_back(std::move(w));
+        continue;
+      }
       std::string how = WIFSIGNALED(status) ? absl::StrCat("killed by signal ", WTERMSIG(status))
                                             : absl::StrCat("exit code ", WEXITSTATUS(status));
       spdlog::warn("local provider: worker {} ({} {}, pid {}) ended: {}", w.token, w.type,
@@ -181,7 +208,9 @@ void LocalProvider::ReconcileLocked() {
   for (const auto& [name, entry] : desired_) {
     const auto& [type, want] = entry;
     int have = 0;
-    for (const auto& [token, w] : launched_) have += w.type == name ? 1 : 0;
+    for (const auto& [token, w] : launched_) {
+      have += w.type == name && retiring_.count(token) == 0 ? 1 : 0;
+    }
     if (have < want) {
       auto backoff = backoff_until_.find(name);
       if (backoff != backoff_until_.end() && now < backoff->second) continue;
@@ -190,9 +219,15 @@ void LocalProvider::ReconcileLocked() {
       // Stop the newest surplus worker; the cluster notices it leave.
       const LaunchedWorker* newest = nullptr;
       for (const auto& [token, w] : launched_) {
-        if (w.type == name && (newest == nullptr || w.started > newest->started)) newest = &w;
+        if (w.type == name && retiring_.count(token) == 0 &&
+            (newest == nullptr || w.started > newest->started)) {
+          newest = &w;
+        }
       }
-      if (newest != nullptr) kill(newest->pid, SIGTERM);
+      if (newest != nullptr) {
+        retiring_.insert(newest->token);
+        kill(newest->pid, SIGTERM);
+      }
     }
   }
 }

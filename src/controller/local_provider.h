@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,12 @@ class LocalProvider {
   // Kills the process behind `worker_id` if it is one of ours (the cluster
   // lost it, so it will be replaced).
   void Kill(const std::string& worker_id);
+  // Stops the worker behind `worker_id` for good: one fewer of its type is
+  // wanted, and it is that worker (not the newest) that goes. False if it is
+  // not one of ours.
+  bool Retire(const std::string& worker_id);
+  // Launched workers that have not registered yet, by type.
+  std::map<std::string, int> Starting() const;
   std::vector<LaunchedWorker> Launched() const;
 
  private:
@@ -80,6 +87,7 @@ class LocalProvider {
   std::map<std::string, Nanos> backoff_until_ ABSL_GUARDED_BY(mu_);      // by type
   std::map<std::string, int> quick_deaths_ ABSL_GUARDED_BY(mu_);         // by type
   std::vector<LaunchedWorker> exited_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> retiring_ ABSL_GUARDED_BY(mu_);  // tokens stopped on purpose
   int64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -28,6 +28,22 @@ std::string Placer::ChooseWorker(const CatalogVariant& variant) const {
   return best;
 }
 
+void Placer::Unload(const std::string& worker_id, const VariantKey& key) {
+  // Stop routing to it first; forget it once the worker has let it go.
+  options_.cluster->BeginUnload(worker_id, key);
+  options_.control->Post([this, worker_id, key] {
+    std::shared_ptr<WorkerApi> api = options_.cluster->Api(worker_id);
+    if (api == nullptr) return;
+    absl::Status status = api->Unload(key);
+    options_.cluster->RemoveInstance(worker_id, key);
+    if (status.ok()) {
+      spdlog::info("{} unloaded from {}", key.ToString(), worker_id);
+    } else {
+      spdlog::warn("unloading {} from {}: {}", key.ToString(), worker_id, status.message());
+    }
+  });
+}
+
 void Placer::EnsureLoaded(const CatalogVariant& variant, LoadWaiter done) {
   const VariantKey& key = variant.spec.key;
   std::string worker;

@@ -37,6 +37,10 @@ class Placer {
   void LoadOn(const std::string& worker_id, const CatalogVariant& variant, int replicas,
               LoadWaiter done);
 
+  // Unloads `key` from a worker (control queue) and forgets the instance;
+  // queries in flight there are answered first.
+  void Unload(const std::string& worker_id, const VariantKey& key);
+
   // The worker a new instance of `variant` should go to, or "" if none fits.
   std::string ChooseWorker(const CatalogVariant& variant) const;
 

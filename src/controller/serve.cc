@@ -24,6 +24,7 @@
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
 #include "controller/registry_service.h"
+#include "controller/scaling_loop.h"
 #include "controller/selection_catalogue.h"
 #include "controller/serving_metrics.h"
 #include "controller/variant_pipeline.h"
@@ -202,6 +203,29 @@ class Controller {
 
     pipeline_->Start();
     pipeline_->Kick();  // resume whatever a previous run left unfinished
+    ScalingLoop::Options scaling;
+    scaling.catalog = &catalog_;
+    scaling.cluster = cluster_.get();
+    scaling.placer = placer_.get();
+    scaling.provider = provider_.get();
+    scaling.metrics = metrics_.get();
+    scaling.model_autoscaler = options.model_autoscaler;
+    scaling.cluster_autoscaler = options.cluster_autoscaler;
+    for (const auto& [type, n] : worker_counts) scaling.min_workers[type] = n;
+    if (!options.max_workers.empty()) {
+      MAITRE_ASSIGN_OR_RETURN(auto max_workers, ParseWorkerCounts(options.max_workers, types));
+      for (const auto& [type, n] : max_workers) scaling.max_workers[type] = n;
+    } else {
+      int free_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+      for (const auto& [type, n] : worker_counts) free_cores -= n * types.Find(type)->cores;
+      for (const WorkerType& t : types.types()) {
+        scaling.max_workers[t.name] =
+            scaling.min_workers[t.name] + std::max(0, free_cores) / t.cores;
+      }
+    }
+    MAITRE_ASSIGN_OR_RETURN(scaling_, ScalingLoop::Create(scaling));
+    scaling_->Start();
+
     maintenance_ = std::thread([this] {
       while (!SteadyClock::Get()->SleepUntil(SteadyClock::Get()->Now() + kReportInterval,
                                               &stopping_)) {
@@ -224,6 +248,7 @@ class Controller {
   ~Controller() {
     stopping_ = true;
     if (maintenance_.joinable()) maintenance_.join();
+    scaling_.reset();
     if (http_server_ != nullptr) http_server_->Stop();
     if (provider_ != nullptr) provider_->Stop();
     if (grpc_server_ != nullptr) {
@@ -254,6 +279,7 @@ class Controller {
   int grpc_port_ = 0;
   std::unique_ptr<http::Server> http_server_;
   std::unique_ptr<LocalProvider> provider_;
+  std::unique_ptr<ScalingLoop> scaling_;
   std::atomic<bool> stopping_{false};
   std::thread maintenance_;
 };

@@ -30,6 +30,15 @@ struct ServeOptions {
   // Added to a query's latency objective to make its deadline: the time the
   // front-end and network hops take, which profiles do not measure.
   double serving_allowance_ms = 2;
+  // The model autoscaler: "infaas" (replicate, upgrade, downgrade, shrink),
+  // "horizontal" (replicate and shrink only) or "off".
+  std::string model_autoscaler = "infaas";
+  // The cluster autoscaler adds and retires local workers; never fewer than
+  // --workers asks for, never more than max_workers ("type:n,..."). Empty:
+  // as many more as this machine has free cores for (more local processes
+  // on busy cores add contention, not capacity).
+  bool cluster_autoscaler = true;
+  std::string max_workers;
   // The maitre executable the local provider launches workers from.
   // Empty: this process's own executable.
   std::string binary;

@@ -59,6 +59,8 @@ class WorkerApi {
     Nanos timeout = 0;
     Nanos reply_margin = 0;
     bool best_effort = false;
+    // Time to the latency objective (batching aims for it); 0 = none.
+    Nanos objective = 0;
   };
   virtual void Infer(const VariantKey& key, std::shared_ptr<const std::vector<Tensor>> inputs,
                      const InferOptions& options, WorkerReplyCallback done) = 0;

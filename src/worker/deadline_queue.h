@@ -1,9 +1,9 @@
-// The queue of one instance: waiting queries ordered by deadline, earliest
-// first (ties keep arrival order). Batching policies read the deadlines as a
-// contiguous span; the payloads travel alongside.
-//
-// Because the order is by deadline, every query that has expired forms a
-// prefix, and a dispatch or drop always takes a prefix.
+// The queue of one instance: waiting queries ordered by the deadline the
+// batching policy plans with, earliest first (ties keep arrival order).
+// Policies read those deadlines as a contiguous span; the payloads travel
+// alongside. A dispatch or a policy's drop always takes a prefix; expiry,
+// which the owner judges by each payload's own hard deadline, may take any
+// entries (TakeWhere).
 //
 // Thread-safety: not synchronised; the owning Instance guards it.
 #pragma once
@@ -53,11 +53,32 @@ class DeadlineQueue {
     return out;
   }
 
-  // How many leading entries have a deadline at or before `now`.
-  size_t ExpiredCount(Nanos now) const {
-    size_t n = 0;
-    while (head_ + n < meta_.size() && meta_[head_ + n].deadline <= now) ++n;
-    return n;
+  // Removes and returns every entry whose payload satisfies `pred`, keeping
+  // the others in order. O(size).
+  template <typename Pred>
+  std::vector<Payload> TakeWhere(Pred pred) {
+    std::vector<Payload> taken;
+    size_t kept = head_;
+    for (size_t i = head_; i < meta_.size(); ++i) {
+      if (pred(payload_[i])) {
+        taken.push_back(std::move(payload_[i]));
+      } else {
+        if (kept != i) {
+          meta_[kept] = meta_[i];
+          payload_[kept] = std::move(payload_[i]);
+        }
+        ++kept;
+      }
+    }
+    meta_.resize(kept);
+    payload_.resize(kept);
+    return taken;
+  }
+
+  // Applies `f` to every payload (oldest position first).
+  template <typename F>
+  void ForEach(F f) const {
+    for (size_t i = head_; i < meta_.size(); ++i) f(payload_[i]);
   }
 
  private:

@@ -13,7 +13,6 @@ TEST(DeadlineQueueTest, OrdersByDeadlineKeepingArrivalOrderOnTies) {
   q.Push({3, 20, 1}, 4);
   ASSERT_EQ(q.size(), 4u);
   EXPECT_EQ(q.View()[0].deadline, 10);
-  EXPECT_EQ(q.ExpiredCount(20), 2u);
   EXPECT_EQ(q.PopFront(2), (std::vector<int>{2, 4}));
   EXPECT_EQ(q.PopFront(5), (std::vector<int>{1, 3}));
   EXPECT_TRUE(q.empty());
@@ -32,6 +31,16 @@ TEST(DeadlineQueueTest, StaysCorrectAcrossCompaction) {
     for (int v : q.PopFront(1)) EXPECT_EQ(v, next_out++);
   }
   EXPECT_EQ(next_out, 1000);
+}
+
+TEST(DeadlineQueueTest, TakeWhereKeepsTheRestInOrder) {
+  DeadlineQueue<int> q;
+  for (int i = 0; i < 6; ++i) q.Push({i, i, 1}, i);
+  (void)q.PopFront(1);
+  EXPECT_EQ(q.TakeWhere([](int v) { return v % 2 == 0; }), (std::vector<int>{2, 4}));
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_EQ(q.View()[1].deadline, 3);
+  EXPECT_EQ(q.PopFront(3), (std::vector<int>{1, 3, 5}));
 }
 
 }  // namespace

@@ -40,7 +40,14 @@ Instance::Instance(Options options)
 Instance::~Instance() { Stop(); }
 
 void Instance::StartReplicaLocked(size_t index) {
+  ++active_replicas_;
   threads_.emplace_back([this, index] { ReplicaLoop(index); });
+}
+
+void Instance::RemoveReplicas(int n) {
+  absl::MutexLock lock(&mu_);
+  retiring_ = std::min(retiring_ + std::max(0, n), active_replicas_ - 1);
+  ++version_;  // wake idle replicas so one of them retires
 }
 
 void Instance::AddReplica(std::unique_ptr<runtime::Executor> executor) {
@@ -52,7 +59,7 @@ void Instance::AddReplica(std::unique_ptr<runtime::Executor> executor) {
 
 int Instance::replicas() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<int>(executors_.size());
+  return active_replicas_;
 }
 
 void Instance::Submit(InferTask task) {
@@ -69,7 +76,8 @@ void Instance::Submit(InferTask task) {
       refused = absl::ResourceExhaustedError(
           absl::StrCat(key_.ToString(), " has ", queue_.size(), " queries waiting; try later"));
     } else {
-      policy::QueuedQuery meta{now, task.deadline, task.rows};
+      // The policy plans with the objective; expiry uses the hard deadline.
+      policy::QueuedQuery meta{now, std::min(task.objective, task.deadline), task.rows};
       if (!task.best_effort) ++queued_with_objective_;
       queue_.Push(meta, Pending{now, std::move(task)});
       ++version_;
@@ -90,10 +98,19 @@ std::vector<Instance::Pending> Instance::PopLocked(size_t n) {
 }
 
 std::vector<Instance::Pending> Instance::TakeExpiredLocked(Nanos now) {
-  size_t n = queue_.ExpiredCount(now);
-  if (n == 0) return {};
-  stats_.OnDropped(static_cast<int64_t>(n));
-  return PopLocked(n);
+  std::vector<Pending> expired =
+      queue_.TakeWhere([now](const Pending& p) { return p.task.deadline <= now; });
+  if (expired.empty()) return expired;
+  for (const Pending& p : expired) queued_with_objective_ -= p.task.best_effort ? 0 : 1;
+  ++version_;
+  stats_.OnDropped(static_cast<int64_t>(expired.size()));
+  return expired;
+}
+
+Nanos Instance::EarliestExpiryLocked() const {
+  Nanos earliest = kInfiniteFuture;
+  queue_.ForEach([&](const Pending& p) { earliest = std::min(earliest, p.task.deadline); });
+  return earliest;
 }
 
 void Instance::AnswerExpired(std::vector<Pending> expired) {
@@ -119,7 +136,7 @@ void Instance::ReaperLoop() {
       mu_.Lock();
       continue;
     }
-    Nanos wake = queue_.empty() ? kInfiniteFuture : queue_.front().deadline;
+    Nanos wake = EarliestExpiryLocked();
     Waiter waiter{this, version_};
     clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &Waiter::Ready), wake);
   }
@@ -129,6 +146,17 @@ void Instance::ReplicaLoop(size_t index) {
   absl::MutexLock lock(&mu_);
   runtime::Executor& executor = *executors_[index];
   while (!stopping_) {
+    if (retiring_ > 0) {
+      // Retire between batches: release the executor's memory now; the
+      // thread is joined when the instance stops.
+      --retiring_;
+      --active_replicas_;
+      std::unique_ptr<runtime::Executor> retired = std::move(executors_[index]);
+      mu_.Unlock();
+      retired.reset();
+      mu_.Lock();
+      return;
+    }
     Nanos now = clock_->Now();
     std::vector<Pending> expired = TakeExpiredLocked(now);
     if (!expired.empty()) {
@@ -153,15 +181,25 @@ void Instance::ReplicaLoop(size_t index) {
       continue;
     }
     if (decision.action == policy::BatchDecision::Action::kDrop && count > 0) {
-      std::vector<Pending> dropped = PopLocked(count);
-      stats_.OnDropped(count);
+      // The policy gives up on these queries' objective. Those that can
+      // still meet their hard deadline are served as soon as possible
+      // instead (best-effort); the rest are answered now.
+      std::vector<Pending> late;
+      for (Pending& p : PopLocked(count)) {
+        if (!p.task.best_effort && p.task.deadline > now) {
+          p.task.best_effort = true;
+          queue_.Push({p.arrival, p.task.deadline, p.task.rows}, std::move(p));
+        } else {
+          late.push_back(std::move(p));
+        }
+      }
+      stats_.OnDropped(static_cast<int64_t>(late.size()));
       mu_.Unlock();
-      AnswerExpired(std::move(dropped));
+      AnswerExpired(std::move(late));
       mu_.Lock();
       continue;
     }
-    Nanos wake = decision.wake_at;
-    if (!queue_.empty()) wake = std::min(wake, queue_.front().deadline);
+    Nanos wake = std::min(decision.wake_at, EarliestExpiryLocked());
     Waiter waiter{this, version_};
     clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &Waiter::Ready), wake);
   }
@@ -228,7 +266,7 @@ InstanceReport Instance::TakeReport() {
   absl::MutexLock lock(&mu_);
   InstanceReport report;
   report.key = key_;
-  report.replicas = static_cast<int>(executors_.size());
+  report.replicas = active_replicas_;
   report.queue_length = static_cast<int>(queue_.size());
   report.interval = stats_.TakeAndReset(clock_->Now());
   return report;

@@ -44,7 +44,11 @@ using InferCallback = absl::AnyInvocable<void(InferResult) &&>;
 struct InferTask {
   std::vector<Tensor> inputs;  // already checked against the model's spec
   int32_t rows = 1;
+  // The hard deadline: past it the query is answered DEADLINE_EXCEEDED.
   Nanos deadline = kInfiniteFuture;
+  // What batching aims for (the latency objective); kInfiniteFuture or a
+  // value past `deadline` means the deadline itself.
+  Nanos objective = kInfiniteFuture;
   // No latency objective: never held back to build a batch (see Instance).
   bool best_effort = false;
   InferCallback done;  // called exactly once
@@ -79,6 +83,10 @@ class Instance {
 
   // Adds a replica running `executor`. Used by the model autoscaler.
   void AddReplica(std::unique_ptr<runtime::Executor> executor);
+  // Retires `n` replicas (never the last): each finishes the batch it is
+  // running, releases its executor and stops taking work.
+  void RemoveReplicas(int n);
+  // Replicas serving now (retired ones excluded).
   int replicas() const;
 
   // Returns this interval's figures and starts a new interval.
@@ -100,8 +108,11 @@ class Instance {
   void ReaperLoop();
   // Removes expired tasks from the queue (caller answers them unlocked).
   std::vector<Pending> TakeExpiredLocked(Nanos now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every queue removal goes through here to keep the counters right.
+  // Every queue removal from the front goes through here to keep the
+  // counters right.
   std::vector<Pending> PopLocked(size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The earliest hard deadline in the queue.
+  Nanos EarliestExpiryLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AnswerExpired(std::vector<Pending> expired);
   void RunBatch(runtime::Executor& executor, std::vector<Pending> batch);
 
@@ -116,6 +127,8 @@ class Instance {
   std::vector<std::unique_ptr<runtime::Executor>> executors_ ABSL_GUARDED_BY(mu_);
   IntervalStats stats_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every queue change
+  int active_replicas_ ABSL_GUARDED_BY(mu_) = 0;
+  int retiring_ ABSL_GUARDED_BY(mu_) = 0;  // replicas asked to retire, not yet gone
   size_t queued_with_objective_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 

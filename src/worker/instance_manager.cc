@@ -63,12 +63,14 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
   replicas = std::max(1, replicas);
   std::shared_ptr<Instance> existing = Find(spec.key);
   if (existing != nullptr) {
+    // A load of a loaded variant sets its replica count.
     LoadOutcome outcome;
     Nanos start = options_.clock->Now();
     while (existing->replicas() < replicas) {
       MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
       existing->AddReplica(std::move(executor));
     }
+    if (existing->replicas() > replicas) existing->RemoveReplicas(existing->replicas() - replicas);
     outcome.load_ms = ToMillis(options_.clock->Now() - start);
     return outcome;
   }

@@ -68,8 +68,8 @@ class InstanceManager {
   explicit InstanceManager(Options options);
   ~InstanceManager();
 
-  // Loads `spec` with `replicas` replicas, or adds replicas to an instance
-  // already loaded. `profile` (may be empty) is what the batching policy
+  // Loads `spec` with `replicas` replicas, or sets the replica count of an
+  // instance already loaded (adding or retiring replicas). `profile` (may be empty) is what the batching policy
   // plans with; without one, a quick profile is measured when the policy
   // needs one.
   absl::StatusOr<LoadOutcome> Load(const VariantSpec& spec, int replicas,

@@ -145,3 +145,66 @@ TEST(InstanceTest, StopAnswersEverythingQueued) {
 
 }  // namespace
 }  // namespace maitre::worker
+
+namespace maitre::worker {
+namespace {
+
+TEST(InstanceTest, ReplicasCanBeAddedAndRetired) {
+  Fixture f;
+  f.instance->AddReplica(std::make_unique<FakeExecutor>());
+  f.instance->AddReplica(std::make_unique<FakeExecutor>());
+  EXPECT_EQ(f.instance->replicas(), 3);
+  f.instance->RemoveReplicas(5);  // never the last one
+  for (int i = 0; i < 1000 && f.instance->replicas() > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(f.instance->replicas(), 1);
+  Answer a;
+  f.Submit(a, 1, kSecond);
+  a.done.WaitForNotification();
+  EXPECT_TRUE(a.result.status.ok());
+  EXPECT_EQ(f.instance->TakeReport().replicas, 1);
+}
+
+}  // namespace
+}  // namespace maitre::worker
+
+namespace maitre::worker {
+namespace {
+
+TEST(InstanceTest, AQueryPastItsObjectiveIsStillServedBeforeItsDeadline) {
+  ManualClock clock(0);
+  auto fake = std::make_unique<FakeExecutor>();
+  FakeExecutor* executor = fake.get();
+  Instance::Options options;
+  options.key = {"m", "v"};
+  options.replicas.push_back(std::move(fake));
+  // With a profile, the timeout policy drops a head whose deadline passed.
+  options.policy = *policy::CreateBatchingPolicy(
+      {"timeout", 8, 0}, *Profile::Create({{1, 0.5, 0.6}, {8, 1, 1.2}}, 1, 1));
+  options.clock = &clock;
+  auto instance = *Instance::Create(std::move(options));
+
+  executor->Close();
+  Answer first, late;
+  InferTask busy;
+  busy.inputs.push_back(Row(1));
+  busy.deadline = kSecond;
+  busy.done = first.Callback();
+  instance->Submit(std::move(busy));
+  executor->AwaitRunning(1);
+  InferTask task;
+  task.inputs.push_back(Row(2));
+  task.objective = 5 * kMillisecond;
+  task.deadline = kSecond;
+  task.done = late.Callback();
+  instance->Submit(std::move(task));
+  clock.Advance(10 * kMillisecond);  // the objective passes while the replica is busy
+  executor->Open();
+  late.done.WaitForNotification();
+  EXPECT_TRUE(late.result.status.ok()) << late.result.status;
+  first.done.WaitForNotification();
+}
+
+}  // namespace
+}  // namespace maitre::worker

@@ -40,6 +40,9 @@ grpc::ServerUnaryReactor* WorkerService::Infer(grpc::CallbackServerContext* cont
                   : static_cast<int32_t>(task.inputs[0].shape[0]);
   task.deadline = DeadlineOnClock(*context, *clock_) - request->reply_margin_us() * kMicrosecond;
   task.best_effort = request->best_effort();
+  task.objective = request->objective_us() > 0
+                       ? std::min(task.deadline, clock_->Now() + request->objective_us() * kMicrosecond)
+                       : task.deadline;
   task.done = [reactor, response](InferResult result) {
     if (result.status.ok()) {
       for (Tensor& t : result.outputs) rpc::ToProto(std::move(t), response->add_outputs());

@@ -1,0 +1,351 @@
+#include "controller/scaling_loop.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+
+namespace maitre::controller {
+namespace {
+
+using Kind = policy::ModelScaleAction::Kind;
+
+// How long a capacity observed under overload is believed over the profile.
+constexpr Nanos kObservedMemory = 30 * kSecond;
+// An instance is not removed until it has been ready this long: the
+// selection policy loads instances for a reason, and removing them at once
+// would only make the two fight.
+constexpr Nanos kMinInstanceAge = 30 * kSecond;
+
+// Replicas of `variant` on `worker`: ready ones, and whether a load is under
+// way.
+struct Held {
+  int ready = 0;
+  int loading = 0;
+};
+
+Held HeldOn(const WorkerView& worker, const VariantKey& key) {
+  Held held;
+  for (const InstanceView& inst : worker.instances) {
+    if (!(inst.key == key)) continue;
+    if (inst.phase == InstancePhase::kReady) held.ready = std::max(1, inst.stats.replicas);
+    if (inst.phase == InstancePhase::kLoading) held.loading = 1;
+  }
+  return held;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ScalingLoop>> ScalingLoop::Create(Options options) {
+  std::unique_ptr<ScalingLoop> loop(new ScalingLoop(options));
+  if (options.model_autoscaler != "off") {
+    policy::ModelAutoscalerOptions model;
+    if (options.model_autoscaler == "horizontal") {
+      model.allow_upgrade = false;
+      model.allow_downgrade = false;
+    } else if (options.model_autoscaler != "infaas") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown model autoscaler \"", options.model_autoscaler,
+          "\"; use infaas, horizontal or off"));
+    }
+    MAITRE_ASSIGN_OR_RETURN(loop->model_autoscaler_, policy::ModelAutoscaler::Create(model));
+  }
+  if (options.cluster_autoscaler && options.provider != nullptr) {
+    policy::ClusterAutoscalerOptions cluster;
+    cluster.types = options.cluster->types().types();
+    cluster.max_workers = options.max_workers;
+    cluster.min_workers = 1;
+    MAITRE_ASSIGN_OR_RETURN(loop->cluster_autoscaler_, policy::ClusterAutoscaler::Create(cluster));
+  }
+  return loop;
+}
+
+ScalingLoop::~ScalingLoop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void ScalingLoop::Start() {
+  thread_ = std::thread([this] {
+    const Clock* clock = options_.clock;
+    Nanos next_model = clock->Now() + options_.model_period;
+    Nanos next_cluster = clock->Now() + options_.cluster_period;
+    while (!clock->SleepUntil(std::min(next_model, next_cluster), &stop_)) {
+      Nanos now = clock->Now();
+      if (now >= next_model) {
+        RunModelRound();
+        next_model = now + options_.model_period;
+      }
+      if (now >= next_cluster) {
+        RunClusterRound();
+        next_cluster = now + options_.cluster_period;
+      }
+    }
+  });
+}
+
+void ScalingLoop::Record(absl::string_view action) {
+  if (options_.metrics != nullptr) options_.metrics->RecordAutoscalerAction(action);
+}
+
+policy::ModelScalingSnapshot ScalingLoop::WorkerSnapshot(const WorkerView& worker,
+                                                         const CatalogSnapshot& catalog) {
+  Nanos now = options_.clock->Now();
+  // Profiles are measured alone; on a busy host an instance sustains less.
+  // When monitoring says an instance is past its limit, its capacity is
+  // taken from what it does, for a while (long enough that relief does not
+  // undo the scale-up at once): an Overloaded instance can do what it
+  // served; an Interfered one, its profiled capacity slowed by the ratio of
+  // its observed batch time to its profiled one.
+  for (const InstanceView& inst : worker.instances) {
+    double capacity = 0;
+    if (inst.state == policy::InstanceState::kOverloaded && inst.stats.served_qps > 0) {
+      capacity = inst.stats.served_qps / std::max(1, inst.stats.replicas);
+    } else if (inst.state == policy::InstanceState::kInterfered &&
+               inst.stats.compute_p50_ms > 0) {
+      const CatalogModel* m = catalog.FindModel(inst.key.model);
+      const CatalogVariant* v = m != nullptr ? m->FindVariant(inst.key.variant) : nullptr;
+      const Profile* p = v != nullptr ? v->ProfileOn(worker.type.name) : nullptr;
+      if (p == nullptr) continue;
+      int batch = std::max(1, static_cast<int>(inst.stats.mean_batch + 0.5));
+      double slowdown = std::max(1.0, inst.stats.compute_p50_ms / p->LatencyAt(batch));
+      capacity = p->ThroughputAt(batch) / slowdown;
+    }
+    if (capacity > 0) {
+      observed_[{worker.id, inst.key.ToString()}] = {capacity, now + kObservedMemory};
+    }
+  }
+  policy::ModelScalingSnapshot snapshot;
+  snapshot.cores = worker.type.cores;
+  snapshot.memory_mb = static_cast<double>(worker.type.memory_mb);
+  std::map<std::string, double> offered;  // by model: arrivals at this worker
+  for (const InstanceView& inst : worker.instances) offered[inst.key.model] += inst.stats.arrival_qps;
+  for (const auto& [model_name, load] : offered) {
+    const CatalogModel* model = catalog.FindModel(model_name);
+    if (model == nullptr) continue;
+    const CatalogApp* app = catalog.FindApp(model->app);
+    double slo = app != nullptr && app->defaults.latency_ms ? *app->defaults.latency_ms
+                                                           : options_.default_slo_ms;
+    policy::ScalingModel m;
+    m.model = model_name;
+    m.load_qps = load;
+    if (app != nullptr) m.min_accuracy = app->defaults.min_accuracy;
+    for (const CatalogVariant& v : model->variants) {
+      const Profile* profile = v.ProfileOn(worker.type.name);
+      if (!v.ready() || profile == nullptr) continue;
+      policy::ScalingVariant sv =
+          policy::MakeScalingVariant(v.spec.key.variant, v.accuracy, *profile, slo, worker.type);
+      auto seen = observed_.find({worker.id, v.spec.key.ToString()});
+      if (seen != observed_.end() && seen->second.until > now) {
+        sv.saturation_qps = std::min(sv.saturation_qps, seen->second.qps_per_replica);
+      }
+      Held held = HeldOn(worker, v.spec.key);
+      sv.replicas = held.ready;
+      sv.loading = held.loading;
+      m.variants.push_back(std::move(sv));
+    }
+    if (!m.variants.empty()) snapshot.models.push_back(std::move(m));
+  }
+  return snapshot;
+}
+
+void ScalingLoop::SetReplicas(const std::string& worker_id, const CatalogVariant& variant,
+                              int replicas, std::function<void()> after) {
+  std::string model = variant.spec.key.model;
+  options_.placer->LoadOn(worker_id, variant, replicas,
+                          [this, worker_id, model, after](absl::Status status) {
+                            if (status.ok() && after) after();
+                            absl::MutexLock lock(&mu_);
+                            busy_.erase({worker_id, model});
+                          });
+}
+
+void ScalingLoop::Carry(const WorkerView& worker, const CatalogSnapshot& catalog,
+                        const policy::ModelScaleAction& action) {
+  const CatalogModel* model = catalog.FindModel(action.model);
+  if (model == nullptr) return;
+  const std::string& wid = worker.id;
+  spdlog::info("model autoscaler on {}: {} {}: {}", wid, policy::ModelScaleActionKindName(action.kind),
+               action.model, action.reason);
+  Record(policy::ModelScaleActionKindName(action.kind));
+  // Replicas of `from` (and also_remove) to drop once the new ones serve.
+  auto shrink = [this, wid, model, worker, action]() {
+    std::vector<std::pair<std::string, int>> drops = action.also_remove;
+    if (!action.from_variant.empty() && action.remove > 0) {
+      drops.push_back({action.from_variant, action.remove});
+    }
+    Nanos now = options_.clock->Now();
+    for (const auto& [name, count] : drops) {
+      const CatalogVariant* v = model->FindVariant(name);
+      if (v == nullptr) continue;
+      bool young = false;
+      for (const InstanceView& inst : worker.instances) {
+        young |= inst.key == v->spec.key && now - inst.phase_since < kMinInstanceAge;
+      }
+      if (young && action.kind == Kind::kRemoveReplica) continue;
+      int left = HeldOn(worker, v->spec.key).ready - count;
+      if (left > 0) {
+        options_.placer->LoadOn(wid, *v, left, nullptr);
+      } else {
+        options_.placer->Unload(wid, v->spec.key);
+      }
+    }
+  };
+  switch (action.kind) {
+    case Kind::kReplicate:
+    case Kind::kAddVariant:
+    case Kind::kUpgrade:
+    case Kind::kDowngrade: {
+      const CatalogVariant* to = model->FindVariant(action.to_variant);
+      if (to == nullptr) return;
+      {
+        absl::MutexLock lock(&mu_);
+        busy_.insert({wid, action.model});
+      }
+      int target = HeldOn(worker, to->spec.key).ready + action.add;
+      SetReplicas(wid, *to, target, shrink);
+      return;
+    }
+    case Kind::kRemoveReplica:
+      shrink();
+      return;
+    case Kind::kNeedsPlacement: {
+      // This worker is full: the same variant goes on the best other worker.
+      const CatalogVariant* to = model->FindVariant(action.to_variant);
+      if (to == nullptr) return;
+      std::string elsewhere = options_.placer->ChooseWorker(*to);
+      if (elsewhere.empty() || elsewhere == wid) {
+        spdlog::info("model autoscaler: no other worker can take {}; the cluster autoscaler "
+                     "adds capacity when utilisation is high", to->spec.key.ToString());
+        return;
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        busy_.insert({elsewhere, action.model});
+      }
+      SetReplicas(elsewhere, *to, std::max(1, action.add), nullptr);
+      return;
+    }
+  }
+}
+
+void ScalingLoop::RunModelRound() {
+  if (model_autoscaler_ == nullptr) return;
+  auto catalog = options_.catalog->Get();
+  Nanos now = options_.clock->Now();
+  for (const WorkerView& worker : options_.cluster->Snapshot()) {
+    policy::ModelScalingSnapshot snapshot;
+    {
+      absl::MutexLock lock(&mu_);
+      snapshot = WorkerSnapshot(worker, *catalog);
+      // Models with a move under way sit this round out.
+      auto& models = snapshot.models;
+      models.erase(std::remove_if(models.begin(), models.end(),
+                                  [&](const policy::ScalingModel& m) {
+                                    return busy_.count({worker.id, m.model}) > 0;
+                                  }),
+                   models.end());
+    }
+    if (snapshot.models.empty()) continue;
+    policy::ModelAutoscalerState previous;
+    {
+      absl::MutexLock lock(&mu_);
+      previous = model_state_[worker.id];
+    }
+    auto decision = model_autoscaler_->Decide(snapshot, previous, now);
+    if (!decision.ok()) {
+      spdlog::warn("model autoscaler on {}: {}", worker.id, decision.status().message());
+      continue;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      model_state_[worker.id] = decision->state;
+    }
+    for (const policy::ModelScaleAction& action : decision->actions) Carry(worker, *catalog, action);
+  }
+}
+
+void ScalingLoop::RunClusterRound() {
+  if (cluster_autoscaler_ == nullptr) return;
+  auto catalog = options_.catalog->Get();
+  Nanos now = options_.clock->Now();
+  std::vector<WorkerView> workers = options_.cluster->Snapshot();
+  policy::ClusterSnapshot snapshot;
+  std::map<std::string, int> count;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const WorkerView& w : workers) {
+      ++count[w.type.name];
+      policy::ClusterWorker cw;
+      cw.id = w.id;
+      cw.type = w.type.name;
+      cw.cpu_utilisation = w.cpu_utilisation;
+      cw.memory_utilisation =
+          w.type.memory_mb > 0 ? w.memory_mb / static_cast<double>(w.type.memory_mb) : 0;
+      bool serving = false;
+      for (const InstanceView& inst : w.instances) {
+        serving |= inst.stats.served_qps > 0 || inst.outstanding > 0;
+        policy::ClusterInstance ci;
+        ci.variant = inst.key.ToString();
+        ci.state = inst.state;
+        ci.cores = 1;
+        if (const CatalogModel* m = catalog->FindModel(inst.key.model)) {
+          if (const CatalogVariant* v = m->FindVariant(inst.key.variant)) {
+            if (const Profile* p = v->ProfileOn(w.type.name)) ci.memory_mb = p->memory_mb();
+          }
+        }
+        cw.instances.push_back(std::move(ci));
+      }
+      if (serving) {
+        idle_since_.erase(w.id);
+      } else {
+        cw.idle_since = idle_since_.emplace(w.id, now).first->second;
+      }
+      snapshot.workers.push_back(std::move(cw));
+    }
+  }
+  for (const auto& [type, n] : options_.provider->Starting()) {
+    for (int i = 0; i < n; ++i) {
+      policy::ClusterWorker starting;
+      starting.id = absl::StrCat("starting-", type, "-", i);
+      starting.type = type;
+      starting.starting = true;
+      snapshot.workers.push_back(std::move(starting));
+    }
+  }
+  policy::ClusterAutoscalerState previous;
+  {
+    absl::MutexLock lock(&mu_);
+    previous = cluster_state_;
+  }
+  auto decision = cluster_autoscaler_->Decide(snapshot, previous, now);
+  if (!decision.ok()) {
+    spdlog::warn("cluster autoscaler: {}", decision.status().message());
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    cluster_state_ = decision->state;
+  }
+  for (const policy::ClusterAction& action : decision->actions) {
+    const WorkerType* type = options_.cluster->types().Find(action.worker_type);
+    if (type == nullptr) continue;
+    if (action.kind == policy::ClusterAction::Kind::kAddWorker) {
+      spdlog::info("cluster autoscaler: adding a {} worker: {}", action.worker_type, action.detail);
+      options_.provider->SetDesired(*type, options_.provider->Desired(type->name) + 1);
+      Record("add_worker");
+    } else {
+      // The workers the operator asked for stay.
+      auto floor = options_.min_workers.find(action.worker_type);
+      if (floor != options_.min_workers.end() && count[action.worker_type] <= floor->second) {
+        continue;
+      }
+      spdlog::info("cluster autoscaler: retiring {}: {}", action.worker_id, action.detail);
+      if (options_.provider->Retire(action.worker_id)) {
+        --count[action.worker_type];
+        Record("remove_worker");
+      }
+    }
+  }
+}
+
+}  // namespace maitre::controller

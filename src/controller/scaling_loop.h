@@ -1,0 +1,104 @@
+// The controller's scaling loop (issue 7, DESIGN §1 INFaaS autoscaling):
+// every second the model autoscaler decides, for each worker, whether to
+// replicate, upgrade, downgrade or shrink the instances there; every two
+// seconds the cluster autoscaler decides whether to add a worker or retire
+// an idle one. Both are the pure policies of src/policy; this class builds
+// their snapshots from the cluster and catalog and carries out their
+// actions through the placer and the local provider.
+//
+// The model autoscaler is a per-worker decision, but it runs here rather
+// than in the worker: it needs the model's other variants and their
+// profiles on the worker's type, which only the controller holds.
+//
+// Thread-safety: thread-safe; one thread runs the rounds.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/catalog.h"
+#include "controller/cluster.h"
+#include "controller/local_provider.h"
+#include "controller/placer.h"
+#include "controller/serving_metrics.h"
+#include "policy/autoscaling_cluster.h"
+#include "policy/autoscaling_model.h"
+
+namespace maitre::controller {
+
+class ScalingLoop {
+ public:
+  struct Options {
+    Catalog* catalog = nullptr;
+    Cluster* cluster = nullptr;
+    Placer* placer = nullptr;
+    LocalProvider* provider = nullptr;  // null: workers join by hand; no cluster scaling
+    ServingMetrics* metrics = nullptr;  // may be null
+    const Clock* clock = SteadyClock::Get();
+    // "infaas" (replicate or upgrade/downgrade), "horizontal" (replicate and
+    // remove only) or "off".
+    std::string model_autoscaler = "infaas";
+    bool cluster_autoscaler = true;
+    // Per type: workers never go below min (the --workers spec) nor above max.
+    std::map<std::string, int> min_workers;
+    std::map<std::string, int> max_workers;
+    Nanos model_period = kSecond;
+    Nanos cluster_period = 2 * kSecond;
+    // Instances are judged at this latency objective when their app has none.
+    double default_slo_ms = 100;
+  };
+
+  static absl::StatusOr<std::unique_ptr<ScalingLoop>> Create(Options options);
+  ~ScalingLoop();
+
+  // Runs the rounds on a thread until destruction.
+  void Start();
+  // One round of each autoscaler (tests step them by hand).
+  void RunModelRound();
+  void RunClusterRound();
+
+ private:
+  explicit ScalingLoop(Options options) : options_(std::move(options)) {}
+  policy::ModelScalingSnapshot WorkerSnapshot(const WorkerView& worker,
+                                              const CatalogSnapshot& catalog)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Carry(const WorkerView& worker, const CatalogSnapshot& catalog,
+             const policy::ModelScaleAction& action);
+  // Loads `variant` on `worker_id` with `replicas` replicas (a loaded
+  // variant gets that many), then runs `after` if it worked.
+  void SetReplicas(const std::string& worker_id, const CatalogVariant& variant, int replicas,
+                   std::function<void()> after);
+  void Record(absl::string_view action);
+
+  const Options options_;
+  std::unique_ptr<policy::ModelAutoscaler> model_autoscaler_;
+  std::unique_ptr<policy::ClusterAutoscaler> cluster_autoscaler_;
+
+  absl::Mutex mu_;
+  std::map<std::string, policy::ModelAutoscalerState> model_state_ ABSL_GUARDED_BY(mu_);
+  policy::ClusterAutoscalerState cluster_state_ ABSL_GUARDED_BY(mu_);
+  // (worker, model) pairs with an action under way: not decided again until
+  // it completes, so a round does not stack moves on a stale report.
+  std::set<std::pair<std::string, std::string>> busy_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Nanos> idle_since_ ABSL_GUARDED_BY(mu_);
+  // What an instance actually sustained per replica when monitoring found
+  // it Overloaded or Interfered, by (worker, variant), and until when that
+  // figure is believed over the profile's.
+  struct Observed {
+    double qps_per_replica = 0;
+    Nanos until = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Observed> observed_ ABSL_GUARDED_BY(mu_);
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace maitre::controller
