@@ -1,0 +1,185 @@
+#include "loadgen/report.h"
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace maitre::loadgen {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::HasSubstr;
+
+TEST(PercentileTest, InterpolatesBetweenClosestRanks) {
+  std::vector<double> one_to_hundred;
+  for (int i = 1; i <= 100; ++i) one_to_hundred.push_back(i);
+  EXPECT_DOUBLE_EQ(Percentile(one_to_hundred, 50), 50.5);
+  EXPECT_DOUBLE_EQ(Percentile(one_to_hundred, 90), 90.1);
+  EXPECT_DOUBLE_EQ(Percentile(one_to_hundred, 99), 99.01);
+  EXPECT_DOUBLE_EQ(Percentile(one_to_hundred, 0), 1);
+  EXPECT_DOUBLE_EQ(Percentile(one_to_hundred, 100), 100);
+  EXPECT_DOUBLE_EQ(Percentile({1, 2, 3, 4}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(Percentile({7}, 99), 7);
+  EXPECT_DOUBLE_EQ(Percentile({}, 50), 0);
+}
+
+TEST(SummarizeTest, SortsFirst) {
+  Distribution d = Summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(d.count, 5);
+  EXPECT_DOUBLE_EQ(d.mean, 3);
+  EXPECT_DOUBLE_EQ(d.p50, 3);
+  EXPECT_DOUBLE_EQ(d.p90, 4.6);
+  EXPECT_DOUBLE_EQ(d.max, 5);
+  EXPECT_EQ(Summarize({}).count, 0);
+}
+
+// Ten requests scheduled 100 ms apart from t = 1 s: seven answered (latency
+// 10..70 ms, client lag 1 ms each), two 503s and one never answered.
+RunResult SampleRun() {
+  RunResult run;
+  run.start = kSecond;
+  run.load_duration = kSecond;
+  run.end = 2500 * kMillisecond;
+  run.error_kinds = {"http 503"};
+  run.error_examples = {"overloaded"};
+  run.max_in_flight = 3;
+  for (int i = 0; i < 10; ++i) {
+    RequestRecord r;
+    r.scheduled = kSecond + i * 100 * kMillisecond;
+    r.sent = r.scheduled + kMillisecond;
+    if (i < 7) {
+      r.ok = true;
+      r.done = r.scheduled + (i + 1) * 10 * kMillisecond;
+      r.server = {1000 * (i + 1), 2000, 5000};
+    } else if (i < 9) {
+      r.done = r.sent + kMillisecond;
+      r.error = 0;
+    }
+    run.records.push_back(r);
+  }
+  return run;
+}
+
+RunDescription SampleDescription() {
+  RunDescription d;
+  d.model = "fmnist-mlp";
+  d.protocol = "http";
+  d.arrivals = "uniform";
+  d.rate_qps = 10;
+  d.slo_ms = 45;
+  d.connections = 2;
+  return d;
+}
+
+TEST(BuildReportTest, CountsLatencyFromTheScheduledTime) {
+  BenchReport r = BuildReport(SampleRun(), SampleDescription());
+  EXPECT_EQ(r.started, 10);
+  EXPECT_EQ(r.ok, 7);
+  EXPECT_EQ(r.failed, 2);
+  EXPECT_EQ(r.unfinished, 1);
+  EXPECT_DOUBLE_EQ(r.duration_s, 1.0);
+  EXPECT_DOUBLE_EQ(r.window_s, 1.5);
+  EXPECT_DOUBLE_EQ(r.send_rate_qps, 10);
+  EXPECT_DOUBLE_EQ(r.throughput_qps, 7 / 1.5);
+  EXPECT_EQ(r.latency_ms.count, 7);
+  EXPECT_DOUBLE_EQ(r.latency_ms.p50, 40);
+  EXPECT_DOUBLE_EQ(r.latency_ms.max, 70);
+  EXPECT_DOUBLE_EQ(r.service_ms.p50, 39);  // one millisecond of it was client lag
+  EXPECT_EQ(r.client_lag_ms.count, 10);    // the unanswered request left too
+  EXPECT_DOUBLE_EQ(r.client_lag_ms.p99, 1);
+  // 50, 60 and 70 ms exceed 45 ms; the three failures count as well.
+  EXPECT_EQ(r.slo_violations, 6);
+  EXPECT_DOUBLE_EQ(r.slo_violation_ratio, 0.6);
+  EXPECT_EQ(r.answers_with_timings, 7);
+  EXPECT_DOUBLE_EQ(r.queue_ms_p50, 4);
+  EXPECT_DOUBLE_EQ(r.compute_ms_p50, 2);
+  EXPECT_DOUBLE_EQ(r.total_ms_p50, 5);
+  EXPECT_THAT(r.outside_server_ms_p50, DoubleNear(39 - 5, 1e-9));
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].kind, "http 503");
+  EXPECT_EQ(r.errors[0].count, 2);
+  EXPECT_EQ(r.errors[0].example, "overloaded");
+  EXPECT_EQ(r.errors[1].kind, "unfinished");
+  EXPECT_EQ(r.errors[1].count, 1);
+}
+
+TEST(BuildReportTest, WithoutAnSloNothingIsAViolation) {
+  RunDescription d = SampleDescription();
+  d.slo_ms.reset();
+  BenchReport r = BuildReport(SampleRun(), d);
+  EXPECT_EQ(r.slo_violations, 0);
+  EXPECT_EQ(ReportJson(r)["slo"], nullptr);
+}
+
+TEST(BuildReportTest, AnEmptyRunIsAllZeros) {
+  RunResult run;
+  run.load_duration = kSecond;
+  BenchReport r = BuildReport(run, SampleDescription());
+  EXPECT_EQ(r.started, 0);
+  EXPECT_EQ(r.throughput_qps, 0);
+  EXPECT_EQ(r.queue_ms_p50, -1);
+  EXPECT_THAT(FormatReport(r), HasSubstr("no timings"));
+}
+
+TEST(ReportJsonTest, HasTheFieldsScriptsRead) {
+  nlohmann::json j = ReportJson(BuildReport(SampleRun(), SampleDescription()));
+  EXPECT_EQ(j["target"]["model"], "fmnist-mlp");
+  EXPECT_EQ(j["protocol"], "http");
+  EXPECT_EQ(j["load"]["mode"], "open");
+  EXPECT_EQ(j["load"]["arrivals"], "uniform");
+  EXPECT_EQ(j["load"]["rate_qps"], 10.0);
+  EXPECT_EQ(j["requests"]["started"], 10);
+  EXPECT_EQ(j["requests"]["ok"], 7);
+  EXPECT_EQ(j["requests"]["failed"], 2);
+  EXPECT_EQ(j["requests"]["unfinished"], 1);
+  EXPECT_DOUBLE_EQ(j["throughput_qps"].get<double>(), 7 / 1.5);
+  for (const char* key : {"latency_ms", "service_ms", "client_lag_ms"}) {
+    for (const char* field : {"count", "mean", "p50", "p90", "p99", "max"}) {
+      EXPECT_TRUE(j[key].contains(field)) << key << "." << field;
+    }
+  }
+  EXPECT_DOUBLE_EQ(j["latency_ms"]["p50"].get<double>(), 40);
+  EXPECT_EQ(j["slo"]["latency_ms"], 45.0);
+  EXPECT_EQ(j["slo"]["violations"], 6);
+  EXPECT_DOUBLE_EQ(j["slo"]["violation_ratio"].get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(j["server"]["queue_ms_p50"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(j["server"]["compute_ms_p50"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(j["server"]["total_ms_p50"].get<double>(), 5);
+  EXPECT_EQ(j["errors"]["http 503"], 2);
+  EXPECT_EQ(j["errors"]["unfinished"], 1);
+  EXPECT_EQ(j["error_examples"]["http 503"], "overloaded");
+  EXPECT_EQ(j["max_in_flight"], 3);
+  EXPECT_EQ(j["connections"], 2);
+
+  RunDescription closed = SampleDescription();
+  closed.open_loop = false;
+  closed.concurrency = 8;
+  closed.model.clear();
+  closed.app = "fmnist";
+  j = ReportJson(BuildReport(SampleRun(), closed));
+  EXPECT_EQ(j["load"], nlohmann::json({{"mode", "closed"}, {"concurrency", 8}}));
+  EXPECT_EQ(j["target"]["app"], "fmnist");
+}
+
+TEST(FormatReportTest, AlignsThePercentileTable) {
+  std::string text = FormatReport(BuildReport(SampleRun(), SampleDescription()));
+  EXPECT_THAT(text, HasSubstr("model fmnist-mlp over http"));
+  EXPECT_THAT(text, HasSubstr("http 503"));
+  EXPECT_THAT(text, HasSubstr("overloaded"));
+  // The numbers of the percentile table end in the same column as their
+  // header.
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  const std::string* header = nullptr;
+  const std::string* latency = nullptr;
+  for (const std::string& line : lines) {
+    if (line.find("P50") != std::string::npos) header = &line;
+    if (line.rfind("  latency ", 0) == 0) latency = &line;
+  }
+  ASSERT_NE(header, nullptr);
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(header->size(), latency->size());
+  EXPECT_EQ(header->find("P50") + 3, latency->find("40.000") + 6);
+}
+
+}  // namespace
+}  // namespace maitre::loadgen
