@@ -23,6 +23,21 @@ constexpr char kOpenCv[] = "opencv";
 // away, say) before trying it again.
 constexpr Nanos kRetryPause = 10 * kSecond;
 
+// A larger batch is never truly faster than a smaller one. When a profile
+// says otherwise by a wide margin, something else held the cores while the
+// smaller batch was timed, and the profile is measured again.
+bool Consistent(const Profile& profile) {
+  const auto& points = profile.points();
+  for (size_t i = 0; i < points.size(); ++i) {
+    for (size_t j = i + 1; j < points.size(); ++j) {
+      if (points[i].p50_ms > 1.5 * points[j].p50_ms) return false;
+    }
+  }
+  return true;
+}
+
+constexpr int kProfileAttempts = 3;
+
 bool Transient(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded ||
@@ -248,9 +263,15 @@ bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantReco
     request.repetitions = options_.profiling.repetitions;
     spdlog::info("variant pipeline: profiling {} on {}", variant.key.ToString(), type.name);
     absl::StatusOr<Profile> profile;
-    {
-      absl::MutexLockMaybe measuring(options_.measurement_mu);
-      profile = worker->ProfileVariant(SpecOf(model, variant), request);
+    for (int attempt = 1; attempt <= kProfileAttempts; ++attempt) {
+      {
+        absl::MutexLockMaybe measuring(options_.measurement_mu);
+        profile = worker->ProfileVariant(SpecOf(model, variant), request);
+      }
+      if (!profile.ok() || Consistent(*profile)) break;
+      spdlog::warn("variant pipeline: the profile of {} on {} is inconsistent (a larger batch "
+                   "ran much faster: the cores were busy); measuring again",
+                   variant.key.ToString(), type.name);
     }
     if (!profile.ok()) {
       spdlog::warn("variant pipeline: profiling {} on {} failed: {}", variant.key.ToString(),

@@ -1,0 +1,278 @@
+// End-to-end: variant generation, profiling and accuracy (issue 3) and
+// model-less selection (issue 6), on the zoo, through HTTP against a real
+// `maitre serve` with real workers.
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/file_util.h"
+#include "http/multipart.h"
+#include "runtime/npz.h"
+#include "runtime/testing/zoo.h"
+#include "runtime/valset.h"
+#include "testing/server_process.h"
+
+namespace maitre {
+namespace {
+
+using nlohmann::json;
+using runtime::testing::ScopedTempDir;
+using testing::ServerOptions;
+using testing::ServerProcess;
+
+constexpr int kValsetRows = 500;
+
+std::string ImageRequest(const runtime::Valset& valset, int64_t row, const json& parameters) {
+  Tensor image = *runtime::SliceRows(valset.inputs, row, row + 1);
+  json j{{"inputs", {{{"name", "input"}, {"datatype", "FP32"}, {"shape", {1, 1, 28, 28}}}}}};
+  json data = json::array();
+  for (int64_t i = 0; i < image.NumElements(); ++i) data.push_back(image.As<float>()[i]);
+  j["inputs"][0]["data"] = std::move(data);
+  if (!parameters.is_null()) j["parameters"] = parameters;
+  return j.dump();
+}
+
+class VariantsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScopedTempDir();
+    zoo_ = new std::vector<runtime::testing::ZooModel>(*runtime::testing::LoadZoo());
+    valset_ = *runtime::testing::ZooValset();
+    small_ = new runtime::Valset();
+    small_->inputs = *runtime::SliceRows(valset_->inputs, 0, kValsetRows);
+    small_->labels = *runtime::SliceRows(valset_->labels, 0, kValsetRows);
+    small_path_ = dir_->path() + "/valset.npz";
+    Tensor inputs = small_->inputs, labels = small_->labels;
+    inputs.name = "inputs";
+    labels.name = "labels";
+    ASSERT_TRUE(WriteFileAtomically(small_path_, runtime::WriteNpz({inputs, labels})).ok());
+    data_dir_ = dir_->path() + "/data";
+    server_ = StartServer();
+    ASSERT_NE(server_, nullptr);
+    for (const auto& m : *zoo_) {
+      auto r = server_->Register("fashion", m.name, m.torchscript, m.onnx, small_path_);
+      ASSERT_TRUE(r.ok() && r->status / 100 == 2) << (r.ok() ? r->body : r.status().ToString());
+    }
+    // Generation, accuracy and profiling go on in the background.
+    for (int i = 0; i < 600; ++i) {
+      auto table = server_->Get("/v2/apps/fashion?format=table");
+      if (table.ok() && !absl::StrContains(table->body, "pending") &&
+          !absl::StrContains(table->body, "profiling")) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+  static void TearDownTestSuite() {
+    if (server_ != nullptr) EXPECT_TRUE(server_->Stop().ok());
+    delete server_;
+    delete small_;
+    delete zoo_;
+    delete dir_;
+  }
+
+  static ServerProcess* StartServer() {
+    ServerOptions options;
+    options.data_dir = data_dir_;
+    auto server = ServerProcess::Start(options);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? server->release() : nullptr;
+  }
+
+  static json App() { return *server_->GetJson("/v2/apps/fashion"); }
+
+  // The best p50 at batch 1 of `model` over its variants and types, and the
+  // worst.
+  static std::pair<double, double> LatencyRange(const json& app, const std::string& model) {
+    double best = 1e9, worst = 0;
+    for (const json& m : app["models"]) {
+      if (m["name"] != model) continue;
+      for (const json& v : m["variants"]) {
+        for (const auto& [type, p] : v["profiles"].items()) {
+          best = std::min(best, p["p50_batch1_ms"].get<double>());
+          worst = std::max(worst, p["p50_batch1_ms"].get<double>());
+        }
+      }
+    }
+    return {best, worst};
+  }
+
+  static ScopedTempDir* dir_;
+  static std::vector<runtime::testing::ZooModel>* zoo_;
+  static const runtime::Valset* valset_;
+  static runtime::Valset* small_;
+  static std::string small_path_;
+  static std::string data_dir_;
+  static ServerProcess* server_;
+};
+
+ScopedTempDir* VariantsTest::dir_ = nullptr;
+std::vector<runtime::testing::ZooModel>* VariantsTest::zoo_ = nullptr;
+const runtime::Valset* VariantsTest::valset_ = nullptr;
+runtime::Valset* VariantsTest::small_ = nullptr;
+std::string VariantsTest::small_path_;
+std::string VariantsTest::data_dir_;
+ServerProcess* VariantsTest::server_ = nullptr;
+
+// Issue 3: at least 4 variants × 2 worker types with full profiles per
+// model; int8 measured, not copied.
+TEST_F(VariantsTest, EveryModelHasProfiledVariantsOnEveryType) {
+  json app = App();
+  ASSERT_EQ(app["models"].size(), zoo_->size());
+  for (const json& m : app["models"]) {
+    int profiled = 0;
+    for (const json& v : m["variants"]) {
+      EXPECT_EQ(v["state"], "ready") << m["name"] << ":" << v["variant"] << " " << v["detail"];
+      EXPECT_EQ(v["accuracy_source"], "measured") << m["name"] << ":" << v["variant"];
+      for (const char* type : {"cpu-1", "cpu-2"}) {
+        if (!v["profiles"].contains(type)) continue;
+        const json& p = v["profiles"][type];
+        EXPECT_GE(p["points"].size(), 4u) << m["name"] << ":" << v["variant"] << " on " << type;
+        EXPECT_GT(p["p50_batch1_ms"].get<double>(), 0);
+        ++profiled;
+      }
+    }
+    EXPECT_GE(m["variants"].size(), 4u) << m["name"];
+    EXPECT_GE(profiled, 8) << m["name"];
+  }
+  auto csv = server_->Get("/v2/profiles?app=fashion");
+  ASSERT_TRUE(csv.ok());
+  EXPECT_TRUE(absl::StartsWith(
+      csv->body,
+      "model,variant,worker_type,batch,latency_p50_ms,latency_p99_ms,load_ms,memory_mb,accuracy"));
+}
+
+// Issue 3: each variant's stored accuracy is what querying it gives.
+TEST_F(VariantsTest, StoredAccuracyIsWhatServingTheVariantGives) {
+  json app = App();
+  const int64_t* labels = small_->labels.As<int64_t>();
+  for (const json& m : app["models"]) {
+    for (const json& v : m["variants"]) {
+      std::string path = absl::StrCat("/v2/models/", m["name"].get<std::string>(), ":",
+                                      v["variant"].get<std::string>(), "/infer");
+      int correct = 0;
+      for (int i = 0; i < kValsetRows; ++i) {
+        auto r = server_->Post(path, ImageRequest(*small_, i, nullptr));
+        ASSERT_TRUE(r.ok() && r->status == 200) << path << " " << (r.ok() ? r->body : "");
+        json out = json::parse(r->body)["outputs"][0]["data"];
+        int best = 0;
+        for (int c = 1; c < 10; ++c) best = out[c] > out[best] ? c : best;
+        correct += best == labels[i];
+      }
+      double served = static_cast<double>(correct) / kValsetRows;
+      EXPECT_NEAR(served, v["accuracy"].get<double>(), 0.005) << path;
+    }
+  }
+}
+
+// Issue 6: tight latency, an accuracy floor, and requirements none can meet.
+TEST_F(VariantsTest, SelectionHonoursRequirements) {
+  json app = App();
+  // Each model's fastest variant stands for the model.
+  double logreg = LatencyRange(app, "fmnist-logreg").first;
+  double wide = LatencyRange(app, "fmnist-cnn-wide").first;
+  ASSERT_LT(logreg, wide);
+  // Below the large CNN's p50 at batch 1, above the logistic regression's.
+  double tight = std::sqrt(logreg * wide);
+  json served;
+  for (int attempt = 0; attempt < 10 && served.is_null(); ++attempt) {
+    auto r = server_->Post("/v2/apps/fashion/infer",
+                           ImageRequest(*small_, 0, {{"latency_ms", tight}}));
+    ASSERT_TRUE(r.ok());
+    if (r->status == 200) served = json::parse(r->body);  // the first may wait for a load
+  }
+  ASSERT_FALSE(served.is_null()) << "no tight-latency query was served";
+  EXPECT_NE(served["model_name"], "fmnist-cnn-wide");
+  for (const json& m : app["models"]) {
+    if (m["name"] != served["model_name"]) continue;
+    for (const json& v : m["variants"]) {
+      if (v["variant"] != served["model_version"]) continue;
+      const json& p = v["profiles"][served["parameters"]["worker_type"].get<std::string>()];
+      EXPECT_LE(p["p50_batch1_ms"].get<double>(), tight) << served.dump();
+    }
+  }
+
+  double mlp_accuracy = 0, best_accuracy = 0;
+  for (const json& m : app["models"]) {
+    for (const json& v : m["variants"]) {
+      best_accuracy = std::max(best_accuracy, v["accuracy"].get<double>());
+      if (m["name"] == "fmnist-mlp") mlp_accuracy = std::max(mlp_accuracy, v["accuracy"].get<double>());
+    }
+  }
+  auto accurate = server_->Post("/v2/apps/fashion/infer",
+                                ImageRequest(*small_, 0, {{"min_accuracy", mlp_accuracy + 0.005}}));
+  ASSERT_TRUE(accurate.ok());
+  ASSERT_EQ(accurate->status, 200) << accurate->body;
+  std::string model = json::parse(accurate->body)["model_name"];
+  EXPECT_TRUE(model == "fmnist-cnn" || model == "fmnist-cnn-wide") << model;
+
+  auto impossible = server_->Post(
+      "/v2/apps/fashion/infer", ImageRequest(*small_, 0, {{"min_accuracy", best_accuracy + 0.01}}));
+  ASSERT_TRUE(impossible.ok());
+  EXPECT_EQ(impossible->status, 422) << impossible->body;
+  EXPECT_TRUE(absl::StrContains(impossible->body, "closest is fmnist-")) << impossible->body;
+}
+
+// Issue 3: bad registrations get 400 and change nothing.
+TEST_F(VariantsTest, BadRegistrationsChangeNothing) {
+  const auto& mlp = zoo_->at(1);
+  auto model = ReadFileToString(mlp.torchscript);
+  ASSERT_TRUE(model.ok());
+  std::string corrupt = dir_->path() + "/corrupt.pt";
+  ASSERT_TRUE(WriteFileAtomically(corrupt, model->substr(0, model->size() / 2)).ok());
+  std::string short_labels = dir_->path() + "/short-labels.npz";
+  std::string float_labels = dir_->path() + "/float-labels.npz";
+  std::string wrong_inputs = dir_->path() + "/wrong-inputs.npz";
+  Tensor inputs = *runtime::SliceRows(small_->inputs, 0, 10);
+  inputs.name = "inputs";
+  Tensor labels = *runtime::SliceRows(small_->labels, 0, 9);
+  labels.name = "labels";
+  ASSERT_TRUE(WriteFileAtomically(short_labels, runtime::WriteNpz({inputs, labels})).ok());
+  Tensor fl{"labels", DataType::kFp32, {10}, std::string(40, '\0')};
+  ASSERT_TRUE(WriteFileAtomically(float_labels, runtime::WriteNpz({inputs, fl})).ok());
+  Tensor flat{"inputs", DataType::kFp32, {10, 784}, std::string(10 * 784 * 4, '\0')};
+  Tensor ten = *runtime::SliceRows(small_->labels, 0, 10);
+  ten.name = "labels";
+  ASSERT_TRUE(WriteFileAtomically(wrong_inputs, runtime::WriteNpz({flat, ten})).ok());
+
+  std::string before = App().dump();
+  for (const auto& [name, file, valset] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"corrupt", corrupt, ""},
+           {"short-labels", mlp.torchscript, short_labels},
+           {"float-labels", mlp.torchscript, float_labels},
+           {"wrong-inputs", mlp.torchscript, wrong_inputs}}) {
+    auto r = server_->Register("fashion", "bad-" + name, file, "", valset);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400) << name << ": " << r->body;
+    EXPECT_TRUE(absl::StrContains(r->body, "error")) << name;
+  }
+  EXPECT_EQ(App().dump(), before) << "a rejected registration changed the registry";
+}
+
+// Issue 3: a restart keeps variants and profiles without profiling again.
+TEST_F(VariantsTest, RestartKeepsProfilesWithoutProfilingAgain) {
+  auto before = server_->Get("/v2/profiles?app=fashion");
+  ASSERT_TRUE(before.ok());
+  ASSERT_TRUE(server_->Stop().ok());
+  delete server_;
+  server_ = StartServer();
+  ASSERT_NE(server_, nullptr);
+  // Give the pipeline time to do anything it wanted to do.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  auto after = server_->Get("/v2/profiles?app=fashion");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->body, before->body);
+  auto log = ReadFileToString(data_dir_ + "/serve.log");
+  ASSERT_TRUE(log.ok());
+  // The second start's log has no profiling in it.
+  size_t restart = log->rfind("maitre serving:");
+  EXPECT_EQ(log->find("variant pipeline: profiling", restart), std::string::npos);
+}
+
+}  // namespace
+}  // namespace maitre
