@@ -138,7 +138,10 @@ TEST_F(ServingTest, RegistersServesAndDescribesModels) {
   auto meta = server->GetJson("/v2/models/fmnist-mlp");
   ASSERT_TRUE(meta.ok()) << meta.status();
   EXPECT_EQ((*meta)["inputs"][0]["shape"], json({-1, 1, 28, 28}));
-  EXPECT_EQ((*meta)["versions"], json({"torch", "opencv"}));
+  // The registered file and its ONNX companion; generated variants follow.
+  EXPECT_EQ((*meta)["versions"][0], "torch");
+  EXPECT_NE(std::find((*meta)["versions"].begin(), (*meta)["versions"].end(), "opencv"),
+            (*meta)["versions"].end());
   auto ready = server->Get("/v2/models/fmnist-mlp/ready");
   EXPECT_EQ(ready->status, 200);
 
@@ -162,12 +165,16 @@ TEST_F(ServingTest, RegistersServesAndDescribesModels) {
 
   auto apps = server->GetJson("/v2/apps/fashion");
   ASSERT_TRUE(apps.ok());
-  const json& variants = (*apps)["models"][0]["variants"];
-  ASSERT_EQ(variants.size(), 2u);
-  for (const json& v : variants) {
+  // The registered file and its ONNX companion are measured at once; the
+  // generated variants follow in the background.
+  int measured = 0;
+  for (const json& v : (*apps)["models"][0]["variants"]) {
+    if (v["variant"] != "torch" && v["variant"] != "opencv") continue;
     EXPECT_EQ(v["accuracy_source"], "measured");
     EXPECT_GT(v["accuracy"].get<double>(), 0.8);
+    ++measured;
   }
+  EXPECT_EQ(measured, 2);
   // The served queries show in /metrics, which Prometheus's linter accepts.
   auto scrape = server->Get("/metrics");
   ASSERT_TRUE(scrape.ok());

@@ -61,7 +61,7 @@ class VariantsTest : public ::testing::Test {
     for (int i = 0; i < 600; ++i) {
       auto table = server_->Get("/v2/apps/fashion?format=table");
       if (table.ok() && !absl::StrContains(table->body, "pending") &&
-          !absl::StrContains(table->body, "profiling")) {
+          !absl::StrContains(table->body, "no profile")) {
         break;
       }
       std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/bench_command.h"
 #include "cli/client_commands.h"
+#include "cli/job_command.h"
 #include "controller/serve.h"
 #include "sim/experiment.h"
 #include "worker/worker_main.h"
@@ -169,6 +170,8 @@ int main(int argc, char** argv) {
   app.get_subcommand("models")->callback([&] { exit_code = maitre::cli::RunModels(list); });
 
   maitre::cli::AddBenchCommand(app, &exit_code);
+
+  maitre::cli::AddJobCommands(app, &exit_code, kDefaultServer);
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

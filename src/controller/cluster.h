@@ -45,6 +45,7 @@ struct InstanceStats {
   double compute_p50_ms = 0;
   double mean_batch = 0;
   int64_t dropped = 0;
+  double dropped_qps = 0;
 };
 
 struct InstanceView {

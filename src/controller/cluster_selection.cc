@@ -87,6 +87,7 @@ void Cluster::LiveApplyReportLocked(Worker& worker) {
     observation.latency_p99_ms = s.latency_p99_ms;
     observation.compute_p50_ms = s.compute_p50_ms;
     observation.mean_batch = s.mean_batch;
+    observation.dropped_qps = s.dropped_qps;
     policy::InstanceStateStep step = policy::NextInstanceState(
         inst.history, observation, index_->option(option).profile,
         slo != slo_ms_.end() ? slo->second : kDefaultSloMs);

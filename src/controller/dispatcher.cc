@@ -63,7 +63,11 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
     }
   }
   query->requirements = request.requirements;
-  if (query->app != nullptr) query->requirements = request.requirements.Or(query->app->defaults);
+  if (query->app != nullptr) {
+    Requirements defaults = query->app->defaults;
+    if (request.offline) defaults.latency_ms.reset();
+    query->requirements = request.requirements.Or(defaults);
+  }
   const std::optional<double>& latency = query->requirements.latency_ms;
   query->best_effort = !latency.has_value();
   if (latency) query->objective = received + FromMillis(*latency);
@@ -275,6 +279,9 @@ void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferRespon
     result->timings.total_us = (options_.clock->Now() - query->received) / kMicrosecond;
   }
   if (options_.metrics != nullptr) {
+    if (result.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      options_.metrics->RecordExpiry(options_.clock->Now() - query->deadline);
+    }
     // Only registered names become label values.
     options_.metrics->RecordQuery(query->model != nullptr ? query->model->name : "",
                                   query->variant != nullptr ? query->variant->spec.key.variant : "",

@@ -41,7 +41,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::ServerMetadata(
   response->set_name("maitre");
   response->set_version(o_.version);
   for (const char* e : {"binary_tensor_data", "model_less_apps", "variants", "registration",
-                        "repository_index"}) {
+                        "repository_index", "offline_jobs"}) {
     response->add_extensions(e);
   }
   auto* reactor = context->DefaultReactor();

@@ -81,7 +81,7 @@ class Frontend {
            {"version", o_.version},
            {"extensions",
             {"binary_tensor_data", "model_less_apps", "variants", "registration",
-             "repository_index"}}};
+             "repository_index", "offline_jobs"}}};
     std::move(respond)(http::Response::Json(200, j.dump()));
   }
 

@@ -28,6 +28,9 @@ struct InferRequest {
   Requirements requirements;  // from parameters latency_ms / min_accuracy / max_cost
   std::string app;            // parameters maitre_app (gRPC model-less queries)
   bool binary_outputs = false;  // parameters.binary_data_output: every output binary
+  // An offline job's chunk: the app's default latency objective does not
+  // apply (only what the job itself asked for).
+  bool offline = false;
 };
 
 // What a query's answer carries besides its tensors (DESIGN §6.1).

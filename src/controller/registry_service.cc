@@ -40,6 +40,7 @@ grpc::Status RegistryService::Report(grpc::ServerContext* context,
     stats.compute_p50_ms = r.compute_p50_ms();
     stats.mean_batch = r.mean_batch();
     stats.dropped = r.dropped();
+    stats.dropped_qps = r.dropped_qps();
     report.instances.push_back({VariantKey{r.model(), r.variant()}, stats});
   }
   response->set_known(options_.cluster->ApplyReport(report));

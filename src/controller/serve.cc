@@ -18,6 +18,8 @@
 #include "controller/dispatcher.h"
 #include "controller/grpc_frontend.h"
 #include "controller/http_frontend.h"
+#include "controller/jobs/job_http.h"
+#include "controller/jobs/job_runner.h"
 #include "controller/local_provider.h"
 #include "controller/placer.h"
 #include "controller/registrar.h"
@@ -119,6 +121,17 @@ class Controller {
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
+    // Offline jobs run through the dispatcher like online queries, and
+    // yield to online load seen in the cluster's live view.
+    jobs::JobRunner::Options jobs_options;
+    jobs_options.registry = registry_.get();
+    jobs_options.catalog = &catalog_;
+    jobs_options.infer = [this](InferTarget target, InferRequest request, Nanos received,
+                                InferDone done) {
+      dispatcher_->Infer(std::move(target), std::move(request), received, std::move(done));
+    };
+    jobs_options.cluster = [this] { return cluster_->Snapshot(); };
+    MAITRE_ASSIGN_OR_RETURN(jobs_, jobs::JobRunner::Create(std::move(jobs_options)));
     VariantPipeline::Options pipeline_options;
     pipeline_options.registry = registry_.get();
     pipeline_options.blobs = blobs_.get();
@@ -174,6 +187,7 @@ class Controller {
     frontend.metrics = metrics_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
+    jobs::AddJobRoutes(router, jobs_.get());
     http::ServerOptions http_options;
     http_options.address = options.http;
     http_options.threads = options.http_threads;
@@ -202,6 +216,7 @@ class Controller {
     }
 
     pipeline_->Start();
+    jobs_->Start();  // resumes unfinished jobs
     pipeline_->Kick();  // resume whatever a previous run left unfinished
     ScalingLoop::Options scaling;
     scaling.catalog = &catalog_;
@@ -246,6 +261,7 @@ class Controller {
   }
 
   ~Controller() {
+    if (jobs_ != nullptr) jobs_->Stop();  // before what its chunks use
     stopping_ = true;
     if (maintenance_.joinable()) maintenance_.join();
     scaling_.reset();
@@ -270,6 +286,7 @@ class Controller {
   std::unique_ptr<ServingMetrics> metrics_;
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<jobs::JobRunner> jobs_;  // before http_server_: its routes use it
   absl::Mutex measurement_mu_;  // one measurement on the workers at a time
   std::unique_ptr<VariantPipeline> pipeline_;
   std::unique_ptr<Registrar> registrar_;

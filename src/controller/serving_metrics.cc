@@ -47,6 +47,13 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
   MAITRE_ASSIGN_OR_RETURN(m->total_,
                           registry->AddHistogram({"maitre_inference_request_seconds",
                                                   "Front-end to reply time per request", mv}));
+  metrics::HistogramOptions lateness{
+      "maitre_deadline_exceeded_lateness_seconds",
+      "How long after its deadline each DEADLINE_EXCEEDED answer was sent (0: before it)",
+      {},
+      {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5}};
+  MAITRE_ASSIGN_OR_RETURN(auto* lateness_family, registry->AddHistogram(lateness));
+  m->expiry_lateness_ = lateness_family->With();
   MAITRE_ASSIGN_OR_RETURN(m->autoscaler_actions_,
                           registry->AddCounter({"maitre_autoscaler_actions_total",
                                                 "Scaling actions taken, by kind", {"action"}}));
@@ -150,6 +157,10 @@ void ServingMetrics::RecordQuery(const std::string& model, const std::string& va
   s.queue.Observe(queue);
   s.compute.Observe(compute);
   s.total.Observe(total);
+}
+
+void ServingMetrics::RecordExpiry(Nanos lateness) {
+  expiry_lateness_.Observe(std::max<Nanos>(lateness, 0) * 1e-9);
 }
 
 void ServingMetrics::RecordAutoscalerAction(absl::string_view action) {

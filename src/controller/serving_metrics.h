@@ -34,6 +34,10 @@ class ServingMetrics {
   void RecordQuery(const std::string& model, const std::string& variant,
                    const absl::Status& status, const InferTimings* timings);
 
+  // A query answered DEADLINE_EXCEEDED `lateness` after its deadline (0 or
+  // less when it was refused before the deadline: it could not make it).
+  void RecordExpiry(Nanos lateness);
+
   // One action of an autoscaler ("replicate", "upgrade", "add_worker", ...).
   void RecordAutoscalerAction(absl::string_view action);
 
@@ -58,6 +62,7 @@ class ServingMetrics {
   metrics::HistogramFamily* compute_ = nullptr;
   metrics::HistogramFamily* total_ = nullptr;
   metrics::CounterFamily* autoscaler_actions_ = nullptr;
+  metrics::Histogram expiry_lateness_;
   metrics::CollectedFamily* instances_ = nullptr;
   metrics::CollectedFamily* workers_ = nullptr;
   metrics::CollectedFamily* utilisation_ = nullptr;

@@ -19,7 +19,7 @@ std::string StateOf(const CatalogVariant& v, bool profiled) {
     std::string state(registry::VariantStateName(v.state));
     return v.detail.empty() ? state : state + ": " + v.detail;
   }
-  return profiled ? "ready" : "ready, profiling";
+  return profiled ? "ready" : "ready, no profile here yet";
 }
 
 }  // namespace

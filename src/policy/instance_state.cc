@@ -29,6 +29,8 @@ absl::string_view StateReasonName(StateReason reason) {
       return "unloaded";
     case StateReason::kSaturated:
       return "saturated";
+    case StateReason::kDropping:
+      return "dropping";
     case StateReason::kQueueGrowing:
       return "queue growing";
     case StateReason::kSlowerThanProfile:
@@ -89,9 +91,14 @@ InstanceStateStep NextInstanceState(const InstanceHistory& previous,
   h.last_queue = report.queue_length;
   const bool queue_growing =
       options.growing_queue_reports > 0 && h.growing_streak >= options.growing_queue_reports;
-  const bool overload = saturated || queue_growing;
+  const bool dropping = report.arrival_qps > 0 &&
+                        report.dropped_qps >= options.overload_drop_fraction * report.arrival_qps;
+  h.dropping_streak = dropping ? h.dropping_streak + 1 : 0;
+  const bool drops_persist =
+      options.dropping_reports > 0 && h.dropping_streak >= options.dropping_reports;
+  const bool overload = saturated || queue_growing || drops_persist;
   const bool overload_calm =
-      (sat <= 0 || report.served_qps < options.release_fraction * sat) && !grew;
+      (sat <= 0 || report.served_qps < options.release_fraction * sat) && !grew && !dropping;
 
   // Evidence of interference: only a report that served queries says
   // anything about how fast the instance runs.
@@ -125,7 +132,9 @@ InstanceStateStep NextInstanceState(const InstanceHistory& previous,
     case InstanceState::kActive:
       if (overload) {
         enter(InstanceState::kOverloaded,
-              saturated ? StateReason::kSaturated : StateReason::kQueueGrowing);
+              saturated        ? StateReason::kSaturated
+              : queue_growing ? StateReason::kQueueGrowing
+                              : StateReason::kDropping);
       } else if (interfered) {
         enter(InstanceState::kInterfered, StateReason::kSlowerThanProfile);
       }
@@ -140,7 +149,9 @@ InstanceStateStep NextInstanceState(const InstanceHistory& previous,
     case InstanceState::kInterfered:
       if (overload) {
         enter(InstanceState::kOverloaded,
-              saturated ? StateReason::kSaturated : StateReason::kQueueGrowing);
+              saturated        ? StateReason::kSaturated
+              : queue_growing ? StateReason::kQueueGrowing
+                              : StateReason::kDropping);
         break;
       }
       // Reports without service neither clear nor confirm interference.

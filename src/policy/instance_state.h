@@ -49,6 +49,7 @@ struct InstanceObservation {
   double compute_p50_ms = 0;  // execution time of one batch
   double compute_p99_ms = 0;  // 0 when the worker does not report it
   double mean_batch = 0;      // rows per batch; 0 when no batch ran
+  double dropped_qps = 0;     // queries answered DEADLINE_EXCEEDED unserved
 };
 
 // Which observed figure is compared with the profile's p99 at the observed
@@ -73,6 +74,11 @@ struct InstanceStateOptions {
   double overload_fraction = 1.0;
   // ... or when the queue grew in each of this many consecutive reports.
   int32_t growing_queue_reports = 3;
+  // ... or when, in this many consecutive reports, at least this fraction
+  // of arrivals expired unserved. With deadlines, an overloaded queue does
+  // not keep growing: expiry trims it, and the drops are the same signal.
+  double overload_drop_fraction = 0.05;
+  int32_t dropping_reports = 2;
   // Leaving Overloaded needs calm_reports_to_recover consecutive reports
   // with served_qps below release_fraction × saturation and a queue that did
   // not grow. The gap to overload_fraction keeps an instance that hovers at
@@ -99,6 +105,7 @@ struct InstanceHistory {
   InstanceState state = InstanceState::kInactive;
   int32_t last_queue = 0;         // queue_length in the previous report
   int32_t growing_streak = 0;     // consecutive reports in which the queue grew
+  int32_t dropping_streak = 0;    // consecutive reports that dropped queries
   int32_t interfered_streak = 0;  // consecutive reports with interference evidence
   int32_t calm_streak = 0;        // consecutive reports clearing the current bad state
   int32_t idle_streak = 0;        // consecutive reports with nothing served
@@ -110,6 +117,7 @@ enum class StateReason : uint8_t {
   kLoaded,             // Inactive → Active
   kUnloaded,           // → Inactive
   kSaturated,          // → Overloaded: served at or above saturation
+  kDropping,           // → Overloaded: keeps expiring a share of its arrivals
   kQueueGrowing,       // → Overloaded: the queue grew growing_queue_reports times running
   kSlowerThanProfile,  // → Interfered
   kRecovered,          // Overloaded/Interfered → Active (or Overloaded → Interfered)

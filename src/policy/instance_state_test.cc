@@ -232,3 +232,39 @@ TEST(InstanceStateTest, UnloadResetsHistory) {
 
 }  // namespace
 }  // namespace maitre::policy
+
+namespace maitre::policy {
+namespace {
+
+TEST(InstanceStateTest, PersistentDropsMeanOverloaded) {
+  InstanceHistory h{InstanceState::kActive};
+  Profile profile = *Profile::Create({{1, 1, 1.2}, {8, 4, 5}}, 10, 10);
+  InstanceObservation dropping;
+  dropping.replicas = 1;
+  dropping.arrival_qps = 100;
+  dropping.served_qps = 80;
+  dropping.dropped_qps = 20;
+  dropping.compute_p50_ms = 1;
+  dropping.mean_batch = 1;
+  InstanceStateStep first = NextInstanceState(h, dropping, profile, 1000);
+  EXPECT_EQ(first.history.state, InstanceState::kActive);  // one report is not a trend
+  InstanceStateStep second = NextInstanceState(first.history, dropping, profile, 1000);
+  EXPECT_EQ(second.history.state, InstanceState::kOverloaded);
+  EXPECT_EQ(second.reason, StateReason::kDropping);
+  // A few drops below the fraction are not overload.
+  InstanceObservation few = dropping;
+  few.dropped_qps = 1;
+  EXPECT_EQ(NextInstanceState(NextInstanceState(h, few, profile, 1000).history, few, profile, 1000)
+                .history.state,
+            InstanceState::kActive);
+  // Recovery needs calm reports without drops.
+  InstanceObservation calm = dropping;
+  calm.dropped_qps = 0;
+  calm.served_qps = 100;
+  InstanceStateStep s = NextInstanceState(second.history, calm, profile, 1000);
+  s = NextInstanceState(s.history, calm, profile, 1000);
+  EXPECT_EQ(s.history.state, InstanceState::kActive);
+}
+
+}  // namespace
+}  // namespace maitre::policy

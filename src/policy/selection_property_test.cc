@@ -47,7 +47,8 @@ double Estimate(const VariantOption& o, const LiveInstance& in) {
   const double service = o.profile.LatencyAt(b);
   const double start =
       in.state == InstanceState::kInactive && in.ready_at > kNow ? ToMillis(in.ready_at - kNow) : 0;
-  return start + in.waiting * service / (b * std::max(1, in.replicas)) + service;
+  const int replicas = std::max(1, in.replicas);
+  return start + std::max(0, in.waiting - replicas + 1) * service / (b * replicas) + service;
 }
 
 bool MakesDeadline(double ms, const SelectionRequest& r) {

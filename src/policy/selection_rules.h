@@ -61,7 +61,11 @@ inline double EstimateMs(const VariantOption& o, const LiveInstance& in, Nanos n
   const int batch = static_cast<int>(std::lround(mean));
   const double service = o.profile.LatencyAt(batch);
   const int replicas = std::max(1, in.replicas);
-  const double queue = in.waiting * service / (static_cast<double>(batch) * replicas);
+  // Queries already sent that a replica is running do not delay a new one
+  // while another replica is free: only those beyond the free replicas
+  // queue, drained at the instance's rate.
+  const int ahead = std::max(0, in.waiting - replicas + 1);
+  const double queue = ahead * service / (static_cast<double>(batch) * replicas);
   const double start =
       in.state == InstanceState::kInactive && in.ready_at > now ? ToMillis(in.ready_at - now) : 0;
   return start + queue + service;

@@ -37,10 +37,11 @@ absl::Status RunExperiment(const Experiment& experiment, const std::string& out_
     absl::FPrintF(
         stderr,
         "maitre sim: %s: %d queries, SLO violation ratio %.4f, in %.2f s (%.1f M "
-        "queries/s); wrote %s/{timeseries.csv,summary.json,plot.svg}\n",
+        "queries/s); wrote %s/{timeseries.csv,summary.json,plot.svg%s}\n",
         experiment.name, m.total.arrived,
         m.total.arrived > 0 ? static_cast<double>(m.total.violations()) / m.total.arrived : 0, wall,
-        wall > 0 ? m.total.arrived / wall / 1e6 : 0, out_dir);
+        wall > 0 ? m.total.arrived / wall / 1e6 : 0, out_dir,
+        (*sim)->managed() ? ",control.log" : "");
   }
   return absl::OkStatus();
 }

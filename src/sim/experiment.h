@@ -1,7 +1,8 @@
 // Running an experiment end to end: `maitre sim --config EXP.yaml --out DIR`
 // calls RunExperimentFile, which parses the YAML, runs the simulator to the
 // end of the trace (and until every query is answered), and writes
-// timeseries.csv, summary.json and plot.svg into DIR. Progress lines go to
+// timeseries.csv, summary.json and plot.svg into DIR (and, for a managed
+// cluster, control.log: what the control plane did). Progress lines go to
 // stderr.
 //
 // Thread-safety: functions are safe to call concurrently for different

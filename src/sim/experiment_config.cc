@@ -85,6 +85,20 @@ absl::Status ReadString(const YAML::Node& map, const std::string& path, const ch
   return absl::OkStatus();
 }
 
+absl::Status ReadBool(const YAML::Node& map, const std::string& path, const char* key, bool* out) {
+  YAML::Node n = map[key];
+  if (!Present(n)) return absl::OkStatus();
+  const std::string v = n.IsScalar() ? n.Scalar() : "";
+  if (v == "true" || v == "on" || v == "yes") {
+    *out = true;
+  } else if (v == "false" || v == "off" || v == "no") {
+    *out = false;
+  } else {
+    return Bad(Key(path, key), "expected true or false");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadMillis(const YAML::Node& map, const std::string& path, const char* key, Nanos* out,
                         bool required = false) {
   double ms = ToMillis(*out);
@@ -126,11 +140,25 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(ReadString(root, "", "name", &exp_.name));
     MAITRE_RETURN_IF_ERROR(ParseWorkerTypes(root["cluster"]));
     MAITRE_RETURN_IF_ERROR(ParseProfiles(root["profiles"]));
+    MAITRE_RETURN_IF_ERROR(ParseReplicaCores(root["cluster"]));
     MAITRE_RETURN_IF_ERROR(ParseApps(root["apps"]));
     MAITRE_RETURN_IF_ERROR(ParseWorkerCounts(root["cluster"]));
     MAITRE_RETURN_IF_ERROR(ParseTrace(root["trace"]));
     MAITRE_RETURN_IF_ERROR(ParsePolicies(root["policies"]));
     MAITRE_RETURN_IF_ERROR(ParseSimulation(root["simulation"]));
+    if (exp_.setup.routing != "selection") {
+      // A static cluster serves an app only through the instances it lists.
+      for (size_t a = 0; a < exp_.setup.apps.size(); ++a) {
+        bool has = false;
+        for (const SimInstanceSpec& i : exp_.setup.instances)
+          has |= i.app == static_cast<int32_t>(a);
+        if (!has) {
+          return Bad(Key(Item("apps", a), "instances"),
+                     "expected a non-empty list of {variant, worker_type, count} (or routing: "
+                     "selection, which loads variants itself)");
+        }
+      }
+    }
     return std::move(exp_);
   }
 
@@ -146,7 +174,8 @@ class Parser {
   absl::Status ParseWorkerTypes(const YAML::Node& cluster) {
     const std::string path = "cluster";
     if (Present(cluster)) {
-      MAITRE_RETURN_IF_ERROR(CheckMap(cluster, path, {"worker_types", "workers"}));
+      MAITRE_RETURN_IF_ERROR(
+          CheckMap(cluster, path, {"worker_types", "workers", "replica_cores"}));
     }
     YAML::Node list = Present(cluster) ? cluster["worker_types"] : YAML::Node();
     if (!Present(list)) {
@@ -160,21 +189,28 @@ class Parser {
     if (!list.IsSequence() || list.size() == 0) return Bad(lp, "expected a non-empty list");
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string ip = Item(lp, i);
-      MAITRE_RETURN_IF_ERROR(
-          CheckMap(list[i], ip, {"name", "cores", "memory_mb", "price_per_hour"}));
+      MAITRE_RETURN_IF_ERROR(CheckMap(list[i], ip,
+                                      {"name", "cores", "memory_mb", "price_per_hour", "launch_s",
+                                       "max_workers"}));
       WorkerType t;
-      int64_t cores = 1, memory = 0;
+      int64_t cores = 1, memory = 0, max_workers = 8;
+      Nanos launch = 0;
       MAITRE_RETURN_IF_ERROR(ReadString(list[i], ip, "name", &t.name, true));
       MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "cores", &cores));
       MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "memory_mb", &memory));
       MAITRE_RETURN_IF_ERROR(ReadNumber(list[i], ip, "price_per_hour", &t.price_per_hour, true));
-      if (cores < 1 || memory < 0 || t.price_per_hour < 0) {
-        return Bad(ip, "needs cores >= 1, memory_mb >= 0 and price_per_hour >= 0");
+      MAITRE_RETURN_IF_ERROR(ReadSeconds(list[i], ip, "launch_s", &launch));
+      MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "max_workers", &max_workers));
+      if (cores < 1 || memory < 0 || t.price_per_hour < 0 || launch < 0 || max_workers < 0 ||
+          max_workers > 100000) {
+        return Bad(ip,
+                   "needs cores >= 1, memory_mb >= 0, price_per_hour >= 0, launch_s >= 0 and "
+                   "max_workers >= 0");
       }
       if (WorkerTypeIndex(t.name) >= 0) return Bad(Key(ip, "name"), "duplicate worker type");
       t.cores = static_cast<int>(cores);
       t.memory_mb = memory;
-      exp_.setup.worker_types.push_back({t, 0});
+      exp_.setup.worker_types.push_back({t, 0, launch, static_cast<int32_t>(max_workers)});
     }
     return absl::OkStatus();
   }
@@ -252,6 +288,41 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // cluster.replica_cores: [{variant: "m:v", worker_type: T, cores: N}], what
+  // one replica of a variant takes of its worker's cores (default 1).
+  absl::Status ParseReplicaCores(const YAML::Node& cluster) {
+    if (!Present(cluster)) return absl::OkStatus();
+    YAML::Node list = cluster["replica_cores"];
+    if (!Present(list)) return absl::OkStatus();
+    const std::string path = "cluster.replica_cores";
+    if (!list.IsSequence()) return Bad(path, "expected a list of {variant, worker_type, cores}");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string ip = Item(path, i);
+      MAITRE_RETURN_IF_ERROR(CheckMap(list[i], ip, {"variant", "worker_type", "cores"}));
+      std::string name, type;
+      double cores = 0;
+      MAITRE_RETURN_IF_ERROR(ReadString(list[i], ip, "variant", &name, true));
+      MAITRE_RETURN_IF_ERROR(ReadString(list[i], ip, "worker_type", &type, true));
+      MAITRE_RETURN_IF_ERROR(ReadNumber(list[i], ip, "cores", &cores, true));
+      auto key = VariantKey::Parse(name);
+      if (!key) return Bad(Key(ip, "variant"), "expected model:variant");
+      const int32_t t = WorkerTypeIndex(type);
+      if (t < 0) return Bad(Key(ip, "worker_type"), "not in cluster.worker_types");
+      if (!(cores > 0) || cores > exp_.setup.worker_types[t].type.cores) {
+        return Bad(Key(ip, "cores"), "must be > 0 and at most the worker type's cores");
+      }
+      bool found = false;
+      for (SimVariant& v : exp_.setup.variants) {
+        if (v.key == *key && v.worker_type == t) {
+          v.cores_per_replica = cores;
+          found = true;
+        }
+      }
+      if (!found) return Bad(ip, absl::StrCat("no profile for ", name, " on ", type));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ParseApps(const YAML::Node& list) {
     const std::string path = "apps";
     if (!Present(list) || !list.IsSequence() || list.size() == 0) {
@@ -262,7 +333,9 @@ class Parser {
       const std::string ip = Item(path, i);
       const YAML::Node& n = list[i];
       MAITRE_RETURN_IF_ERROR(
-          CheckMap(n, ip, {"name", "latency_ms", "min_accuracy", "share", "instances"}));
+          CheckMap(n, ip,
+                   {"name", "latency_ms", "min_accuracy", "share", "models", "variants",
+                    "instances"}));
       SimApp app;
       double share = 1;
       MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "name", &app.name, true));
@@ -272,15 +345,44 @@ class Parser {
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "min_accuracy", &app.min_accuracy));
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "share", &share));
       if (share < 0) return Bad(Key(ip, "share"), "must be >= 0");
+      if (YAML::Node models = n["models"]; Present(models)) {
+        const std::string mp = Key(ip, "models");
+        if (!models.IsSequence()) return Bad(mp, "expected a list of model names");
+        for (size_t k = 0; k < models.size(); ++k) {
+          if (!models[k].IsScalar() || models[k].Scalar().empty()) {
+            return Bad(Item(mp, k), "expected a model name");
+          }
+          bool profiled = false;
+          for (const SimVariant& v : exp_.setup.variants)
+            profiled |= v.key.model == models[k].Scalar();
+          if (!profiled) {
+            return Bad(Item(mp, k), absl::StrCat("no profile for model ", models[k].Scalar()));
+          }
+          app.models.push_back(models[k].Scalar());
+        }
+      }
+      if (YAML::Node variants = n["variants"]; Present(variants)) {
+        const std::string vp = Key(ip, "variants");
+        if (!variants.IsSequence()) return Bad(vp, "expected a list of model:variant");
+        for (size_t k = 0; k < variants.size(); ++k) {
+          auto key =
+              variants[k].IsScalar() ? VariantKey::Parse(variants[k].Scalar()) : std::nullopt;
+          if (!key) return Bad(Item(vp, k), "expected model:variant");
+          bool profiled = false;
+          for (const SimVariant& v : exp_.setup.variants) profiled |= v.key == *key;
+          if (!profiled) return Bad(Item(vp, k), absl::StrCat("no profile for ", key->ToString()));
+          app.variants.push_back(key->ToString());
+        }
+      }
       const int32_t app_index = static_cast<int32_t>(exp_.setup.apps.size());
       exp_.setup.apps.push_back(app);
       shares_.push_back(share);
 
       const std::string lp = Key(ip, "instances");
       YAML::Node instances = n["instances"];
-      if (!Present(instances) || !instances.IsSequence() || instances.size() == 0) {
-        return Bad(lp, "expected a non-empty list of {variant, worker_type, count}");
-      }
+      if (!Present(instances)) continue;
+      if (!instances.IsSequence())
+        return Bad(lp, "expected a list of {variant, worker_type, count}");
       for (size_t k = 0; k < instances.size(); ++k) {
         const std::string kp = Item(lp, k);
         MAITRE_RETURN_IF_ERROR(CheckMap(instances[k], kp, {"variant", "worker_type", "count"}));
@@ -310,6 +412,10 @@ class Parser {
           return Bad(Key(kp, "variant"),
                      absl::StrCat("no profile for ", variant_name,
                                   type_name.empty() ? "" : absl::StrCat(" on ", type_name)));
+        }
+        if (!AppMayUse(app, *key)) {
+          return Bad(Key(kp, "variant"),
+                     absl::StrCat(variant_name, " is not in ", Key(ip, "variants")));
         }
         for (int64_t c = 0; c < count; ++c) exp_.setup.instances.push_back({app_index, found});
       }
@@ -446,7 +552,9 @@ class Parser {
   absl::Status ParsePolicies(const YAML::Node& n) {
     const std::string path = "policies";
     if (!Present(n)) return absl::OkStatus();  // defaults: proteus batching, least-queued routing
-    MAITRE_RETURN_IF_ERROR(CheckMap(n, path, {"batching", "routing"}));
+    MAITRE_RETURN_IF_ERROR(CheckMap(n, path,
+                                    {"batching", "routing", "selection", "model_autoscaler",
+                                     "cluster_autoscaler", "report_interval_s"}));
     policy::BatchingOptions& b = exp_.setup.batching;
     if (YAML::Node batching = n["batching"]; Present(batching)) {
       const std::string bp = Key(path, "batching");
@@ -491,6 +599,18 @@ class Parser {
         auto p = policy::CreateBatchingPolicy(options, exp_.setup.variants[s.variant].profile);
         if (!p.ok()) return Bad(bp, p.status().message());
       }
+      // ... and for every variant a managed cluster may load.
+      for (const SimApp& app : exp_.setup.apps) {
+        for (const SimVariant& v : exp_.setup.variants) {
+          if (std::find(app.models.begin(), app.models.end(), v.key.model) == app.models.end()) {
+            continue;
+          }
+          policy::BatchingOptions options = b;
+          if (options.slo == 0) options.slo = app.latency;
+          auto p = policy::CreateBatchingPolicy(options, v.profile);
+          if (!p.ok()) return Bad(bp, p.status().message());
+        }
+      }
     }
     if (YAML::Node routing = n["routing"]; Present(routing)) {
       const std::string rp = Key(path, "routing");
@@ -500,8 +620,118 @@ class Parser {
         MAITRE_RETURN_IF_ERROR(CheckMap(routing, rp, {"name"}));
         MAITRE_RETURN_IF_ERROR(ReadString(routing, rp, "name", &exp_.setup.routing, true));
       }
-      auto r = CreateRouter(exp_.setup.routing);
-      if (!r.ok()) return Bad(rp, r.status().message());
+      if (exp_.setup.routing != "selection") {
+        auto r = CreateRouter(exp_.setup.routing);
+        if (!r.ok()) {
+          return Bad(rp, absl::StrCat(r.status().message(), " (or selection: the selection policy "
+                                                            "and a managed cluster)"));
+        }
+      }
+    }
+    MAITRE_RETURN_IF_ERROR(ParseControl(n));
+    return absl::OkStatus();
+  }
+
+  // The managed cluster's policies: selection, the model and cluster
+  // autoscalers and the monitoring interval.
+  absl::Status ParseControl(const YAML::Node& n) {
+    const std::string path = "policies";
+    ControlSetup& c = exp_.setup.control;
+    const bool selection = exp_.setup.routing == "selection";
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "report_interval_s", &c.report_interval));
+    if (c.report_interval <= 0) return Bad(Key(path, "report_interval_s"), "must be > 0");
+    if (YAML::Node sel = n["selection"]; Present(sel)) {
+      const std::string sp = Key(path, "selection");
+      if (!selection) return Bad(sp, "needs routing: selection");
+      MAITRE_RETURN_IF_ERROR(
+          CheckMap(sel, sp, {"loads", "allow_degraded", "use_loading_instances"}));
+      MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "loads", &c.selection_loads));
+      MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "allow_degraded", &c.selection.allow_degraded));
+      MAITRE_RETURN_IF_ERROR(
+          ReadBool(sel, sp, "use_loading_instances", &c.selection.use_loading_instances));
+    }
+    if (YAML::Node m = n["model_autoscaler"]; Present(m)) {
+      const std::string mp = Key(path, "model_autoscaler");
+      std::string name;
+      policy::ModelAutoscalerOptions& o = c.model_autoscaler;
+      if (m.IsScalar()) {
+        name = m.Scalar();
+      } else {
+        MAITRE_RETURN_IF_ERROR(CheckMap(m, mp,
+                                        {"name", "slack", "scale_down_headroom", "lambda_per_s",
+                                         "min_scale_down_wait_s", "min_replicas_per_model",
+                                         "max_accuracy_drop", "interval_s"}));
+        MAITRE_RETURN_IF_ERROR(ReadString(m, mp, "name", &name, true));
+        int64_t min_replicas = o.min_replicas_per_model;
+        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "slack", &o.slack));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "scale_down_headroom", &o.scale_down_headroom));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "lambda_per_s", &o.lambda_per_s));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(m, mp, "min_scale_down_wait_s", &o.min_scale_down_wait));
+        MAITRE_RETURN_IF_ERROR(ReadInt(m, mp, "min_replicas_per_model", &min_replicas));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "max_accuracy_drop", &o.max_accuracy_drop));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(m, mp, "interval_s", &c.model_interval));
+        if (min_replicas < 0 || min_replicas > 1000) {
+          return Bad(Key(mp, "min_replicas_per_model"), "must be in [0, 1000]");
+        }
+        o.min_replicas_per_model = static_cast<int>(min_replicas);
+        if (c.model_interval <= 0) return Bad(Key(mp, "interval_s"), "must be > 0");
+      }
+      if (name == "infaas") {
+        c.model_autoscaling = ModelAutoscaling::kInfaas;
+      } else if (name == "horizontal") {
+        c.model_autoscaling = ModelAutoscaling::kHorizontal;
+      } else if (name == "off" || name == "false") {
+        c.model_autoscaling = ModelAutoscaling::kOff;
+      } else {
+        return Bad(mp, absl::StrCat("unknown model autoscaler \"", name,
+                                    "\"; choose infaas, horizontal or off"));
+      }
+      if (c.model_autoscaling != ModelAutoscaling::kOff && !selection) {
+        return Bad(mp, "needs routing: selection");
+      }
+      auto created = policy::ModelAutoscaler::Create(o);
+      if (!created.ok()) return Bad(mp, created.status().message());
+    }
+    if (YAML::Node k = n["cluster_autoscaler"]; Present(k)) {
+      const std::string kp = Key(path, "cluster_autoscaler");
+      std::string name;
+      policy::ClusterAutoscalerOptions& o = c.cluster_autoscaler;
+      if (k.IsScalar()) {
+        name = k.Scalar();
+      } else {
+        MAITRE_RETURN_IF_ERROR(CheckMap(
+            k, kp,
+            {"name", "utilisation_threshold", "overloaded_fraction", "add_cooldown_s",
+             "idle_cooldown_s", "min_workers", "removal_utilisation_limit", "interval_s"}));
+        MAITRE_RETURN_IF_ERROR(ReadString(k, kp, "name", &name, true));
+        int64_t min_workers = o.min_workers;
+        MAITRE_RETURN_IF_ERROR(
+            ReadNumber(k, kp, "utilisation_threshold", &o.utilisation_threshold));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(k, kp, "overloaded_fraction", &o.overloaded_fraction));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(k, kp, "add_cooldown_s", &o.add_cooldown));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(k, kp, "idle_cooldown_s", &o.idle_cooldown));
+        MAITRE_RETURN_IF_ERROR(ReadInt(k, kp, "min_workers", &min_workers));
+        MAITRE_RETURN_IF_ERROR(
+            ReadNumber(k, kp, "removal_utilisation_limit", &o.removal_utilisation_limit));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(k, kp, "interval_s", &c.cluster_interval));
+        if (min_workers < 0 || min_workers > 100000) {
+          return Bad(Key(kp, "min_workers"), "must be >= 0");
+        }
+        o.min_workers = static_cast<int>(min_workers);
+        if (c.cluster_interval <= 0) return Bad(Key(kp, "interval_s"), "must be > 0");
+      }
+      if (name == "on" || name == "true") {
+        c.cluster_autoscaling = true;
+      } else if (name == "off" || name == "false") {
+        c.cluster_autoscaling = false;
+      } else {
+        return Bad(kp, absl::StrCat("expected on or off, not \"", name, "\""));
+      }
+      if (c.cluster_autoscaling && !selection) return Bad(kp, "needs routing: selection");
+      policy::ClusterAutoscalerOptions check = o;
+      for (const SimWorkerType& t : exp_.setup.worker_types) check.types.push_back(t.type);
+      auto created = policy::ClusterAutoscaler::Create(check);
+      if (!created.ok()) return Bad(kp, created.status().message());
     }
     return absl::OkStatus();
   }

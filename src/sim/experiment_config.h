@@ -6,8 +6,11 @@
 //   name: proteus-batching
 //   cluster:
 //     worker_types:            # optional; default: the embedded cpu-1, cpu-2
-//       - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.0425}
-//     workers: {cpu-1: 1}      # how many of each type the cluster pays for
+//       - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.0425,
+//          launch_s: 0, max_workers: 8}   # managed clusters: launch delay, limit
+//     workers: {cpu-1: 1}      # how many of each type the cluster pays for (from the start)
+//     replica_cores:           # optional: cores one replica takes (default 1)
+//       - {variant: "m:v", worker_type: cpu-1, cores: 1}
 //   profiles:
 //     - csv: profile.csv       # the profile CSV format, relative to this file
 //     - model: m               # or inline
@@ -20,7 +23,9 @@
 //       latency_ms: 40
 //       min_accuracy: 0.7      # optional
 //       share: 1               # share of a generated trace (default 1)
-//       instances:
+//       models: [m]            # managed clusters: the models serving it
+//       variants: ["m:v"]      # optional: only these of their variants
+//       instances:             # loaded from the start, one per worker
 //         - {variant: "m:v", worker_type: cpu-1, count: 1}
 //   trace:
 //     generator: poisson       # uniform | poisson | gamma | mmpp | diurnal | piecewise
@@ -34,7 +39,15 @@
 //       # expected_rate_qps (mark), aimd_initial_batch, aimd_step,
 //       # aimd_decrease, aimd_signal: deadline-miss | batch-latency,
 //       # plan_with: p99 | p50
-//     routing: least-queued
+//     routing: least-queued    # or selection: a managed cluster, which also takes
+//     selection: {loads: true, allow_degraded: true, use_loading_instances: true}
+//     model_autoscaler: infaas # | horizontal | off, or {name, slack,
+//       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
+//       # min_replicas_per_model, max_accuracy_drop, interval_s}
+//     cluster_autoscaler: on   # | off, or {name, utilisation_threshold,
+//       # overloaded_fraction, add_cooldown_s, idle_cooldown_s, min_workers,
+//       # removal_utilisation_limit, interval_s}
+//     report_interval_s: 1     # worker reports and instance states
 //   simulation:
 //     service_noise: lognormal # or none
 //

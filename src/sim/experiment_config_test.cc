@@ -160,3 +160,107 @@ trace:
 
 }  // namespace
 }  // namespace maitre::sim
+
+namespace maitre::sim {
+namespace {
+
+constexpr char kManaged[] = R"(
+name: managed
+cluster:
+  worker_types:
+    - {name: cpu, cores: 4, memory_mb: 8192, price_per_hour: 0.2, launch_s: 40, max_workers: 3}
+    - {name: gpu, cores: 8, memory_mb: 16384, price_per_hour: 3}
+  workers: {cpu: 1}
+  replica_cores:
+    - {variant: "cnn:trt", worker_type: gpu, cores: 2}
+profiles:
+  - {model: cnn, variant: cpu, worker_type: cpu, accuracy: 0.76, load_ms: 800,
+     points: [[1, 30, 33]]}
+  - {model: cnn, variant: trt, worker_type: gpu, accuracy: 0.76, load_ms: 4000,
+     points: [[1, 3, 3.3], [8, 10, 11]]}
+apps:
+  - name: a
+    latency_ms: 150
+    models: [cnn]
+trace:
+  generator: poisson
+  rate_qps: 10
+  duration_s: 10
+policies:
+  batching: nexus
+  routing: selection
+  selection: {loads: true, allow_degraded: false}
+  model_autoscaler: {name: horizontal, lambda_per_s: 0.2, min_scale_down_wait_s: 5,
+                     interval_s: 2}
+  cluster_autoscaler: {name: on, idle_cooldown_s: 30, min_workers: 2, interval_s: 4}
+  report_interval_s: 0.5
+)";
+
+TEST(ExperimentConfigManagedTest, ParsesTheControlPlane) {
+  auto e = ParseExperiment(kManaged, ".");
+  ASSERT_TRUE(e.ok()) << e.status();
+  const SimulationSetup& s = e->setup;
+  EXPECT_EQ(s.routing, "selection");
+  EXPECT_TRUE(s.instances.empty());
+  ASSERT_EQ(s.apps.size(), 1u);
+  EXPECT_EQ(s.apps[0].models, std::vector<std::string>{"cnn"});
+  EXPECT_EQ(s.worker_types[0].launch_delay, 40 * kSecond);
+  EXPECT_EQ(s.worker_types[0].max_workers, 3);
+  EXPECT_EQ(s.worker_types[1].max_workers, 8);
+  EXPECT_EQ(s.worker_types[0].count, 1);
+  EXPECT_EQ(s.variants[0].cores_per_replica, 1);
+  EXPECT_EQ(s.variants[1].cores_per_replica, 2);
+  const ControlSetup& c = s.control;
+  EXPECT_TRUE(c.selection_loads);
+  EXPECT_FALSE(c.selection.allow_degraded);
+  EXPECT_EQ(c.model_autoscaling, ModelAutoscaling::kHorizontal);
+  EXPECT_EQ(c.model_autoscaler.lambda_per_s, 0.2);
+  EXPECT_EQ(c.model_autoscaler.min_scale_down_wait, 5 * kSecond);
+  EXPECT_EQ(c.model_interval, 2 * kSecond);
+  EXPECT_TRUE(c.cluster_autoscaling);
+  EXPECT_EQ(c.cluster_autoscaler.idle_cooldown, 30 * kSecond);
+  EXPECT_EQ(c.cluster_autoscaler.min_workers, 2);
+  EXPECT_EQ(c.cluster_interval, 4 * kSecond);
+  EXPECT_EQ(c.report_interval, kSecond / 2);
+}
+
+TEST(ExperimentConfigManagedTest, ErrorsNameTheKey) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kManaged;
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {with("name: horizontal", "name: vertical"), "policies.model_autoscaler"},
+      {with("name: on, idle", "name: maybe, idle"), "policies.cluster_autoscaler"},
+      {with("routing: selection", "routing: least-queued"), "policies.selection"},
+      {with("cores: 2}", "cores: 9}"), "cluster.replica_cores[0].cores"},
+      {with("variant: \"cnn:trt\", worker_type: gpu, cores",
+            "variant: \"cnn:trt\", worker_type: cpu, cores"),
+       "cluster.replica_cores[0]"},
+      {with("models: [cnn]", "models: [rnn]"), "apps[0].models[0]"},
+      {with("loads: true", "loads: maybe"), "policies.selection.loads"},
+      {with("launch_s: 40", "launch_s: -1"), "cluster.worker_types[0]"},
+      {with("report_interval_s: 0.5", "report_interval_s: 0"), "policies.report_interval_s"},
+      {with("min_workers: 2", "min_workers: -2"), "policies.cluster_autoscaler.min_workers"},
+  };
+  // Without the selection key, an autoscaler still needs routing: selection.
+  std::string text = with("  selection: {loads: true, allow_degraded: false}\n", "");
+  text.replace(text.find("routing: selection"), 18, "routing: least-queued");
+  cases.push_back({text, "policies.model_autoscaler"});
+  // A static cluster serves an app only through instances it lists.
+  text.replace(text.find("model_autoscaler: {name: horizontal"), 35,
+               "model_autoscaler: {name: off");
+  text.replace(text.find("name: on, idle"), 8, "name: off");
+  cases.push_back({text, "apps[0].instances"});
+  for (const auto& [yaml, mentions] : cases) {
+    auto e = ParseExperiment(yaml, ".");
+    ASSERT_FALSE(e.ok()) << "expected an error naming " << mentions;
+    EXPECT_NE(e.status().message().find(mentions), std::string::npos)
+        << "error \"" << e.status().message() << "\" should name " << mentions;
+  }
+}
+
+}  // namespace
+}  // namespace maitre::sim

@@ -1,10 +1,12 @@
 #include "sim/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/file_util.h"
 #include "nlohmann/json.hpp"
 #include "sim/svg_chart.h"
@@ -26,11 +28,30 @@ Counters SecondAt(const Simulator& sim, size_t s) {
   return s < per_second.size() ? per_second[s] : Counters();
 }
 
-// Instances of each variant (by variant index), in variant order.
-std::vector<int> InstancesByVariant(const SimulationSetup& setup) {
-  std::vector<int> count(setup.variants.size(), 0);
-  for (const SimInstanceSpec& i : setup.instances) ++count[i.variant];
-  return count;
+// The cluster's shape at the end of each second: ready replicas by variant
+// and workers (up or starting) by type.
+struct Shape {
+  std::vector<std::vector<int>> replicas;  // [second][variant]
+  std::vector<std::vector<int>> workers;   // [second][worker type]
+};
+
+Shape ShapeBySecond(const Simulator& sim, size_t seconds) {
+  const SimulationSetup& setup = sim.setup();
+  Shape shape;
+  std::vector<int> replicas(setup.variants.size(), 0), workers(setup.worker_types.size(), 0);
+  const std::vector<ShapeChange>& changes = sim.shape_changes();
+  size_t next = 0;
+  for (size_t s = 0; s < seconds; ++s) {
+    const Nanos end = static_cast<Nanos>(s + 1) * kSecond;
+    for (; next < changes.size() && changes[next].at < end; ++next) {
+      const ShapeChange& c = changes[next];
+      if (c.variant >= 0) replicas[c.variant] += c.delta;
+      if (c.worker_type >= 0) workers[c.worker_type] += c.delta;
+    }
+    shape.replicas.push_back(replicas);
+    shape.workers.push_back(workers);
+  }
+  return shape;
 }
 
 // "model:variant@worker_type".
@@ -67,21 +88,24 @@ Json CountersJson(const Counters& c, double duration_s, const LatencyHistogram& 
 
 std::string TimeseriesCsv(const Simulator& sim) {
   const SimulationSetup& setup = sim.setup();
-  const std::vector<int> instances = InstancesByVariant(setup);
   std::string out =
       "second,demand,served,on_time,late,dropped,rejected,violations,accuracy,cost_dollars";
   for (size_t v = 0; v < setup.variants.size(); ++v) {
     absl::StrAppend(&out, ",instances:", VariantLabel(setup, setup.variants[v]));
   }
+  for (const SimWorkerType& t : setup.worker_types) absl::StrAppend(&out, ",workers:", t.type.name);
   out += '\n';
   const size_t seconds = ReportSeconds(sim);
+  const Shape shape = ShapeBySecond(sim, seconds);
   for (size_t s = 0; s < seconds; ++s) {
     Counters c = SecondAt(sim, s);
     absl::StrAppendFormat(&out, "%d,%d,%d,%d,%d,%d,%d,%d,", s, c.arrived, c.completed, c.on_time,
                           c.late, c.dropped, c.rejected, c.violations());
     if (c.completed > 0) absl::StrAppendFormat(&out, "%.6f", c.accuracy_sum / c.completed);
-    absl::StrAppendFormat(&out, ",%.8f", sim.cost_per_second());
-    for (int n : instances) absl::StrAppend(&out, ",", n);
+    const Nanos from = static_cast<Nanos>(s) * kSecond;
+    absl::StrAppendFormat(&out, ",%.8f", sim.CostBetween(from, from + kSecond));
+    for (int n : shape.replicas[s]) absl::StrAppend(&out, ",", n);
+    for (int n : shape.workers[s]) absl::StrAppend(&out, ",", n);
     out += '\n';
   }
   return out;
@@ -94,11 +118,33 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
   Json j;
   j["name"] = name;
   j["policies"] = {{"batching", setup.batching.policy}, {"routing", setup.routing}};
+  if (sim.managed()) {
+    j["policies"]["selection_loads"] = setup.control.selection_loads;
+    j["policies"]["model_autoscaler"] = ModelAutoscalingName(setup.control.model_autoscaling);
+    j["policies"]["cluster_autoscaler"] = setup.control.cluster_autoscaling ? "on" : "off";
+  }
   j["duration_s"] = Round(duration_s, 1e3);
   j["simulated_s"] = Round(ToSeconds(m.end_time), 1e3);
   Json totals = CountersJson(m.total, duration_s, m.latency);
   for (auto& [key, value] : totals.items()) j[key] = value;
-  j["cost_dollars"] = Round(sim.cost_per_second() * duration_s, 1e8);
+  const double cost = sim.CostBetween(0, setup.horizon);
+  j["cost_dollars"] = Round(cost, 1e8);
+  j["cost_per_hour"] = Round(duration_s > 0 ? cost / duration_s * 3600 : 0, 1e6);
+  // Workers by type: paid worker-seconds, the most at once, and at the end.
+  const size_t seconds = ReportSeconds(sim);
+  const Shape shape = ShapeBySecond(sim, seconds);
+  const std::vector<double> worker_seconds = sim.WorkerSeconds();
+  Json workers = Json::object();
+  for (size_t t = 0; t < setup.worker_types.size(); ++t) {
+    int most = 0;
+    for (const auto& row : shape.workers) most = std::max(most, row[t]);
+    workers[setup.worker_types[t].type.name] = {
+        {"worker_seconds", Round(worker_seconds[t], 1e3)},
+        {"mean", Round(duration_s > 0 ? worker_seconds[t] / duration_s : 0, 1e3)},
+        {"max", most},
+        {"at_end", shape.workers.empty() ? 0 : shape.workers.back()[t]}};
+  }
+  j["workers"] = workers;
   j["batches"] = m.batches;
   j["mean_batch_rows"] =
       Round(m.batches > 0 ? static_cast<double>(m.batch_rows) / m.batches : 0, 1e3);
@@ -107,6 +153,25 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
     apps[setup.apps[a].name] = CountersJson(m.per_app[a], duration_s, m.latency_per_app[a]);
   }
   j["apps"] = apps;
+  if (sim.managed()) {
+    const ControlCounters& c = sim.control_counters();
+    Json actions = Json::object();
+    using Kind = policy::ModelScaleAction::Kind;
+    for (Kind k : {Kind::kReplicate, Kind::kAddVariant, Kind::kUpgrade, Kind::kDowngrade,
+                   Kind::kRemoveReplica, Kind::kNeedsPlacement}) {
+      actions[std::string(policy::ModelScaleActionKindName(k))] =
+          c.model_actions[static_cast<int>(k)];
+    }
+    j["control"] = {{"model_actions", actions},
+                    {"loads_by_selection", c.loads_by_selection},
+                    {"loads_by_autoscaler", c.loads_by_autoscaler},
+                    {"loads_by_placement", c.loads_by_placement},
+                    {"loads_refused", c.loads_refused},
+                    {"replicas_removed", c.replicas_removed},
+                    {"workers_added", c.workers_added},
+                    {"workers_removed", c.workers_removed},
+                    {"state_changes", c.state_changes}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -127,7 +192,8 @@ std::string PlotSvg(const Simulator& sim, const std::string& name) {
     violations.y.push_back(c.violations());
     dropped.y.push_back(c.dropped);
     accuracy.y.push_back(c.completed > 0 ? c.accuracy_sum / c.completed : nan);
-    cost.y.push_back(sim.cost_per_second() * 3600);
+    const Nanos from = static_cast<Nanos>(s) * kSecond;
+    cost.y.push_back(sim.CostBetween(from, from + kSecond) * 3600);
   }
   std::vector<ChartPanel> panels;
   panels.push_back({"Demand and served", "queries/s", {demand, served, on_time}, true});
@@ -135,18 +201,39 @@ std::string PlotSvg(const Simulator& sim, const std::string& name) {
       {"SLO violations (late, dropped or rejected)", "queries/s", {violations, dropped}, true});
   panels.push_back({"Effective accuracy of served queries", "accuracy", {accuracy}, false});
   panels.push_back({"Cost", "$/hour", {cost}, true});
-  ChartPanel inst{"Instances by variant", "instances", {}, true};
   const char* const palette[] = {"#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#1f77b4", "#ff7f0e"};
-  const std::vector<int> counts = InstancesByVariant(setup);
+  const Shape shape = ShapeBySecond(sim, seconds);
+  ChartPanel inst{"Replicas by variant", "replicas", {}, true};
   for (size_t v = 0; v < setup.variants.size(); ++v) {
-    if (counts[v] == 0) continue;
-    ChartSeries s{VariantLabel(setup, setup.variants[v]), palette[inst.series.size() % 6],
-                  std::vector<double>(seconds, counts[v])};
-    inst.series.push_back(std::move(s));
+    ChartSeries s{VariantLabel(setup, setup.variants[v]), palette[inst.series.size() % 6], {}};
+    bool any = false;
+    for (size_t t = 0; t < seconds; ++t) {
+      s.y.push_back(shape.replicas[t][v]);
+      any |= shape.replicas[t][v] > 0;
+    }
+    if (any) inst.series.push_back(std::move(s));
   }
   panels.push_back(std::move(inst));
+  if (sim.managed()) {
+    ChartPanel workers{"Workers by type (up or starting)", "workers", {}, true};
+    for (size_t w = 0; w < setup.worker_types.size(); ++w) {
+      ChartSeries s{setup.worker_types[w].type.name, palette[(workers.series.size() + 3) % 6], {}};
+      bool any = false;
+      for (size_t t = 0; t < seconds; ++t) {
+        s.y.push_back(shape.workers[t][w]);
+        any |= shape.workers[t][w] > 0;
+      }
+      if (any) workers.series.push_back(std::move(s));
+    }
+    panels.push_back(std::move(workers));
+  }
   ChartOptions options;
   options.title = absl::StrCat(name, " (batching: ", setup.batching.policy, ")");
+  if (sim.managed()) {
+    absl::StrAppend(&options.title, ", selection, model autoscaler ",
+                    ModelAutoscalingName(setup.control.model_autoscaling), ", cluster autoscaler ",
+                    setup.control.cluster_autoscaling ? "on" : "off");
+  }
   return RenderLineChart(options, panels);
 }
 
@@ -157,7 +244,10 @@ absl::Status WriteReports(const Simulator& sim, const std::string& name,
     return s;
   if (auto s = WriteFileAtomically(out_dir + "/summary.json", SummaryJson(sim, name)); !s.ok())
     return s;
-  return WriteFileAtomically(out_dir + "/plot.svg", PlotSvg(sim, name));
+  if (auto s = WriteFileAtomically(out_dir + "/plot.svg", PlotSvg(sim, name)); !s.ok()) return s;
+  if (!sim.managed()) return absl::OkStatus();
+  return WriteFileAtomically(out_dir + "/control.log",
+                             absl::StrJoin(sim.control_log(), "\n") + "\n");
 }
 
 }  // namespace maitre::sim

@@ -1,7 +1,8 @@
 // The simulator's outputs (DESIGN §6.4): timeseries.csv (per second: demand,
-// served, violations, accuracy, cost, instances by variant), summary.json
-// (throughput, SLO violation ratio, effective accuracy, cost, per-app
-// breakdown) and plot.svg. All three are deterministic functions of a
+// served, violations, accuracy, cost, ready replicas by variant, workers by
+// type), summary.json (throughput, SLO violation ratio, effective accuracy,
+// cost, workers, per-app breakdown and, for managed clusters, what the
+// control plane did) and plot.svg. All three are deterministic functions of a
 // finished simulation, so equal runs give byte-identical files.
 //
 // Thread-safety: pure functions of their arguments.

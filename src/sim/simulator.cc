@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "policy/latency_table.h"
+#include "sim/selection_router.h"
 
 namespace maitre::sim {
 namespace {
@@ -17,6 +19,28 @@ using policy::BatchDecision;
 using policy::QueuedQuery;
 
 }  // namespace
+
+bool AppMayUse(const SimApp& app, const VariantKey& key) {
+  return app.variants.empty() ||
+         std::find(app.variants.begin(), app.variants.end(), key.ToString()) != app.variants.end();
+}
+
+absl::string_view ModelAutoscalingName(ModelAutoscaling m) {
+  switch (m) {
+    case ModelAutoscaling::kOff:
+      return "off";
+    case ModelAutoscaling::kInfaas:
+      return "infaas";
+    case ModelAutoscaling::kHorizontal:
+      return "horizontal";
+  }
+  return "off";
+}
+
+Simulator::Simulator(SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals)
+    : setup_(std::move(setup)), arrivals_(std::move(arrivals)) {}
+
+Simulator::~Simulator() = default;
 
 absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
     SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals) {
@@ -34,6 +58,10 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
     if (v.profile.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("variant ", v.key.ToString(), " has no profile"));
+    }
+    if (!(v.cores_per_replica > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variant ", v.key.ToString(), " needs cores per replica > 0"));
     }
   }
   for (const SimApp& a : setup.apps) {
@@ -56,63 +84,126 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
                        " but the cluster has ", setup.worker_types[t].count));
     }
   }
+  if (setup.routing != "selection" && (setup.control.model_autoscaling != ModelAutoscaling::kOff ||
+                                       setup.control.cluster_autoscaling)) {
+    return absl::InvalidArgumentError("autoscaling needs routing: selection");
+  }
 
   auto sim = std::unique_ptr<Simulator>(new Simulator(std::move(setup), std::move(arrivals)));
   const SimulationSetup& s = sim->setup_;
-  auto router = CreateRouter(s.routing);
-  if (!router.ok()) return router.status();
-  sim->router_ = *std::move(router);
+  // The app each variant serves: the app whose instances run its model, else
+  // the app that names its model.
+  std::map<std::string, int32_t> model_app;
+  for (const SimInstanceSpec& spec : s.instances) {
+    model_app.emplace(s.variants[spec.variant].key.model, spec.app);
+  }
+  for (int32_t a = 0; a < n_apps; ++a) {
+    for (const std::string& m : s.apps[a].models) model_app.emplace(m, a);
+  }
+  sim->variant_app_.assign(n_variants, -1);
+  for (int32_t v = 0; v < n_variants; ++v) {
+    auto it = model_app.find(s.variants[v].key.model);
+    if (it != model_app.end() && AppMayUse(s.apps[it->second], s.variants[v].key)) {
+      sim->variant_app_[v] = it->second;
+    }
+  }
+  if (s.routing == "selection") {
+    if (auto status = sim->SetUpControl(); !status.ok()) return status;
+  } else {
+    auto router = CreateRouter(s.routing);
+    if (!router.ok()) return router.status();
+    sim->router_ = *std::move(router);
+  }
 
   sim->by_app_.assign(n_apps, {});
-  sim->instances_.resize(s.instances.size());
-  sim->views_.resize(s.instances.size());
-  for (size_t i = 0; i < s.instances.size(); ++i) {
-    const SimInstanceSpec& spec = s.instances[i];
-    const SimVariant& variant = s.variants[spec.variant];
-    policy::BatchingOptions options = s.batching;
-    if (options.slo == 0) options.slo = s.apps[spec.app].latency;
-    absl::StatusOr<std::unique_ptr<policy::BatchingPolicy>> policy =
-        s.policy_factory ? s.policy_factory(static_cast<int32_t>(i))
-                         : policy::CreateBatchingPolicy(options, variant.profile);
-    if (policy.ok() && *policy == nullptr) policy = absl::InvalidArgumentError("no policy");
-    if (!policy.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("instance ", i, " (", variant.key.ToString(),
-                                                     "): ", policy.status().message()));
-    }
-    Instance& inst = sim->instances_[i];
-    inst.policy = *std::move(policy);
-    inst.noise = Rng(DeriveSeed(s.seed, 1000 + i));
-    // Service times are tabulated up to the largest batch a policy may send;
-    // a single larger query is computed on demand.
-    const int32_t rows = std::max(1, options.max_batch);
-    inst.median_ns.assign(rows + 1, 0);
-    inst.sigma.assign(rows + 1, 0);
-    for (int32_t r = 1; r <= rows; ++r) {
-      double p50 = variant.profile.LatencyAt(r);
-      double p99 = variant.profile.P99At(r);
-      inst.median_ns[r] = p50 * kMillisecond;
-      inst.sigma[r] = p99 > p50 ? std::log(p99 / p50) / kZ99 : 0;
-    }
-    inst.queue.reserve(1024);
-    inst.tags.reserve(1024);
-    inst.batch.reserve(rows);
-    InstanceView& view = sim->views_[i];
-    view.app = spec.app;
-    view.variant = spec.variant;
-    view.worker_type = variant.worker_type;
-    view.accuracy = variant.accuracy;
-    sim->by_app_[spec.app].push_back(static_cast<int32_t>(i));
-  }
-
-  for (const SimWorkerType& t : s.worker_types) {
-    sim->cost_per_second_ += t.count * t.type.price_per_hour / 3600.0;
-  }
   sim->metrics_.per_app.assign(n_apps, Counters());
   sim->metrics_.latency_per_app.assign(n_apps, LatencyHistogram());
   sim->metrics_.per_second.reserve(static_cast<size_t>(s.horizon / kSecond) + 2);
   sim->events_.Reserve(64 + 4 * s.instances.size());
+
+  // The workers paid for from the start, then one instance per worker of its
+  // variant's type, in order.
+  for (int32_t t = 0; t < n_types; ++t) {
+    for (int32_t k = 0; k < s.worker_types[t].count; ++k) sim->StartWorker(t, 0);
+  }
+  std::vector<size_t> next_worker(n_types, 0);
+  for (const SimInstanceSpec& spec : s.instances) {
+    const int32_t type = s.variants[spec.variant].worker_type;
+    int32_t w = -1;
+    for (size_t k = next_worker[type]; k < sim->workers_.size(); ++k) {
+      if (sim->workers_[k].type == type && sim->workers_[k].instances.empty()) {
+        w = static_cast<int32_t>(k);
+        next_worker[type] = k + 1;
+        break;
+      }
+    }
+    auto i = sim->AddInstance(spec.app, spec.variant, w);
+    if (!i.ok()) return i.status();
+    Replica r;
+    r.instance = *i;
+    r.ready = true;
+    sim->instances_[*i].replicas.push_back(static_cast<int32_t>(sim->replicas_.size()));
+    sim->replicas_.push_back(std::move(r));
+    Instance& inst = sim->instances_[*i];
+    ++inst.ready;
+    ++inst.idle;
+    sim->RecordShape(spec.variant, -1, 1);
+    if (sim->selection_ != nullptr) {
+      auto added = sim->selection_->AddInstance(*i, spec.variant, w, 0);
+      if (!added.ok()) return added;
+      inst.history.state = policy::InstanceState::kActive;
+      sim->selection_->SetState(*i, inst.history.state);
+      sim->selection_->UpdateInstanceLoad(*i, 1, 1, 0);
+      sim->selection_->UpdateWorker(w, 0, sim->FreeMemoryForSelection(sim->workers_[w]));
+    }
+  }
+  if (sim->managed()) sim->events_.Push(s.control.report_interval, kControl, 0);
   sim->FetchArrival();
   return sim;
+}
+
+absl::StatusOr<int32_t> Simulator::AddInstance(int32_t app, int32_t variant, int32_t worker) {
+  const int32_t i = static_cast<int32_t>(instances_.size());
+  const SimVariant& v = setup_.variants[variant];
+  policy::BatchingOptions options = setup_.batching;
+  if (options.slo == 0) options.slo = setup_.apps[app].latency;
+  absl::StatusOr<std::unique_ptr<policy::BatchingPolicy>> policy =
+      setup_.policy_factory ? setup_.policy_factory(i)
+                            : policy::CreateBatchingPolicy(options, v.profile);
+  if (policy.ok() && *policy == nullptr) policy = absl::InvalidArgumentError("no policy");
+  if (!policy.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("instance ", i, " (", v.key.ToString(), "): ", policy.status().message()));
+  }
+  instances_.emplace_back();
+  Instance& inst = instances_.back();
+  inst.policy = *std::move(policy);
+  inst.app = app;
+  inst.variant = variant;
+  inst.worker = worker;
+  inst.noise = Rng(DeriveSeed(setup_.seed, 1000 + i));
+  // Service times are tabulated up to the largest batch a policy may send;
+  // a single larger query is computed on demand.
+  const int32_t rows = std::max(1, options.max_batch);
+  inst.median_ns.assign(rows + 1, 0);
+  inst.sigma.assign(rows + 1, 0);
+  for (int32_t r = 1; r <= rows; ++r) {
+    double p50 = v.profile.LatencyAt(r);
+    double p99 = v.profile.P99At(r);
+    inst.median_ns[r] = p50 * kMillisecond;
+    inst.sigma[r] = p99 > p50 ? std::log(p99 / p50) / kZ99 : 0;
+  }
+  inst.queue.reserve(managed() ? 64 : 1024);
+  inst.tags.reserve(managed() ? 64 : 1024);
+  InstanceView view;
+  view.app = app;
+  view.variant = variant;
+  view.worker_type = v.worker_type;
+  view.accuracy = v.accuracy;
+  views_.push_back(view);
+  if (!managed()) by_app_[app].push_back(i);
+  if (worker >= 0) workers_[worker].instances.push_back(i);
+  return i;
 }
 
 void Simulator::FetchArrival() {
@@ -156,6 +247,15 @@ absl::Status Simulator::RunUntil(Nanos until) {
         case kExpiry:
           OnExpiry(static_cast<int32_t>(e.target), e.time);
           break;
+        case kLoadDone:
+          OnLoadDone(static_cast<int32_t>(e.target));
+          break;
+        case kWorkerUp:
+          OnWorkerUp(static_cast<int32_t>(e.target));
+          break;
+        case kControl:
+          OnControl();
+          break;
       }
     }
     ++events_processed_;
@@ -167,6 +267,12 @@ Counters& Simulator::Second(Nanos t) {
   size_t s = static_cast<size_t>(t / kSecond);
   if (s >= metrics_.per_second.size()) metrics_.per_second.resize(s + 1);
   return metrics_.per_second[s];
+}
+
+void Simulator::Reject(int32_t app, Counters& second) {
+  ++metrics_.total.rejected;
+  ++metrics_.per_app[app].rejected;
+  ++second.rejected;
 }
 
 void Simulator::OnArrival(const Arrival& a) {
@@ -183,19 +289,23 @@ void Simulator::OnArrival(const Arrival& a) {
   request.deadline = now_ + (a.latency > 0 ? a.latency : app.latency);
   request.min_accuracy = a.min_accuracy >= 0 ? a.min_accuracy : app.min_accuracy;
   int32_t target = -1;
-  if (!by_app_[a.app].empty()) {
-    target = router_->Route(request, ClusterSnapshot(views_, by_app_, now_));
+  if (router_ != nullptr) {
+    if (!by_app_[a.app].empty()) {
+      target = router_->Route(request, ClusterSnapshot(views_, by_app_, now_));
+    }
+  } else {
+    target = Route(request);
   }
   if (target < 0 || target >= static_cast<int32_t>(instances_.size())) {
-    ++metrics_.total.rejected;
-    ++metrics_.per_app[a.app].rejected;
-    ++second.rejected;
+    Reject(a.app, second);
     return;
   }
-
-  Instance& inst = instances_[target];
-  QueuedQuery q{now_, request.deadline, request.rows};
   Tag tag{a.app, views_[target].accuracy < request.min_accuracy};
+  Enqueue(target, QueuedQuery{now_, request.deadline, request.rows}, tag);
+}
+
+void Simulator::Enqueue(int32_t target, const QueuedQuery& q, const Tag& tag) {
+  Instance& inst = instances_[target];
   if (inst.head == inst.queue.size() || inst.queue.back().deadline <= q.deadline) {
     inst.queue.push_back(q);
     inst.tags.push_back(tag);
@@ -209,7 +319,12 @@ void Simulator::OnArrival(const Arrival& a) {
     inst.tags.insert(inst.tags.begin() + pos, tag);
   }
   views_[target].queued_rows += q.rows;
-  if (!inst.busy) {
+  if (managed()) {
+    ++inst.interval_arrivals;
+    ++in_system_;
+    workers_[inst.worker].active_this_interval = true;
+  }
+  if (inst.idle > 0) {
     RunDecisions(target);
   } else {
     ArmExpiry(target);
@@ -218,7 +333,7 @@ void Simulator::OnArrival(const Arrival& a) {
 
 void Simulator::RunDecisions(int32_t i) {
   Instance& inst = instances_[i];
-  while (!inst.busy && inst.head < inst.queue.size()) {
+  while (inst.idle > 0 && inst.head < inst.queue.size()) {
     absl::Span<const QueuedQuery> live(inst.queue.data() + inst.head,
                                        inst.queue.size() - inst.head);
     BatchDecision d = inst.policy->Decide(live, now_);
@@ -257,11 +372,20 @@ void Simulator::RunDecisions(int32_t i) {
 
 void Simulator::StartBatch(int32_t i, int32_t count) {
   Instance& inst = instances_[i];
-  inst.batch.clear();
+  int32_t r = -1;
+  for (int32_t id : inst.replicas) {
+    const Replica& rep = replicas_[id];
+    if (rep.ready && !rep.retiring && !rep.busy) {
+      r = id;
+      break;
+    }
+  }
+  Replica& rep = replicas_[r];
+  rep.batch.clear();
   int32_t rows = 0;
   for (int32_t k = 0; k < count; ++k) {
     const QueuedQuery& q = inst.queue[inst.head + k];
-    inst.batch.push_back({q.arrival, q.deadline, inst.tags[inst.head + k]});
+    rep.batch.push_back({q.arrival, q.deadline, inst.tags[inst.head + k]});
     rows += q.rows;
   }
   inst.head += count;
@@ -274,15 +398,17 @@ void Simulator::StartBatch(int32_t i, int32_t count) {
     inst.tags.erase(inst.tags.begin(), inst.tags.begin() + inst.head);
     inst.head = 0;
   }
-  inst.busy = true;
-  inst.batch_start = now_;
-  inst.batch_rows = rows;
+  rep.busy = true;
+  rep.batch_start = now_;
+  rep.batch_rows = rows;
+  --inst.idle;
+  inst.running_rows += rows;
   inst.wake_armed = kInfiniteFuture;
   views_[i].queued_rows -= rows;
-  views_[i].running_rows = rows;
+  views_[i].running_rows = inst.running_rows;
   ++metrics_.batches;
   metrics_.batch_rows += rows;
-  events_.Push(now_ + ServiceTime(inst, rows), kBatchDone, static_cast<uint32_t>(i));
+  events_.Push(now_ + ServiceTime(inst, rows), kBatchDone, static_cast<uint32_t>(r));
 }
 
 Nanos Simulator::ServiceTime(Instance& inst, int32_t rows) {
@@ -291,7 +417,7 @@ Nanos Simulator::ServiceTime(Instance& inst, int32_t rows) {
     median = inst.median_ns[rows];
     sigma = inst.sigma[rows];
   } else {
-    const Profile& p = setup_.variants[setup_.instances[&inst - instances_.data()].variant].profile;
+    const Profile& p = setup_.variants[inst.variant].profile;
     double p50 = p.LatencyAt(rows), p99 = p.P99At(rows);
     median = p50 * kMillisecond;
     sigma = p99 > p50 ? std::log(p99 / p50) / kZ99 : 0;
@@ -301,14 +427,15 @@ Nanos Simulator::ServiceTime(Instance& inst, int32_t rows) {
   return std::max<Nanos>(1, static_cast<Nanos>(std::llround(t)));
 }
 
-void Simulator::OnBatchDone(int32_t i) {
+void Simulator::OnBatchDone(int32_t r) {
+  Replica& rep = replicas_[r];
+  const int32_t i = rep.instance;
   Instance& inst = instances_[i];
-  const SimInstanceSpec& spec = setup_.instances[i];
-  const double accuracy = setup_.variants[spec.variant].accuracy;
+  const double accuracy = setup_.variants[inst.variant].accuracy;
   Counters& second = Second(now_);
   metrics_.end_time = now_;
   int32_t missed = 0;
-  for (const InFlight& q : inst.batch) {
+  for (const InFlight& q : rep.batch) {
     const bool on_time = now_ <= q.deadline;
     missed += !on_time;
     Counters* counters[3] = {&metrics_.total, &metrics_.per_app[q.tag.app], &second};
@@ -322,11 +449,32 @@ void Simulator::OnBatchDone(int32_t i) {
     metrics_.latency.Record(now_ - q.arrival);
     metrics_.latency_per_app[q.tag.app].Record(now_ - q.arrival);
   }
-  inst.policy->Observe({inst.batch_rows, inst.batch_start, now_, missed});
-  inst.busy = false;
-  inst.batch.clear();
-  views_[i].running_rows = 0;
+  inst.policy->Observe({rep.batch_rows, rep.batch_start, now_, missed});
+  rep.busy = false;
+  inst.running_rows -= rep.batch_rows;
+  views_[i].running_rows = inst.running_rows;
+  if (managed()) {
+    const int32_t n = static_cast<int32_t>(rep.batch.size());
+    Worker& w = workers_[inst.worker];
+    inst.interval_served += n;
+    ++inst.interval_batches;
+    inst.interval_rows += rep.batch_rows;
+    inst.interval_compute.push_back(now_ - rep.batch_start);
+    w.busy_core_ns += static_cast<Nanos>(std::llround(
+        static_cast<double>(now_ - std::max(rep.batch_start, last_report_)) *
+        setup_.variants[inst.variant].cores_per_replica));
+    w.active_this_interval = true;
+    in_system_ -= n;
+    selection_->AddWaiting(i, -n);
+  }
+  rep.batch.clear();
+  if (rep.retiring) {
+    DropReplica(r);
+  } else {
+    ++inst.idle;
+  }
   RunDecisions(i);
+  if (inst.draining) MaybeFinishDraining(i);
 }
 
 void Simulator::DropPrefix(int32_t i, int32_t count) {
@@ -348,6 +496,10 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
     inst.head = 0;
   }
   views_[i].queued_rows -= rows;
+  if (managed()) {
+    in_system_ -= count;
+    selection_->AddWaiting(i, -count);
+  }
 }
 
 void Simulator::ArmExpiry(int32_t i) {
@@ -369,16 +521,17 @@ void Simulator::OnExpiry(int32_t i, Nanos at) {
   for (size_t k = inst.head; k < inst.queue.size() && inst.queue[k].deadline <= now_; ++k)
     ++expired;
   if (expired > 0) DropPrefix(i, expired);
-  if (expired > 0 && !inst.busy) {
+  if (expired > 0 && inst.idle > 0) {
     RunDecisions(i);
   } else {
     ArmExpiry(i);
   }
+  if (inst.draining) MaybeFinishDraining(i);
 }
 
 void Simulator::OnWake(int32_t i, Nanos at) {
   Instance& inst = instances_[i];
-  if (inst.busy || at != inst.wake_armed) return;  // superseded by a later decision
+  if (inst.idle == 0 || at != inst.wake_armed) return;  // superseded by a later decision
   inst.wake_armed = kInfiniteFuture;
   RunDecisions(i);
 }

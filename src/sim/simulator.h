@@ -1,18 +1,35 @@
-// The discrete-event simulator (DESIGN §4): simulated worker instances whose
-// executors take their service times from profiles, each with a deadline-
-// ordered queue driven by the real batching policies exactly as the worker
-// drives them, fed by an arrival stream through a Router.
+// The discrete-event simulator (DESIGN §4): simulated workers whose instances
+// run executors that take their service times from profiles, each instance
+// with a deadline-ordered queue driven by the real batching policies exactly
+// as the worker drives them, fed by an arrival stream through a router.
 //
-// The mechanism, per instance, as in the real worker (policy/batching.h):
+// The data path, per instance, as in the real worker (policy/batching.h and
+// worker/instance.h):
 //  - a query is queued in deadline order; a query whose deadline passes while
 //    it is queued is dropped (answered DEADLINE_EXCEEDED) at that moment;
-//  - whenever the executor is idle and something changed (an arrival, a
-//    finished batch, a drop, or the wake-up time the policy asked for), the
-//    policy's Decide() is asked, and its answer is carried out; a finished
+//  - whenever a replica is idle and something changed (an arrival, a
+//    finished batch, a drop, a replica that finished loading, or the wake-up
+//    time the policy asked for), the instance's policy is asked, and its
+//    answer is carried out on the lowest-numbered idle replica; a finished
 //    batch is reported to Observe();
 //  - a batch of b rows runs for the profile's p50 at b, or, with noise on, a
 //    lognormal draw with that median and the profile's p99 as its 99th
 //    percentile.
+//
+// Two ways to run a cluster:
+//  - static (routing "least-queued"): the setup's instances, one replica
+//    each, one per worker, for the whole run; the Router picks the instance;
+//  - managed (routing "selection"): the same policies as the real
+//    controller and worker (DESIGN §4, "two worlds run the same policies"):
+//    the selection policy routes every query and asks for loads
+//    (sim/selection_router.h keeps its LiveState as the controller does);
+//    every `report_interval` each worker reports and each instance's state
+//    moves by policy::NextInstanceState; the model autoscaler runs per
+//    worker every `model_interval`; the cluster autoscaler every
+//    `cluster_interval` adds workers (serving after their type's launch
+//    delay) and removes idle ones. Loads take the profile's load_ms. Each
+//    worker is billed its type's price from the moment it is asked for until
+//    it is removed. The mechanism is in simulator_control.cc.
 //
 // Events are ordered by (time in ns, sequence number); the simulator is an
 // object with its own seeded random streams and no globals, so several can
@@ -23,7 +40,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +51,11 @@
 #include "core/profile.h"
 #include "core/variant.h"
 #include "core/worker_type.h"
+#include "policy/autoscaling_cluster.h"
+#include "policy/autoscaling_model.h"
 #include "policy/batching.h"
+#include "policy/instance_state.h"
+#include "policy/selection.h"
 #include "sim/event_queue.h"
 #include "sim/metrics.h"
 #include "sim/rng.h"
@@ -41,29 +64,70 @@
 
 namespace maitre::sim {
 
+class SelectionRouter;
+
 struct SimWorkerType {
   WorkerType type;
-  int32_t count = 0;  // workers of this type in the cluster (each is paid for)
+  int32_t count = 0;  // workers of this type up (and paid for) from the start
+  // Managed clusters: from the cluster autoscaler's add to the worker
+  // serving (it is paid for meanwhile), and the most workers of this type
+  // the cluster autoscaler may run.
+  Nanos launch_delay = 0;
+  int32_t max_workers = 8;
 };
 
+// One variant's profile on one worker type.
 struct SimVariant {
   VariantKey key;
   int32_t worker_type = 0;  // index into worker_types: the profile's hardware
   double accuracy = 0;
   Profile profile;
+  // What one replica takes of its worker's cores (the model autoscaler's
+  // resource model; an accelerator variant can claim the whole worker).
+  double cores_per_replica = 1;
 };
 
 struct SimApp {
   std::string name;
   Nanos latency = 0;        // the app's latency objective (deadline = arrival + this)
   double min_accuracy = 0;  // the app's default minimum accuracy
+  // Managed clusters: the models whose variants serve the app (selection's
+  // catalogue). Empty: the models of the app's instances.
+  std::vector<std::string> models;
+  // When not empty, only these variants ("model:variant") of those models
+  // serve the app: a baseline restricted to one variant, say.
+  std::vector<std::string> variants;
 };
 
-// One loaded instance: `variant` serving `app`, on a worker of the variant's
-// type (one instance per worker for now).
+// Whether `app` may use variant `key` (its allow-list, when it has one).
+bool AppMayUse(const SimApp& app, const VariantKey& key);
+
+// One instance loaded from the start: `variant` serving `app`, one replica,
+// on a worker of its own of the variant's type.
 struct SimInstanceSpec {
   int32_t app = 0;
   int32_t variant = 0;
+};
+
+enum class ModelAutoscaling { kOff, kInfaas, kHorizontal };
+absl::string_view ModelAutoscalingName(ModelAutoscaling m);  // "off" | "infaas" | "horizontal"
+
+// The control plane of a managed cluster (routing "selection").
+struct ControlSetup {
+  policy::SelectionOptions selection;
+  // Whether the selection policy may load variants. Off (the static
+  // baseline): workers report no room, so it never plans a load.
+  bool selection_loads = true;
+  policy::InstanceStateOptions instance_state;
+  ModelAutoscaling model_autoscaling = ModelAutoscaling::kOff;
+  // kHorizontal forces allow_upgrade = allow_downgrade = false.
+  policy::ModelAutoscalerOptions model_autoscaler;
+  bool cluster_autoscaling = false;
+  // `types` and `max_workers` are filled from the worker types.
+  policy::ClusterAutoscalerOptions cluster_autoscaler;
+  Nanos report_interval = kSecond;
+  Nanos model_interval = kSecond;
+  Nanos cluster_interval = 2 * kSecond;
 };
 
 struct SimulationSetup {
@@ -77,22 +141,47 @@ struct SimulationSetup {
   // When set, makes instance i's policy instead of CreateBatchingPolicy
   // (tests inject fakes through it).
   std::function<std::unique_ptr<policy::BatchingPolicy>(int32_t instance)> policy_factory;
-  std::string routing = "least-queued";
+  std::string routing = "least-queued";  // or "selection": a managed cluster
+  ControlSetup control;
   bool service_noise = false;
   uint64_t seed = 1;
-  // The trace's length: reports cover at least this much time.
+  // The trace's length: reports cover at least this much time, and workers
+  // are billed up to it.
   Nanos horizon = 0;
+};
+
+// What the control plane did, for the reports and tests.
+struct ControlCounters {
+  int64_t loads_by_selection = 0;    // instances loaded for kLoadAndServe / kServeAndLoad
+  int64_t loads_by_autoscaler = 0;   // replicas loaded by the model autoscaler here
+  int64_t loads_by_placement = 0;    // replicas placed elsewhere for kNeedsPlacement
+  int64_t loads_refused = 0;         // a worker without the cores for a selection load
+  int64_t replicas_removed = 0;
+  int64_t model_actions[6] = {0, 0, 0, 0, 0, 0};  // by ModelScaleAction::Kind
+  int64_t workers_added = 0;
+  int64_t workers_removed = 0;
+  int64_t state_changes = 0;
+};
+
+// A change in the cluster's shape at a time: for the per-second reports.
+struct ShapeChange {
+  Nanos at = 0;
+  int32_t variant = -1;      // >= 0: ready replicas of this variant changed by delta
+  int32_t worker_type = -1;  // >= 0: workers of this type up or starting changed by delta
+  int32_t delta = 0;
 };
 
 class Simulator {
  public:
   // Checks the setup (indices, instance counts per worker type, policies) and
-  // builds the instances. Takes ownership of the arrival stream.
+  // builds the workers and instances. Takes ownership of the arrival stream.
   static absl::StatusOr<std::unique_ptr<Simulator>> Create(SimulationSetup setup,
                                                            std::unique_ptr<ArrivalSource> arrivals);
+  ~Simulator();
 
-  // Runs every event at or before `until`. An error means a policy broke the
-  // batching contract (e.g. dispatched an expired query); the run stops.
+  // Runs every event at or before `until`. An error means a policy broke its
+  // contract (e.g. a batching policy dispatched an expired query); the run
+  // stops.
   absl::Status RunUntil(Nanos until);
   // Runs until no event is left: the trace is over and every query resolved.
   absl::Status Run() { return RunUntil(kInfiniteFuture); }
@@ -102,11 +191,50 @@ class Simulator {
   const SimMetrics& metrics() const { return metrics_; }
   const SimulationSetup& setup() const { return setup_; }
   int64_t events_processed() const { return events_processed_; }
-  // Dollars per simulated second for the whole cluster.
-  double cost_per_second() const { return cost_per_second_; }
+  bool managed() const { return router_ == nullptr; }
+
+  // Dollars per simulated second for the workers paid for at time `t`.
+  double CostRateAt(Nanos t) const;
+  // Dollars for [from, to): each worker's price times its paid time in it.
+  double CostBetween(Nanos from, Nanos to) const;
+  // Total worker-seconds of each type paid for in [0, horizon).
+  std::vector<double> WorkerSeconds() const;
+  // The cluster's shape over time, in time order (initial shape at 0).
+  const std::vector<ShapeChange>& shape_changes() const { return shape_; }
+  const ControlCounters& control_counters() const { return control_; }
+  // Managed clusters: one line per control-plane decision that changed
+  // something (loads, unloads, state changes, workers), with its reason.
+  const std::vector<std::string>& control_log() const { return log_; }
+
+  // Views of the managed cluster, for tests and reports.
+  struct WorkerInfo {
+    int32_t type = 0;
+    bool up = false;       // serving
+    bool removed = false;  // given back
+    Nanos paid_from = 0;
+    Nanos paid_until = kInfiniteFuture;
+  };
+  struct InstanceInfo {
+    int32_t app = 0;
+    int32_t variant = 0;
+    int32_t worker = 0;
+    bool alive = false;     // not yet unloaded
+    bool draining = false;  // unloading: finishing its queue, takes no queries
+    int32_t ready = 0;      // replicas serving (retiring ones excluded)
+    int32_t loading = 0;    // replicas loading
+    int32_t queued = 0;     // queries waiting
+    int32_t running = 0;    // queries in batches now executing
+    policy::InstanceState state = policy::InstanceState::kInactive;
+  };
+  std::vector<WorkerInfo> Workers() const;
+  std::vector<InstanceInfo> Instances() const;
+  // Managed clusters: checks that the selection policy's live view agrees
+  // with the simulated cluster (workers, instances, states, queries in
+  // flight). For tests.
+  absl::Status CheckLiveState() const;
 
  private:
-  enum EventKind : uint32_t { kBatchDone, kWake, kExpiry };
+  enum EventKind : uint32_t { kBatchDone, kWake, kExpiry, kLoadDone, kWorkerUp, kControl };
 
   struct Tag {
     int32_t app;
@@ -117,54 +245,164 @@ class Simulator {
     Nanos deadline;
     Tag tag;
   };
+  // One executor of an instance: runs one batch at a time.
+  struct Replica {
+    int32_t instance = 0;
+    bool ready = false;     // loaded
+    bool retiring = false;  // to be unloaded when its batch ends
+    bool gone = false;
+    bool busy = false;
+    Nanos batch_start = 0;
+    int32_t batch_rows = 0;
+    std::vector<InFlight> batch;
+    int32_t transition = -1;   // the switch waiting for this load, if any
+    int32_t placed_from = -1;  // kNeedsPlacement: the worker that asked for it
+  };
   struct Instance {
     std::unique_ptr<policy::BatchingPolicy> policy;
     // Live queue = [head, size): ordered by deadline; `tags` runs parallel.
     std::vector<policy::QueuedQuery> queue;
     std::vector<Tag> tags;
     size_t head = 0;
-    bool busy = false;
-    Nanos batch_start = 0;
-    int32_t batch_rows = 0;
-    std::vector<InFlight> batch;
+    int32_t app = 0;
+    int32_t variant = 0;
+    int32_t worker = 0;
+    std::vector<int32_t> replicas;  // ids of its replicas not yet gone
+    int32_t idle = 0;               // ready, not retiring, not busy
+    int32_t ready = 0;              // ready and not retiring
+    int32_t loading = 0;
+    int32_t running_rows = 0;
+    bool alive = true;
+    bool draining = false;
     Nanos wake_armed = kInfiniteFuture;
     Nanos expiry_armed = kInfiniteFuture;
     // Service time by rows: median (ns) and lognormal sigma.
     std::vector<double> median_ns;
     std::vector<double> sigma;
     Rng noise{0};
+    // Managed clusters: this monitoring interval's figures and the state
+    // machine's history.
+    int64_t interval_arrivals = 0;
+    int64_t interval_served = 0;
+    int64_t interval_batches = 0;
+    int64_t interval_rows = 0;
+    std::vector<Nanos> interval_compute;
+    policy::InstanceHistory history;
+    // Queries of this instance's app that selection turned away this
+    // interval (kUnavailable), attributed to this instance (OnControl).
+    double refused_share = 0;
+    // The last report's figures; offered = arrivals + refused share, the
+    // load the model autoscaler is shown.
+    double arrival_qps = 0;
+    double offered_qps = 0;
+    double served_qps = 0;
+    double mean_batch = 1;
+  };
+  struct Worker {
+    int32_t type = 0;
+    std::string id;
+    bool up = false;
+    bool removed = false;
+    Nanos paid_from = 0;
+    Nanos paid_until = kInfiniteFuture;
+    std::vector<int32_t> instances;  // alive instances here
+    Nanos busy_core_ns = 0;  // this interval: Σ batch time × cores per replica
+    double utilisation = 0;          // the last report's
+    std::optional<Nanos> idle_since;
+    bool active_this_interval = false;  // a query arrived or was served here
+    policy::ModelAutoscalerState autoscaler_state;
+    bool asked_placement = false;  // the last model autoscaler round asked for placement
+  };
+  // An upgrade or downgrade: once its loads are ready, its removals happen.
+  struct Transition {
+    int32_t worker = 0;
+    int32_t pending_loads = 0;
+    std::vector<std::pair<int32_t, int32_t>> removals;  // (variant, replicas)
   };
 
-  Simulator(SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals)
-      : setup_(std::move(setup)), arrivals_(std::move(arrivals)) {}
+  Simulator(SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals);
 
+  // Data path (simulator.cc).
   void FetchArrival();
   void OnArrival(const Arrival& a);
-  void OnBatchDone(int32_t i);
+  void Enqueue(int32_t i, const policy::QueuedQuery& q, const Tag& tag);
+  void OnBatchDone(int32_t replica);
   void OnWake(int32_t i, Nanos at);
   void OnExpiry(int32_t i, Nanos at);
   void RunDecisions(int32_t i);
   void StartBatch(int32_t i, int32_t count);
   void DropPrefix(int32_t i, int32_t count);
   void ArmExpiry(int32_t i);
+  void Reject(int32_t app, Counters& second);
   Nanos ServiceTime(Instance& inst, int32_t rows);
   Counters& Second(Nanos t);
   void Fail(absl::Status status);
+  absl::StatusOr<int32_t> AddInstance(int32_t app, int32_t variant, int32_t worker);
+
+  // Control plane (simulator_control.cc).
+  absl::Status SetUpControl();
+  int32_t Route(const RouteRequest& request);
+  int32_t StartWorker(int32_t type, Nanos ready_at);
+  void OnWorkerUp(int32_t w);
+  void RemoveWorker(int32_t w);
+  // Loads `count` replicas of `variant` on worker `w` (making the instance
+  // if needed); returns the instance, or -1 when the variant has no app.
+  int32_t StartLoad(int32_t w, int32_t variant, int32_t count, int32_t transition);
+  void OnLoadDone(int32_t replica);
+  // Unloads `count` ready replicas of instance i; all of them unloads the
+  // instance, which first answers what it has queued.
+  void RemoveReplicas(int32_t i, int32_t count);
+  void DropReplica(int32_t replica);
+  void UnloadInstance(int32_t i);
+  void MaybeFinishDraining(int32_t i);
+  void CancelLoads(int32_t i);
+  void OnControl();
+  void AttributeRefused();
+  void Report(int32_t w, Nanos interval);
+  void RunModelAutoscaler(int32_t w);
+  void RunClusterAutoscaler();
+  void PlaceElsewhere(int32_t source, const policy::ModelScaleAction& action);
+  double UsedCores(const Worker& w) const;
+  double UsedMemory(const Worker& w) const;
+  double FreeMemoryForSelection(const Worker& w) const;
+  int32_t InstanceOf(int32_t w, int32_t variant) const;
+  int32_t VariantOnType(const std::string& model, const std::string& variant, int32_t type) const;
+  bool ControlWanted() const;
+  void RecordShape(int32_t variant, int32_t type, int32_t delta);
+  void Log(std::string line);
 
   SimulationSetup setup_;
   std::unique_ptr<ArrivalSource> arrivals_;
-  std::unique_ptr<Router> router_;
+  std::unique_ptr<Router> router_;                     // static clusters
+  std::unique_ptr<SelectionRouter> selection_;         // managed clusters
+  std::unique_ptr<policy::ModelAutoscaler> model_autoscaler_;
+  std::unique_ptr<policy::ClusterAutoscaler> cluster_autoscaler_;
+  policy::ClusterAutoscalerState cluster_state_;
   std::vector<Instance> instances_;
+  std::vector<Replica> replicas_;
+  std::vector<Worker> workers_;
+  std::vector<Transition> transitions_;
+  std::vector<int32_t> variant_app_;  // the app a variant serves (-1: none)
+  std::vector<int64_t> refused_;      // per app, this interval: kUnavailable answers
+  // Per worker and model: replicas placed for it elsewhere still loading.
+  std::vector<std::map<std::string, int32_t>> placing_;
+  std::vector<double> min_replica_cores_;  // per worker type
   std::vector<InstanceView> views_;
   std::vector<std::vector<int32_t>> by_app_;
+  std::vector<ShapeChange> shape_;
   EventQueue events_;
   Arrival arrival_;  // the next arrival, fetched ahead
   uint64_t arrival_seq_ = 0;
   bool has_arrival_ = false;
   Nanos now_ = 0;
+  Nanos last_report_ = 0;
+  Nanos next_model_round_ = 0;
+  Nanos next_cluster_round_ = 0;
+  int64_t in_system_ = 0;  // queries queued or running, managed clusters
   int64_t events_processed_ = 0;
-  double cost_per_second_ = 0;
   SimMetrics metrics_;
+  ControlCounters control_;
+  std::vector<std::string> log_;
   absl::Status status_;
 };
 

@@ -85,6 +85,36 @@ struct VariantRecord {
 
 using ::maitre::ProfileRecord;
 
+// One input file of an offline job and how far through it the job is.
+struct JobFileRecord {
+  std::string path;       // the .npz the job reads
+  int64_t rows = 0;       // rows in the file
+  bool labelled = false;  // the file holds "labels"
+  int64_t done_rows = 0;  // rows [0, done_rows) have durable results
+  int64_t correct = 0;    // among the done rows, predictions equal to the labels
+};
+
+// An offline job (controller/jobs). `state` is the name of a jobs::JobState;
+// the jobs library owns the lifecycle and the registry stores the name it
+// is given, as it does for variants.
+struct JobRecord {
+  std::string id;
+  int64_t seq = 0;  // submission order, unique
+  std::string app;
+  std::string model;    // empty: the app's models (model-less)
+  std::string variant;  // empty: Maitre chooses
+  std::string input;    // as submitted: a .npz or a directory of them
+  std::string output;   // the directory results are written to
+  Requirements requirements;
+  int32_t batch_size = 0;
+  std::string state;
+  std::string error;
+  int64_t created_unix_ms = 0;
+  int64_t started_unix_ms = 0;   // 0: not started
+  int64_t finished_unix_ms = 0;  // 0: not finished
+  std::vector<JobFileRecord> files;  // in processing order
+};
+
 class Registry {
  public:
   struct Options {
@@ -155,6 +185,21 @@ class Registry {
   // variant and nothing is stored. Returns how many profiles were stored.
   absl::StatusOr<int> ImportProfiles(const std::vector<ProfileRecord>& profiles);
 
+  // ---- offline jobs ----
+  // Stores a new job with its files in one transaction; AlreadyExists when
+  // the id or seq is taken.
+  absl::Status CreateJob(const JobRecord& job);
+  absl::StatusOr<JobRecord> GetJob(absl::string_view id) const;
+  // Every job with its files, by seq.
+  std::vector<JobRecord> ListJobs() const;
+  // Sets a job's state, error and timestamps (the other fields never
+  // change); NotFound for an unknown id.
+  absl::Status UpdateJobState(const JobRecord& job);
+  // Records that rows [0, done_rows) of file `index` have durable results,
+  // `correct` of them matching the labels; NotFound for an unknown file.
+  absl::Status UpdateJobProgress(absl::string_view id, int index, int64_t done_rows,
+                                 int64_t correct);
+
   // The List* calls have no error channel: a read that fails part way (disk
   // error, a damaged row) logs the error and returns the rows read so far,
   // skipping rows that cannot be decoded. Get* calls report such errors.
@@ -168,6 +213,7 @@ class Registry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> VariantExistsLocked(const VariantKey& key) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadJobFilesLocked(JobRecord& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const int schema_version_;

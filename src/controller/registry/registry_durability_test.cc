@@ -49,9 +49,9 @@ bool TableExists(const std::string& db_path, const std::string& table) {
 int Latest() { return SchemaMigrations().back().version; }
 
 // What a later issue would append: a new table and a new column.
-Migration JobsMigration() {
-  return {Latest() + 1, "offline jobs", R"sql(
-CREATE TABLE jobs (
+Migration NextMigration() {
+  return {Latest() + 1, "pipelines", R"sql(
+CREATE TABLE pipelines (
   id    TEXT PRIMARY KEY NOT NULL,
   app   TEXT NOT NULL REFERENCES apps(name),
   state TEXT NOT NULL
@@ -117,9 +117,9 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
     Populate(*r);
     before = Dump(*r);
   }
-  ASSERT_FALSE(TableExists(path, "jobs"));
+  ASSERT_FALSE(TableExists(path, "pipelines"));
   std::vector<Migration> newer = SchemaMigrations();
-  newer.push_back(JobsMigration());
+  newer.push_back(NextMigration());
   {
     auto r = MustOpen({path, newer});
     EXPECT_EQ(r->schema_version(), Latest() + 1);
@@ -127,11 +127,51 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
     // The widened apps table still takes upserts.
     ASSERT_TRUE(r->PutApp({"audio", {}}).ok());
   }
-  EXPECT_TRUE(TableExists(path, "jobs"));
+  EXPECT_TRUE(TableExists(path, "pipelines"));
   // Opening again at the same version runs nothing twice.
   auto r = MustOpen({path, newer});
   EXPECT_EQ(r->schema_version(), Latest() + 1);
   EXPECT_EQ(r->ListApps().size(), 2u);
+}
+
+TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveARestart) {
+  TempDir tmp;
+  std::string path = tmp.File("registry.db");
+  std::vector<Migration> before_jobs;
+  for (const Migration& m : SchemaMigrations()) {
+    if (m.description == "offline jobs") break;
+    before_jobs.push_back(m);
+  }
+  ASSERT_LT(before_jobs.size(), SchemaMigrations().size());
+  std::string models;
+  {
+    auto r = MustOpen({path, before_jobs});
+    Populate(*r);
+    models = Dump(*r);
+  }
+  ASSERT_FALSE(TableExists(path, "jobs"));
+  JobRecord job;
+  job.id = "job-000001";
+  job.seq = 1;
+  job.app = "fashion";
+  job.input = "/in.npz";
+  job.output = "/out";
+  job.batch_size = 32;
+  job.state = "running";
+  job.files = {{"/in.npz", 100, true, 0, 0}};
+  {
+    auto r = MustOpen({path});
+    EXPECT_EQ(r->schema_version(), Latest());
+    EXPECT_EQ(Dump(*r), models);
+    ASSERT_TRUE(r->CreateJob(job).ok());
+    ASSERT_TRUE(r->UpdateJobProgress(job.id, 0, 64, 50).ok());
+  }
+  auto r = MustOpen({path});
+  auto back = r->GetJob(job.id);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->state, "running");
+  EXPECT_EQ(back->files[0].done_rows, 64);
+  EXPECT_EQ(back->files[0].correct, 50);
 }
 
 TEST(RegistryDurabilityTest, AFailedMigrationLeavesTheFileAsItWas) {
@@ -145,11 +185,12 @@ TEST(RegistryDurabilityTest, AFailedMigrationLeavesTheFileAsItWas) {
   }
   std::vector<Migration> broken = SchemaMigrations();
   broken.push_back(
-      {Latest() + 1, "half-written", "CREATE TABLE jobs (id TEXT); SELECT * FROM no_such_table;"});
+      {Latest() + 1, "half-written",
+       "CREATE TABLE pipelines (id TEXT); SELECT * FROM no_such_table;"});
   auto failed = Registry::Open({path, broken});
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(), HasSubstr(absl::StrCat("migration ", Latest() + 1)));
-  EXPECT_FALSE(TableExists(path, "jobs"));  // rolled back with the rest
+  EXPECT_FALSE(TableExists(path, "pipelines"));  // rolled back with the rest
 
   auto r = MustOpen({path});
   EXPECT_EQ(r->schema_version(), Latest());
@@ -160,7 +201,7 @@ TEST(RegistryDurabilityTest, AFileFromANewerBuildIsRefused) {
   TempDir tmp;
   std::string path = tmp.File("registry.db");
   std::vector<Migration> newer = SchemaMigrations();
-  newer.push_back(JobsMigration());
+  newer.push_back(NextMigration());
   { MustOpen({path, newer}); }
   auto older = Registry::Open({path});
   EXPECT_EQ(older.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -74,6 +74,43 @@ CREATE TABLE profile_points (
       {2, "variants: optimize_for_inference", R"sql(
 ALTER TABLE variants ADD COLUMN optimize_for_inference INTEGER NOT NULL DEFAULT 0;
 )sql"},
+      // Offline jobs (controller/jobs): a job and its input files, with the
+      // rows of each file whose results are durable, so a restarted
+      // controller resumes after the last completed chunk. `seq` orders jobs
+      // by submission (they run first come, first served). There is no
+      // foreign key to apps or models: a finished job's record outlives the
+      // model that served it. `correct` counts rows whose prediction matched
+      // the file's labels, among the rows done.
+      {3, "offline jobs", R"sql(
+CREATE TABLE jobs (
+  id               TEXT PRIMARY KEY NOT NULL,
+  seq              INTEGER NOT NULL UNIQUE,
+  app              TEXT NOT NULL,
+  model            TEXT NOT NULL DEFAULT '',
+  variant          TEXT NOT NULL DEFAULT '',
+  input            TEXT NOT NULL,
+  output           TEXT NOT NULL,
+  latency_ms       REAL,
+  min_accuracy     REAL,
+  max_cost         REAL,
+  batch_size       INTEGER NOT NULL,
+  state            TEXT NOT NULL,
+  error            TEXT NOT NULL DEFAULT '',
+  created_unix_ms  INTEGER NOT NULL,
+  started_unix_ms  INTEGER NOT NULL DEFAULT 0,
+  finished_unix_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE job_files (
+  job       TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  idx       INTEGER NOT NULL,
+  path      TEXT NOT NULL,
+  rows      INTEGER NOT NULL,
+  labelled  INTEGER NOT NULL,
+  done_rows INTEGER NOT NULL DEFAULT 0,
+  correct   INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, idx)
+);
+)sql"},
   };
   return *migrations;
 }

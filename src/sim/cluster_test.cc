@@ -1,0 +1,276 @@
+// The managed cluster (routing "selection"): the selection router keeps the
+// policy's LiveState in step with the simulated cluster; the autoscalers'
+// actions change simulated instances and workers after the profile's load
+// time and the worker type's launch delay; workers are billed for exactly
+// the time they are paid for.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/experiment.h"
+#include "sim/selection_router.h"
+#include "sim/simulator.h"
+
+namespace maitre::sim {
+namespace {
+
+// One worker type at $3.6/h (a thousandth of a dollar per second), two
+// variants of one model: "slow" (64 qps per replica at the 100 ms SLO, loads
+// in 2 s) and "fast" (533 qps, loads in 3 s), one core each.
+constexpr char kCluster[] = R"(
+name: cluster
+cluster:
+  worker_types:
+    - {name: small, cores: 2, memory_mb: 4096, price_per_hour: 3.6, launch_s: 5, max_workers: 2}
+  workers: {small: WORKERS}
+profiles:
+  - {model: m, variant: slow, worker_type: small, accuracy: 0.8, load_ms: 2000, memory_mb: 100,
+     points: [[1, 20, 22], [4, 60, 66]]}
+  - {model: m, variant: fast, worker_type: small, accuracy: 0.8, load_ms: 3000, memory_mb: 100,
+     points: [[1, 5, 5.5], [4, 10, 11], [16, 30, 33]]}
+apps:
+  - name: a
+    latency_ms: 100
+    models: [m]
+    instances: [{variant: "m:slow", worker_type: small}]
+trace:
+  TRACE
+  duration_s: DURATION
+  seed: 3
+policies:
+  batching: {name: nexus, max_batch: 16}
+  routing: selection
+  model_autoscaler: MODEL
+  cluster_autoscaler: CLUSTER
+  selection: {loads: LOADS}
+)";
+
+struct Params {
+  std::string trace = "generator: poisson\n  rate_qps: 100";
+  std::string model = "off";
+  std::string cluster = "off";
+  int workers = 1;
+  int duration = 30;
+  // Off isolates the autoscalers: the selection policy could otherwise load
+  // "fast" itself when "slow" cannot take a query.
+  bool selection_loads = false;
+};
+
+std::string Fill(std::string text, const std::string& key, const std::string& value) {
+  text.replace(text.find(key), key.size(), value);
+  return text;
+}
+
+Experiment Load(const Params& p) {
+  std::string text = kCluster;
+  text = Fill(text, "WORKERS", std::to_string(p.workers));
+  text = Fill(text, "TRACE", p.trace);
+  text = Fill(text, "DURATION", std::to_string(p.duration));
+  text = Fill(text, "MODEL", p.model);
+  text = Fill(text, "CLUSTER", p.cluster);
+  text = Fill(text, "LOADS", p.selection_loads ? "true" : "false");
+  auto e = ParseExperiment(text, ".");
+  EXPECT_TRUE(e.ok()) << e.status();
+  return *std::move(e);
+}
+
+std::unique_ptr<Simulator> Build(const Params& p) {
+  auto sim = BuildSimulator(Load(p));
+  EXPECT_TRUE(sim.ok()) << sim.status();
+  return *std::move(sim);
+}
+
+// The live instance of `variant` ("slow" is 0, "fast" is 1) on worker `w`.
+const Simulator::InstanceInfo* Find(const std::vector<Simulator::InstanceInfo>& all, int variant,
+                                    int w = 0) {
+  for (const auto& i : all) {
+    if (i.variant == variant && i.worker == w && i.alive) return &i;
+  }
+  return nullptr;
+}
+
+void ExpectEveryQueryResolved(const Simulator& sim) {
+  const Counters& c = sim.metrics().total;
+  EXPECT_EQ(c.arrived, c.resolved());
+}
+
+TEST(ClusterTest, SelectionRouterKeepsTheLiveStateInStep) {
+  // Bursts between 20 and 600 qps with both autoscalers on: loads, unloads,
+  // state changes, workers added and removed. After every slice the live
+  // view must agree with the cluster, queries in flight included.
+  Params p;
+  p.trace = "generator: mmpp\n  rates_qps: [20, 600]\n  mean_dwell_s: [8, 4]";
+  p.model = "infaas";
+  p.cluster = "{name: on, idle_cooldown_s: 6, add_cooldown_s: 4}";
+  p.duration = 120;
+  p.selection_loads = true;
+  auto sim = Build(p);
+  for (Nanos t = 0; !sim->finished(); t += 37 * kMillisecond) {
+    ASSERT_TRUE(sim->RunUntil(t).ok());
+    absl::Status consistent = sim->CheckLiveState();
+    ASSERT_TRUE(consistent.ok()) << "at " << ToSeconds(t) << " s: " << consistent;
+  }
+  ExpectEveryQueryResolved(*sim);
+  const ControlCounters& c = sim->control_counters();
+  EXPECT_GT(c.loads_by_autoscaler + c.loads_by_placement + c.loads_by_selection, 0);
+  EXPECT_GT(c.state_changes, 0);
+  for (const auto& i : sim->Instances()) EXPECT_EQ(i.queued + i.running, 0);
+}
+
+TEST(ClusterTest, ReplicatesAfterTheLoadTime) {
+  // 100 qps on one replica of "slow" (64 qps): the horizontal autoscaler
+  // replicates at the first round (1 s); the replica serves from 1 s + 2 s.
+  Params p;
+  p.model = "horizontal";
+  auto sim = Build(p);
+  ASSERT_TRUE(sim->RunUntil(kSecond - 1).ok());
+  auto all = sim->Instances();
+  EXPECT_EQ(Find(all, 0)->loading, 0);
+  ASSERT_TRUE(sim->RunUntil(3 * kSecond - 1).ok());
+  all = sim->Instances();
+  const auto* slow = Find(all, 0);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->ready, 1);
+  EXPECT_GE(slow->loading, 1);
+  const int32_t loading = slow->loading;
+  ASSERT_TRUE(sim->RunUntil(3 * kSecond).ok());
+  all = sim->Instances();
+  slow = Find(all, 0);
+  EXPECT_EQ(slow->ready, 1 + loading);
+  EXPECT_EQ(slow->loading, 0);
+  EXPECT_EQ(sim->control_counters()
+                .model_actions[static_cast<int>(policy::ModelScaleAction::Kind::kReplicate)],
+            1);
+  ASSERT_TRUE(sim->Run().ok());
+  ExpectEveryQueryResolved(*sim);
+}
+
+TEST(ClusterTest, UpgradeLoadsBeforeItUnloads) {
+  // 300 qps needs five "slow" replicas but the worker has two cores: the
+  // INFaaS autoscaler upgrades to "fast" at 1 s. "slow" keeps serving until
+  // "fast" is ready at 4 s, then drains and goes.
+  Params p;
+  p.trace = "generator: poisson\n  rate_qps: 300";
+  p.model = "infaas";
+  auto sim = Build(p);
+  ASSERT_TRUE(sim->RunUntil(4 * kSecond - 1).ok());
+  auto all = sim->Instances();
+  ASSERT_NE(Find(all, 0), nullptr);
+  EXPECT_EQ(Find(all, 0)->ready, 1);
+  ASSERT_NE(Find(all, 1), nullptr);
+  EXPECT_EQ(Find(all, 1)->ready, 0);
+  EXPECT_EQ(Find(all, 1)->loading, 1);
+  EXPECT_EQ(sim->control_counters()
+                .model_actions[static_cast<int>(policy::ModelScaleAction::Kind::kUpgrade)],
+            1);
+  ASSERT_TRUE(sim->RunUntil(4 * kSecond + 200 * kMillisecond).ok());
+  all = sim->Instances();
+  EXPECT_EQ(Find(all, 0), nullptr);  // drained and unloaded
+  ASSERT_NE(Find(all, 1), nullptr);
+  EXPECT_EQ(Find(all, 1)->ready, 1);
+  ASSERT_TRUE(sim->CheckLiveState().ok());
+  ASSERT_TRUE(sim->Run().ok());
+  ExpectEveryQueryResolved(*sim);
+}
+
+TEST(ClusterTest, AddsAWorkerThatServesAfterItsLaunchDelayAndBillsIt) {
+  Params p;
+  p.trace = "generator: poisson\n  rate_qps: 200";
+  p.model = "horizontal";
+  p.cluster = "on";
+  auto sim = Build(p);
+  Nanos added = -1;
+  for (Nanos t = 0; t <= 30 * kSecond && added < 0; t += kSecond) {
+    ASSERT_TRUE(sim->RunUntil(t).ok());
+    if (sim->Workers().size() > 1) added = sim->Workers()[1].paid_from;
+  }
+  ASSERT_GT(added, 0);
+  EXPECT_EQ(added % (2 * kSecond), 0);  // at a cluster autoscaler round
+  ASSERT_TRUE(sim->RunUntil(added + 5 * kSecond - 1).ok());
+  EXPECT_FALSE(sim->Workers()[1].up);
+  ASSERT_TRUE(sim->RunUntil(added + 5 * kSecond).ok());
+  EXPECT_TRUE(sim->Workers()[1].up);
+  ASSERT_TRUE(sim->Run().ok());
+  ExpectEveryQueryResolved(*sim);
+  // Billing: $0.001 per worker-second, from the add to the end.
+  double paid = 0;
+  for (const auto& w : sim->Workers()) {
+    paid += ToSeconds(std::min(w.paid_until, 30 * kSecond) - w.paid_from);
+  }
+  EXPECT_NEAR(sim->CostBetween(0, 30 * kSecond), 0.001 * paid, 1e-12);
+  const std::vector<double> seconds = sim->WorkerSeconds();
+  EXPECT_NEAR(seconds[0], paid, 1e-9);
+  ASSERT_EQ(sim->Workers().size(), 2u);  // max_workers
+  EXPECT_FALSE(sim->Workers()[1].removed);
+  EXPECT_NEAR(paid, 30 + ToSeconds(30 * kSecond - added), 1e-9);
+}
+
+TEST(ClusterTest, RemovesAnIdleWorkerAndStopsBillingIt) {
+  // Two workers; the instance is on the first. The second holds nothing and
+  // is removed at the first round after 6 s idle (rounds every 2 s: 6 s).
+  Params p;
+  p.trace = "generator: poisson\n  rate_qps: 5";
+  p.cluster = "{name: on, idle_cooldown_s: 6}";
+  p.workers = 2;
+  p.duration = 20;
+  auto sim = Build(p);
+  ASSERT_TRUE(sim->Run().ok());
+  auto workers = sim->Workers();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_FALSE(workers[0].removed);
+  EXPECT_TRUE(workers[1].removed);
+  EXPECT_EQ(workers[1].paid_until, 6 * kSecond);
+  EXPECT_NEAR(sim->CostBetween(0, 20 * kSecond), 0.001 * (20 + 6), 1e-12);
+  EXPECT_NEAR(sim->CostRateAt(5 * kSecond), 0.002, 1e-15);
+  EXPECT_NEAR(sim->CostRateAt(7 * kSecond), 0.001, 1e-15);
+  EXPECT_EQ(sim->control_counters().workers_removed, 1);
+}
+
+TEST(ClusterTest, StaticSelectionNeverLoads) {
+  // selection without loads (the static baseline): 300 qps overload the one
+  // "slow" instance, yet nothing is loaded; the excess is refused.
+  std::string text = kCluster;
+  text = Fill(text, "WORKERS", "2");
+  text = Fill(text, "TRACE", "generator: poisson\n  rate_qps: 300");
+  text = Fill(text, "DURATION", "10");
+  text = Fill(text, "MODEL", "off");
+  text = Fill(text, "CLUSTER", "off");
+  text = Fill(text, "LOADS", "false");
+  auto e = ParseExperiment(text, ".");
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto sim = BuildSimulator(*e);
+  ASSERT_TRUE(sim.ok());
+  ASSERT_TRUE((*sim)->Run().ok());
+  EXPECT_EQ((*sim)->control_counters().loads_by_selection, 0);
+  EXPECT_EQ((*sim)->Instances().size(), 1u);
+  EXPECT_GT((*sim)->metrics().total.rejected, 0);
+  ExpectEveryQueryResolved(**sim);
+}
+
+TEST(ClusterTest, SelectionLoadsAFirstInstanceForAnAppWithNone) {
+  // No instance at the start: the first query asks for a load of the variant
+  // that answers soonest ("slow": 2 s + 20 ms); its own deadline is too
+  // close to wait for it. (While it loads, queries may ask for "fast" too.)
+  // Later queries are served.
+  std::string text = kCluster;
+  text = Fill(text, "    instances: [{variant: \"m:slow\", worker_type: small}]\n", "");
+  text = Fill(text, "WORKERS", "1");
+  text = Fill(text, "TRACE", "generator: poisson\n  rate_qps: 20");
+  text = Fill(text, "DURATION", "10");
+  text = Fill(text, "MODEL", "off");
+  text = Fill(text, "CLUSTER", "off");
+  text = Fill(text, "LOADS", "true");
+  auto e = ParseExperiment(text, ".");
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto sim = BuildSimulator(*e);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  ASSERT_TRUE((*sim)->Run().ok());
+  EXPECT_GE((*sim)->control_counters().loads_by_selection, 1);
+  ASSERT_FALSE((*sim)->Instances().empty());
+  EXPECT_EQ((*sim)->Instances()[0].variant, 0);
+  EXPECT_GT((*sim)->metrics().total.on_time, 100);
+  ExpectEveryQueryResolved(**sim);
+}
+
+}  // namespace
+}  // namespace maitre::sim
