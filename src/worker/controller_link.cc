@@ -90,6 +90,7 @@ absl::Status ControllerLink::Report(InstanceManager& manager, double cpu_utilisa
     out->set_compute_p50_ms(r.interval.compute_p50_ms);
     out->set_mean_batch(r.interval.mean_batch_rows);
     out->set_dropped(r.interval.dropped);
+    out->set_dropped_qps(r.interval.dropped / seconds);
   }
   v1::ReportResponse response;
   grpc::ClientContext context;
