@@ -100,7 +100,11 @@ std::vector<int> LocalProvider::ChooseCoresLocked(int count) {
   }
   std::vector<int> order(cpus_);
   for (int i = 0; i < cpus_; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return use[a] < use[b]; });
+  // Among equally used cores the highest first: the controller and the
+  // system tend to run on the low ones.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return use[a] != use[b] ? use[a] < use[b] : a > b;
+  });
   order.resize(std::min(count, cpus_));
   std::sort(order.begin(), order.end());
   return order;
