@@ -134,6 +134,15 @@ absl::StatusOr<std::string> RequestBody(const InferArgs& args, std::vector<int64
   return request.dump();
 }
 
+// `app` alone, or every app on the server when it is empty.
+absl::StatusOr<std::vector<std::string>> AppNames(ApiClient& api, const std::string& app) {
+  if (!app.empty()) return std::vector<std::string>{app};
+  MAITRE_ASSIGN_OR_RETURN(json list, api.Get("/v2/apps"));
+  std::vector<std::string> names;
+  for (const json& a : list["apps"]) names.push_back(a["name"]);
+  return names;
+}
+
 }  // namespace
 
 int RunRegister(const RegisterArgs& args) {
@@ -212,28 +221,22 @@ int RunRegister(const RegisterArgs& args) {
 int RunVariants(const VariantsArgs& args) {
   auto api = ApiClient::Connect(args.server);
   if (!api.ok()) return Fail(api.status());
-  std::vector<std::string> apps;
-  if (!args.app.empty()) {
-    apps.push_back(args.app);
-  } else {
-    auto list = api->Get("/v2/apps");
-    if (!list.ok()) return Fail(list.status());
-    for (const json& app : (*list)["apps"]) apps.push_back(app["name"]);
-  }
+  auto apps = AppNames(*api, args.app);
+  if (!apps.ok()) return Fail(apps.status());
   if (args.csv) {
     auto csv = api->Send("GET", absl::StrCat("/v2/profiles?app=", args.app), "", "");
     if (!csv.ok()) return Fail(csv.status());
     std::cout << csv->body;
     return csv->status == 200 ? 0 : 1;
   }
-  for (const std::string& app : apps) {
+  for (const std::string& app : *apps) {
     std::string path = absl::StrCat("/v2/apps/", app, args.json ? "" : "?format=table");
     auto response = api->Send("GET", path, "", "");
     if (!response.ok()) return Fail(response.status());
     if (response->status != 200) {
       return Fail(absl::NotFoundError(absl::StrCat("HTTP ", response->status, ": ", response->body)));
     }
-    if (apps.size() > 1 && !args.json) std::cout << "app " << app << "\n";
+    if (apps->size() > 1 && !args.json) std::cout << "app " << app << "\n";
     std::cout << response->body << (args.json ? "\n" : "");
   }
   return 0;
@@ -353,17 +356,11 @@ int RunApps(const ListArgs& args) {
 int RunModels(const ListArgs& args) {
   auto api = ApiClient::Connect(args.server);
   if (!api.ok()) return Fail(api.status());
-  std::vector<std::string> apps;
-  if (!args.app.empty()) {
-    apps.push_back(args.app);
-  } else {
-    auto list = api->Get("/v2/apps");
-    if (!list.ok()) return Fail(list.status());
-    for (const json& app : (*list)["apps"]) apps.push_back(app["name"]);
-  }
+  auto apps = AppNames(*api, args.app);
+  if (!apps.ok()) return Fail(apps.status());
   json all = json::array();
   Table table({"MODEL", "APP", "FORMAT", "VARIANTS", "BEST ACCURACY", "READY"});
-  for (const std::string& app_name : apps) {
+  for (const std::string& app_name : *apps) {
     auto app = api->Get(absl::StrCat("/v2/apps/", app_name));
     if (!app.ok()) return Fail(app.status());
     for (json& model : (*app)["models"]) {

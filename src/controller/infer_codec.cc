@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/json_text.h"
 
 namespace maitre::controller {
 namespace {
@@ -241,31 +242,6 @@ void AppendInteger(std::string* out, T v) {
   out->append(buf, r.ptr);
 }
 
-void AppendJsonString(std::string* out, absl::string_view s) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof buf, "\\u%04x", c);
-          out->append(buf);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 void AppendTensorData(std::string* out, const Tensor& t) {
   int64_t n = t.NumElements();

@@ -7,34 +7,10 @@
 #include <simdjson.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/json_text.h"
 
 namespace maitre::loadgen {
 namespace {
-
-// Appends `s` as a JSON string. Tensor names are user-chosen, so quotes,
-// backslashes and control characters are escaped.
-void AppendJsonString(std::string* out, absl::string_view s) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-          out->append(buf);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 template <typename T>
 void AppendNumber(std::string* out, T v) {
