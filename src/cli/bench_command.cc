@@ -32,6 +32,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--server", o.server, "Server URL")->capture_default_str();
   cmd->add_option("--grpc", o.grpc_address, "Server gRPC address")->capture_default_str();
   cmd->add_option("--input", o.input_file, ".npz with input rows (default: zeros)");
+  cmd->add_option("--batch", o.batch, "Rows per request")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the arrival process")->capture_default_str();
   cmd->add_option("--timeout", o.timeout_s, "Per-request timeout, seconds")->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print the report as JSON");

@@ -120,6 +120,7 @@ absl::Status ValidateBenchOptions(const BenchOptions& o) {
     return Invalid("--duration must be positive");
   }
   if (!(o.timeout_s > 0)) return Invalid("the request timeout must be positive");
+  if (o.batch < 1) return Invalid("--batch must be at least 1");
   if (o.latency_ms && !(*o.latency_ms > 0)) return Invalid("--latency-ms must be positive");
   if (o.min_accuracy && !(*o.min_accuracy >= 0 && *o.min_accuracy <= 1)) {
     return Invalid("--min-accuracy must be between 0 and 1");
@@ -168,6 +169,9 @@ absl::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     }
     MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> zeros, ZeroRow(info->inputs));
     rows.push_back(std::move(zeros));
+  }
+  if (o.batch > 1) {
+    MAITRE_ASSIGN_OR_RETURN(rows, BatchRequests(rows, o.batch));
   }
 
   std::unique_ptr<Transport> transport;

@@ -51,6 +51,7 @@ struct BenchOptions {
   std::string grpc_address = "127.0.0.1:8001";   // --grpc ADDR
   std::string input_file;                        // --input FILE.npz; empty: zeros
   size_t max_input_rows = 1024;  // distinct payloads built from the file (cycled)
+  int batch = 1;                 // --batch N: rows per request
 
   double timeout_s = 30;  // per request; also how long to wait for answers at the end
   int io_threads = 1;     // HTTP client io threads

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "http/client.h"
+#include "runtime/batch.h"
 #include "runtime/npz.h"
 
 namespace maitre::loadgen {
@@ -165,6 +166,23 @@ absl::StatusOr<TargetInfo> FetchTargetInfo(const std::string& server_url, const 
   MAITRE_ASSIGN_OR_RETURN(info.inputs,
                           ParseTensorSpecs(model.value("inputs", nlohmann::json::array())));
   return info;
+}
+
+absl::StatusOr<std::vector<std::vector<Tensor>>> BatchRequests(
+    const std::vector<std::vector<Tensor>>& rows, int batch) {
+  if (batch < 1) return Invalid("the batch must be at least 1 row");
+  if (rows.empty()) return Invalid("there are no rows to batch");
+  std::vector<std::vector<Tensor>> requests;
+  requests.reserve(rows.size());
+  std::vector<const std::vector<Tensor>*> members(static_cast<size_t>(batch));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t k = 0; k < members.size(); ++k) {
+      members[k] = &rows[(i * members.size() + k) % rows.size()];
+    }
+    MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> request, runtime::ConcatRows(members));
+    requests.push_back(std::move(request));
+  }
+  return requests;
 }
 
 }  // namespace maitre::loadgen

@@ -38,6 +38,12 @@ absl::StatusOr<std::vector<Tensor>> ZeroRow(const std::vector<TensorSpec>& specs
 absl::StatusOr<std::vector<std::vector<Tensor>>> RowsFromNpz(
     absl::string_view npz_bytes, size_t max_rows, const std::vector<TensorSpec>& specs);
 
+// Groups single-row requests into requests of `batch` rows each: request i
+// holds rows i·batch, i·batch+1, ... taken cyclically, so there are as many
+// requests as rows and every row is sent equally often. batch >= 1.
+absl::StatusOr<std::vector<std::vector<Tensor>>> BatchRequests(
+    const std::vector<std::vector<Tensor>>& rows, int batch);
+
 struct TargetInfo {
   std::vector<TensorSpec> inputs;
   // An app's default latency objective, used as the SLO when none is given.

@@ -73,6 +73,28 @@ TEST(RowsFromNpzTest, SplitsRowsLeavesLabelsOutAndTakesTheModelsName) {
   EXPECT_EQ((*rows)[0][0].name, "inputs");  // no metadata: the file's name
 }
 
+TEST(BatchRequestsTest, GroupsRowsCyclicallyIntoRequestsOfTheBatch) {
+  std::string npz = runtime::WriteNpz({Fp32Matrix("inputs", 3, 2)});
+  auto rows = RowsFromNpz(npz, 100, {});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  auto requests = BatchRequests(*rows, 2);
+  ASSERT_TRUE(requests.ok()) << requests.status();
+  ASSERT_EQ(requests->size(), 3u);
+  // Rows 0,1 / 2,0 / 1,2: each row sent equally often.
+  const std::vector<std::vector<float>> firsts = {{0, 2}, {4, 0}, {2, 4}};
+  for (size_t i = 0; i < requests->size(); ++i) {
+    const Tensor& t = (*requests)[i][0];
+    EXPECT_EQ(t.shape, (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(t.As<float>()[0], firsts[i][0]) << i;
+    EXPECT_EQ(t.As<float>()[2], firsts[i][1]) << i;
+  }
+  auto same = BatchRequests(*rows, 1);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ((*same)[1][0].data, (*rows)[1][0].data);
+  EXPECT_FALSE(BatchRequests(*rows, 0).ok());
+  EXPECT_FALSE(BatchRequests({}, 2).ok());
+}
+
 TEST(RowsFromNpzTest, RefusesFilesWithoutUsableInputs) {
   EXPECT_THAT(RowsFromNpz(runtime::WriteNpz({Labels(3)}), 10, {}).status().message(),
               HasSubstr("no input arrays"));

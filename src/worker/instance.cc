@@ -4,6 +4,17 @@
 #include "runtime/batch.h"
 
 namespace maitre::worker {
+namespace {
+
+// Rows in a list of pending requests (the unit the interval stats count).
+template <typename PendingList>
+int64_t RowsOf(const PendingList& pending) {
+  int64_t rows = 0;
+  for (const auto& p : pending) rows += p.task.rows;
+  return rows;
+}
+
+}  // namespace
 
 // A waiter wakes when the queue changed since it last looked, or on Stop.
 struct Instance::Waiter {
@@ -67,7 +78,7 @@ void Instance::Submit(InferTask task) {
   absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
-    stats_.OnArrival();
+    stats_.OnArrival(task.rows);
     if (stopping_) {
       refused = absl::UnavailableError(absl::StrCat(key_.ToString(), " is being unloaded"));
     } else if (task.deadline <= now) {
@@ -83,7 +94,7 @@ void Instance::Submit(InferTask task) {
       ++version_;
       return;
     }
-    if (refused.code() == absl::StatusCode::kDeadlineExceeded) stats_.OnDropped(1);
+    if (refused.code() == absl::StatusCode::kDeadlineExceeded) stats_.OnDropped(task.rows);
   }
   InferResult result;
   result.status = refused;
@@ -103,7 +114,7 @@ std::vector<Instance::Pending> Instance::TakeExpiredLocked(Nanos now) {
   if (expired.empty()) return expired;
   for (const Pending& p : expired) queued_with_objective_ -= p.task.best_effort ? 0 : 1;
   ++version_;
-  stats_.OnDropped(static_cast<int64_t>(expired.size()));
+  stats_.OnDropped(RowsOf(expired));
   return expired;
 }
 
@@ -193,7 +204,7 @@ void Instance::ReplicaLoop(size_t index) {
           late.push_back(std::move(p));
         }
       }
-      stats_.OnDropped(static_cast<int64_t>(late.size()));
+      stats_.OnDropped(RowsOf(late));
       mu_.Unlock();
       AnswerExpired(std::move(late));
       mu_.Lock();
@@ -240,9 +251,9 @@ void Instance::RunBatch(runtime::Executor& executor, std::vector<Pending> batch)
   {
     absl::MutexLock lock(&mu_);
     stats_.OnBatch(total_rows, finish - start);
-    if (!split.ok()) stats_.OnFailed(static_cast<int64_t>(batch.size()));
+    if (!split.ok()) stats_.OnFailed(total_rows);
     for (const Pending& p : batch) {
-      if (split.ok()) stats_.OnServed(finish - p.arrival);
+      if (split.ok()) stats_.OnServed(finish - p.arrival, p.task.rows);
     }
     policy_->Observe({total_rows, start, finish, missed});
   }

@@ -104,6 +104,10 @@ TEST(InstanceTest, QueriesWaitingBehindABusyExecutorRunAsOneBatch) {
   EXPECT_FLOAT_EQ(b.result.outputs[0].As<float>()[1], 4.0f);
   EXPECT_FLOAT_EQ(c.result.outputs[0].As<float>()[0], 6.0f);
   EXPECT_EQ(c.result.batch_rows, 4);
+  // Rates count rows, the profiles' unit: the two-row query counts twice.
+  InstanceReport report = f.instance->TakeReport();
+  EXPECT_EQ(report.interval.arrivals, 5);
+  EXPECT_EQ(report.interval.served, 5);
 }
 
 TEST(InstanceTest, RefusesWhenFullOrAlreadyLate) {

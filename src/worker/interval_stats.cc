@@ -18,8 +18,8 @@ void IntervalStats::OnBatch(int64_t rows, Nanos compute) {
   if (computes_.size() < kMaxSamples) computes_.push_back(compute);
 }
 
-void IntervalStats::OnServed(Nanos total) {
-  ++served_;
+void IntervalStats::OnServed(Nanos total, int64_t rows) {
+  served_ += rows;
   ++served_seen_;
   if (totals_.size() < kMaxSamples) {
     totals_.push_back(total);

@@ -2,6 +2,10 @@
 // The monitor reads and resets them every report; the controller's instance
 // state machine (Active / Overloaded / Interfered) is computed from them.
 //
+// Arrivals, served, dropped and failed count rows, not requests: a request
+// of 8 images is 8 queries. Rows are the unit of the profiles' throughput,
+// which the state machine and the autoscalers compare these rates with.
+//
 // Thread-safety: not synchronised; the owning Instance guards it.
 #pragma once
 
@@ -31,13 +35,14 @@ class IntervalStats {
  public:
   explicit IntervalStats(Nanos start) : start_(start) {}
 
-  void OnArrival() { ++arrivals_; }
+  void OnArrival(int64_t rows) { arrivals_ += rows; }
   void OnDropped(int64_t n) { dropped_ += n; }
   void OnFailed(int64_t n) { failed_ += n; }
   // One batch of `rows` rows that kept an executor busy for `compute`.
   void OnBatch(int64_t rows, Nanos compute);
-  // One query answered, `total` after it arrived at the worker.
-  void OnServed(Nanos total);
+  // One request of `rows` rows answered, `total` after it arrived at the
+  // worker. Latency samples are per request.
+  void OnServed(Nanos total, int64_t rows);
 
   IntervalSnapshot TakeAndReset(Nanos now);
 
