@@ -25,6 +25,18 @@ struct Instance::Waiter {
   }
 };
 
+// The reaper wakes only when queued queries have no idle replica to watch
+// their deadlines: waking it on every queue change would put a second thread
+// in the way of each query reaching a replica.
+struct Instance::ReaperWaiter {
+  const Instance* self;
+  uint64_t seen;
+  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+    return self->stopping_ ||
+           (self->version_ != seen && self->idle_replicas_ == 0 && !self->queue_.empty());
+  }
+};
+
 absl::StatusOr<std::unique_ptr<Instance>> Instance::Create(Options options) {
   if (options.replicas.empty()) return absl::InvalidArgumentError("an instance needs a replica");
   if (options.policy == nullptr) return absl::InvalidArgumentError("an instance needs a policy");
@@ -148,8 +160,8 @@ void Instance::ReaperLoop() {
       continue;
     }
     Nanos wake = EarliestExpiryLocked();
-    Waiter waiter{this, version_};
-    clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &Waiter::Ready), wake);
+    ReaperWaiter waiter{this, version_};
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &ReaperWaiter::Ready), wake);
   }
 }
 
@@ -212,7 +224,9 @@ void Instance::ReplicaLoop(size_t index) {
     }
     Nanos wake = std::min(decision.wake_at, EarliestExpiryLocked());
     Waiter waiter{this, version_};
+    ++idle_replicas_;
     clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &Waiter::Ready), wake);
+    --idle_replicas_;
   }
 }
 

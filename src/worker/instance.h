@@ -5,7 +5,8 @@
 // do and runs batches (when only best-effort queries wait, it runs them at
 // once: holding a query back only pays against a latency objective); a reaper answers queries whose deadline has passed
 // with DEADLINE_EXCEEDED the moment it passes, even while every replica is
-// busy, so nothing is ever served late.
+// busy, so nothing is ever served late. (An idle replica does this itself;
+// the reaper wakes only while every replica is busy.)
 //
 // Thread-safety: thread-safe. Callbacks run on the instance's own threads and
 // must not block for long.
@@ -101,6 +102,7 @@ class Instance {
     InferTask task;
   };
   struct Waiter;
+  struct ReaperWaiter;
 
   explicit Instance(Options options);
   void StartReplicaLocked(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -130,6 +132,9 @@ class Instance {
   int active_replicas_ ABSL_GUARDED_BY(mu_) = 0;
   int retiring_ ABSL_GUARDED_BY(mu_) = 0;  // replicas asked to retire, not yet gone
   size_t queued_with_objective_ ABSL_GUARDED_BY(mu_) = 0;
+  // Replicas waiting for work. An idle replica expires queries itself, so
+  // the reaper is only needed (and only woken) while none is idle.
+  int idle_replicas_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);  // one per replica
