@@ -1,9 +1,12 @@
 // What does serving add? For the zoo MLP at batch 1, in one run:
 //   1. the raw executor: CreateExecutor + Run in this process, 1 thread;
-//   2. end to end: POST /v2/models/fmnist-mlp/infer to a real `maitre serve`
-//      with one cpu-1 worker, over one keep-alive connection.
-// Reports p50 and p99 of each, the overhead at both, and the server's own
-// split (queue, compute, total) so the overhead can be attributed.
+//   2. end to end over HTTP: POST /v2/models/fmnist-mlp/infer (JSON) to a real
+//      `maitre serve` with one cpu-1 worker, over one keep-alive connection;
+//   3. end to end over gRPC: ModelInfer with the tensor in
+//      raw_input_contents, to the same server over one channel.
+// Requests go one at a time. Reports p50 and p99 of each, what each transport
+// adds over the raw executor, and the server's own split (queue, compute,
+// total) so the overhead can be attributed.
 //
 //   serving_overhead_bench [--requests N] [--variant torch|opencv]
 // Needs MAITRE_ZOO_DIR and MAITRE_BINARY (set them, or run through ctest's
@@ -15,10 +18,12 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "core/file_util.h"
+#include "inference.grpc.pb.h"
 #include "runtime/executor.h"
 #include "runtime/testing/zoo.h"
 #include "testing/server_process.h"
@@ -37,6 +42,37 @@ struct Summary {
 };
 
 Summary Summarise(const std::vector<double>& us) { return {Percentile(us, 0.5), Percentile(us, 0.99)}; }
+
+// Latencies in us of `requests` ModelInfer calls, one at a time, after
+// `warmup` unmeasured ones; empty on any failure (printed).
+std::vector<double> TimeGrpc(const std::string& address, const maitre::Tensor& image,
+                             const std::string& model, const std::string& variant, int warmup,
+                             int requests) {
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  request.set_model_version(variant);
+  auto* input = request.add_inputs();
+  input->set_name("input");
+  input->set_datatype("FP32");
+  for (int64_t d : image.shape) input->add_shape(d);
+  request.add_raw_input_contents(image.data);
+  std::vector<double> us;
+  for (int i = 0; i < warmup + requests; ++i) {
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    auto start = Clock::now();
+    grpc::Status status = stub->ModelInfer(&context, request, &response);
+    double elapsed = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    if (!status.ok()) {
+      std::fprintf(stderr, "gRPC request failed: %s\n", status.error_message().c_str());
+      return {};
+    }
+    if (i >= warmup) us.push_back(elapsed);
+  }
+  return us;
+}
 
 }  // namespace
 
@@ -119,21 +155,30 @@ int main(int argc, char** argv) {
     queue_us.push_back(j["parameters"]["queue_us"].get<double>());
     compute_us.push_back(j["parameters"]["compute_us"].get<double>());
   }
+  std::vector<double> grpc_us =
+      TimeGrpc((*server)->grpc_address(), image, "fmnist-mlp", variant, 300, requests);
   (void)(*server)->Stop();
+  if (grpc_us.empty()) return 1;
 
-  Summary raw = Summarise(raw_us), e2e = Summarise(e2e_us);
+  Summary raw = Summarise(raw_us), e2e = Summarise(e2e_us), grpc = Summarise(grpc_us);
   std::printf("fmnist-mlp:%s, batch 1, %d requests, one cpu-1 worker\n", variant.c_str(),
               requests);
   std::printf("%-34s %10s %10s\n", "", "p50 us", "p99 us");
   std::printf("%-34s %10.1f %10.1f\n", "raw executor (in process)", raw.p50, raw.p99);
   std::printf("%-34s %10.1f %10.1f\n", "end to end (HTTP, JSON)", e2e.p50, e2e.p99);
-  std::printf("%-34s %10.1f %10.1f\n", "added by serving", e2e.p50 - raw.p50, e2e.p99 - raw.p99);
+  std::printf("%-34s %10.1f %10.1f\n", "end to end (gRPC, raw tensor)", grpc.p50, grpc.p99);
+  std::printf("%-34s %10.1f %10.1f\n", "added by serving over HTTP", e2e.p50 - raw.p50,
+              e2e.p99 - raw.p99);
+  std::printf("%-34s %10.1f %10.1f\n", "added by serving over gRPC", grpc.p50 - raw.p50,
+              grpc.p99 - raw.p99);
   std::printf("%-34s %10.1f %10.1f\n", "  server total (front-end to reply)",
               Percentile(server_us, 0.5), Percentile(server_us, 0.99));
   std::printf("%-34s %10.1f %10.1f\n", "  worker queue", Percentile(queue_us, 0.5),
               Percentile(queue_us, 0.99));
   std::printf("%-34s %10.1f %10.1f\n", "  worker compute", Percentile(compute_us, 0.5),
               Percentile(compute_us, 0.99));
-  std::printf("ratio end-to-end / raw at p50: %.2f\n", e2e.p50 / raw.p50);
+  std::printf("(server split: HTTP requests)\n");
+  std::printf("ratio end-to-end / raw at p50: HTTP %.2f, gRPC %.2f\n", e2e.p50 / raw.p50,
+              grpc.p50 / raw.p50);
   return 0;
 }

@@ -246,7 +246,8 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
             return Finish(query, absl::DeadlineExceededError(absl::StrCat(
                                      "the query's deadline of ",
                                      (query->deadline - query->received) / kMillisecond,
-                                     " ms passed before ", key.ToString(), " answered it (",
+                                     " ms passed before ", key.ToString(), " on ", worker,
+                                     " answered it (",
                                      reply.status().message(), ")")));
           }
           return Finish(query, reply.status());

@@ -81,7 +81,10 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     }
     if (auto text = ReadFileToString(endpoints); text.ok()) {
       auto j = nlohmann::json::parse(*text, nullptr, false);
-      if (!j.is_discarded()) server->url_ = j.value("http", "");
+      if (!j.is_discarded()) {
+        server->url_ = j.value("http", "");
+        server->grpc_address_ = j.value("grpc", "");
+      }
     }
     if (server->url_.empty()) SleepMs(100);
   }

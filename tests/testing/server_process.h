@@ -36,6 +36,8 @@ class ServerProcess {
   absl::Status Stop();
 
   const std::string& url() const { return url_; }
+  // host:port of the gRPC front-end.
+  const std::string& grpc_address() const { return grpc_address_; }
   pid_t pid() const { return pid_; }
   http::Client& client() { return *client_; }
 
@@ -63,6 +65,7 @@ class ServerProcess {
   ServerOptions options_;
   pid_t pid_ = 0;
   std::string url_;
+  std::string grpc_address_;
   std::unique_ptr<http::Client> client_;
 };
 
