@@ -51,8 +51,13 @@ absl::StatusOr<std::unique_ptr<BatchingPolicy>> CreateBatchingPolicy(const Batch
   }
   if (options.policy == "proteus") {
     if (auto s = needs_profile(); !s.ok()) return s;
-    return std::make_unique<ProteusBatching>(options.max_batch, options.slo,
-                                             LatencyTable::Build(profile, options.max_batch, options.dispatch_margin), p99);
+    if (!(options.demand_headroom >= 0)) {
+      return absl::InvalidArgumentError("demand_headroom must be 0 (off) or positive");
+    }
+    return std::make_unique<ProteusBatching>(
+        options.max_batch, options.slo,
+        LatencyTable::Build(profile, options.max_batch, options.dispatch_margin), p99,
+        ThroughputByBatch(profile, options.max_batch), options.demand_headroom);
   }
   if (options.policy == "nexus") {
     if (auto s = needs_profile(); !s.ok()) return s;

@@ -11,7 +11,8 @@
 //
 // Thread-safety: a policy is not synchronised; its owner calls it from one
 // thread (or under one lock). Decide() is const and has no side effects;
-// Observe() updates the adaptive state of policies that have one (AIMD).
+// Observe() and ObserveDemand() update the adaptive state of policies that
+// have one (AIMD; Proteus's demand cap).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,10 @@ class BatchingPolicy {
   // `queue` is ordered by deadline and holds only queries not yet dispatched.
   virtual BatchDecision Decide(absl::Span<const QueuedQuery> queue, Nanos now) const = 0;
   virtual void Observe(const BatchOutcome& outcome) {}
+  // The rows per second that arrived at the instance over the last report
+  // interval. The mechanism calls it at every report (the worker's monitor,
+  // the simulator's report tick).
+  virtual void ObserveDemand(double rows_per_second) {}
 };
 
 struct BatchingOptions {
@@ -89,6 +94,12 @@ struct BatchingOptions {
   // when set, a batch whose own service time exceeded `slo` (the Clipper
   // paper's signal, blind to queueing).
   bool aimd_batch_latency_signal = false;
+  // `proteus`: the batch is also capped at the smallest whose throughput
+  // (profile p50) covers the observed demand times this headroom, as the
+  // throughput an allocation assigns bounds Proteus's batch. At low load
+  // the cap is 1 and nothing waits. 0 turns the cap off (the SLO alone
+  // bounds the batch); until the first ObserveDemand there is no cap.
+  double demand_headroom = 1.25;
   // `proteus`, `nexus`, `mark`, `timeout`: plan service times with the
   // profile's median instead of its p99 (the default; see batching_proteus.h).
   bool plan_with_median = false;

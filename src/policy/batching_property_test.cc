@@ -81,7 +81,7 @@ void CheckDrop(const std::string& policy, const BatchingOptions& o, const Latenc
       const Nanos slo = o.slo > 0 ? o.slo : q[i].deadline - q[i].arrival;
       int32_t size = policy == "nexus"
                          ? NexusBatching(o.max_batch, o.slo, table).TargetBatch(slo)
-                         : ProteusBatching(o.max_batch, o.slo, table, true).MaxBatchFor(slo);
+                         : ProteusBatching(o.max_batch, o.slo, table, true, {}, 0).MaxBatchFor(slo);
       auto window = q.subspan(i);
       int32_t rows = RowsIn(window, PrefixWithin(window, size));
       EXPECT_GT(now + table.P50(rows), q[i].deadline)
@@ -138,6 +138,8 @@ TEST(BatchingPropertyTest, SingleDecisions) {
         for (int k = draw.Int(0, 20); k > 0; --k)
           (*p)->Observe({1, 0, 1, draw.Chance(0.3) ? 1 : 0});
       }
+      // Any demand, from idle to past what the instance can serve.
+      if (draw.Chance(0.5)) (*p)->ObserveDemand(draw.Chance(0.2) ? 0 : draw.Int(1, 20000));
       LatencyTable table = LatencyTable::Build(profile, o.max_batch);
       BatchDecision d = (*p)->Decide(queue, now);
       CheckDecision(o.policy, o, table, queue, now, d);
@@ -159,6 +161,7 @@ TEST(BatchingPropertyTest, DrainsWithoutLettingFeasibleQueriesExpire) {
       BatchingOptions o = RandomOptions(draw, name);
       auto p = CreateBatchingPolicy(o, profile);
       ASSERT_TRUE(p.ok()) << p.status();
+      if (draw.Chance(0.5)) (*p)->ObserveDemand(draw.Int(0, 20000));
       LatencyTable table = LatencyTable::Build(profile, o.max_batch);
       Nanos now = kSecond;
       std::vector<QueuedQuery> queue = RandomQueue(draw, now);

@@ -86,10 +86,73 @@ TEST(ProteusBatchingTest, Table) {
 }
 
 TEST(ProteusBatchingTest, MaxBatchFollowsHalfTheSlo) {
-  ProteusBatching p(64, 40 * kMs, LatencyTable::Build(testing::LinearProfile(4, 2), 64), true);
+  ProteusBatching p(64, 40 * kMs, LatencyTable::Build(testing::LinearProfile(4, 2), 64), true,
+                    {}, 0);
   EXPECT_EQ(p.MaxBatchFor(40 * kMs), 8);
   EXPECT_EQ(p.MaxBatchFor(100 * kMs), 23);
   EXPECT_EQ(p.MaxBatchFor(kMs), 1);  // never below one
+}
+
+// p50 = 4 + 2b ms, so one replica serves b / (4 + 2b) ms: 167 rows/s at
+// batch 1, 250 at 2, 300 at 3, 400 at B = 8.
+std::unique_ptr<BatchingPolicy> DemandAware(double headroom) {
+  BatchingOptions o;
+  o.policy = "proteus";
+  o.max_batch = 16;
+  o.slo = 40 * kMs;
+  o.demand_headroom = headroom;
+  return *CreateBatchingPolicy(o, testing::LinearProfile(4, 2));
+}
+
+TEST(ProteusBatchingTest, LightDemandEndsTheWait) {
+  auto p = DemandAware(1.25);
+  const auto one = Same(1, 40 * kMs);
+  // No demand seen yet: the SLO alone governs, so one query waits.
+  EXPECT_EQ(p->Decide(one, 0).action, Action::kWait);
+  p->ObserveDemand(100);  // needs 125 rows/s: batch 1 serves it
+  EXPECT_EQ(static_cast<ProteusBatching&>(*p).demand_cap(), 1);
+  BatchDecision d = p->Decide(one, 0);
+  EXPECT_EQ(d.action, Action::kDispatch);
+  EXPECT_EQ(d.count, 1);
+  p->ObserveDemand(0);  // an idle interval: the next query runs at once
+  EXPECT_EQ(p->Decide(one, 0).action, Action::kDispatch);
+}
+
+TEST(ProteusBatchingTest, DemandSetsTheRowsThatEndAWait) {
+  auto p = DemandAware(1.25);
+  p->ObserveDemand(200);  // needs 250 rows/s: batch 2
+  EXPECT_EQ(static_cast<ProteusBatching&>(*p).demand_cap(), 2);
+  EXPECT_EQ(p->Decide(Same(1, 40 * kMs), 0).action, Action::kWait);
+  BatchDecision d = p->Decide(Same(2, 40 * kMs), 0);
+  EXPECT_EQ(d.action, Action::kDispatch);
+  EXPECT_EQ(d.count, 2);
+}
+
+TEST(ProteusBatchingTest, DemandNoBatchServesLeavesTheSloCap) {
+  auto p = DemandAware(1.25);
+  p->ObserveDemand(390);  // needs 487 rows/s; B = 8 serves 400
+  EXPECT_EQ(static_cast<ProteusBatching&>(*p).demand_cap(), 0);
+  BatchDecision d = p->Decide(Same(5, 40 * kMs), 0);
+  EXPECT_EQ(d.action, Action::kWait);
+  EXPECT_EQ(d.wake_at, 40 * kMs - 17'600'000);
+}
+
+TEST(ProteusBatchingTest, ABacklogStillGoesOutInBatchesOfB) {
+  auto p = DemandAware(1.25);
+  p->ObserveDemand(50);  // cap 1, then a burst the report did not see
+  BatchDecision d = p->Decide(Same(20, 100 * kMs), 0);
+  EXPECT_EQ(d.action, Action::kDispatch);
+  EXPECT_EQ(d.count, 8);
+}
+
+TEST(ProteusBatchingTest, ZeroHeadroomIgnoresDemand) {
+  auto p = DemandAware(0);
+  p->ObserveDemand(100);
+  EXPECT_EQ(p->Decide(Same(1, 40 * kMs), 0).action, Action::kWait);
+  BatchingOptions o;
+  o.policy = "proteus";
+  o.demand_headroom = -1;
+  EXPECT_FALSE(CreateBatchingPolicy(o, testing::LinearProfile(4, 2)).ok());
 }
 
 TEST(ProteusBatchingTest, NeedsAProfile) {

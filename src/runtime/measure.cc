@@ -23,6 +23,7 @@ absl::Status CheckOptions(const MeasureOptions& o) {
     return absl::InvalidArgumentError(
         "need warmup >= 0 and 1 <= min_repetitions <= max_repetitions");
   }
+  if (o.rounds < 1) return absl::InvalidArgumentError("need at least one round");
   return absl::OkStatus();
 }
 
@@ -60,33 +61,48 @@ absl::StatusOr<std::vector<LatencyPoint>> MeasureLatencies(Executor& executor,
     }
   }
   const Clock& clock = *options.clock;
-  std::vector<LatencyPoint> points;
-  std::vector<double> samples_ms;
-  for (int batch : options.batch_sizes) {
-    std::vector<const std::vector<Tensor>*> tiles(static_cast<size_t>(batch), &row);
-    MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, ConcatRows(tiles));
-    for (int i = 0; i < options.warmup; ++i) {
-      MAITRE_RETURN_IF_ERROR(RunOnce(executor, inputs, batch));
+  // One round: each of `sizes` (or, in the first round, of the options'
+  // batch sizes until one crosses the ceiling) timed once.
+  auto sweep = [&](const std::vector<int>& sizes,
+                   bool stop_at_ceiling) -> absl::StatusOr<std::vector<LatencyPoint>> {
+    std::vector<LatencyPoint> points;
+    std::vector<double> samples_ms;
+    for (int batch : sizes) {
+      std::vector<const std::vector<Tensor>*> tiles(static_cast<size_t>(batch), &row);
+      MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, ConcatRows(tiles));
+      for (int i = 0; i < options.warmup; ++i) {
+        MAITRE_RETURN_IF_ERROR(RunOnce(executor, inputs, batch));
+      }
+      samples_ms.clear();
+      Nanos spent = 0;
+      while (static_cast<int>(samples_ms.size()) < options.min_repetitions ||
+             (spent < options.min_time_per_batch &&
+              static_cast<int>(samples_ms.size()) < options.max_repetitions)) {
+        Nanos start = clock.Now();
+        MAITRE_RETURN_IF_ERROR(RunOnce(executor, inputs, batch));
+        Nanos elapsed = clock.Now() - start;
+        spent += elapsed;
+        samples_ms.push_back(ToMillis(elapsed));
+      }
+      LatencyPoint point;
+      point.batch = batch;
+      point.p50_ms = Quantile(samples_ms, 0.50);
+      point.p99_ms = Quantile(samples_ms, 0.99);
+      points.push_back(point);
+      if (stop_at_ceiling && point.p50_ms > options.latency_ceiling_ms) break;
     }
-    samples_ms.clear();
-    Nanos spent = 0;
-    while (static_cast<int>(samples_ms.size()) < options.min_repetitions ||
-           (spent < options.min_time_per_batch &&
-            static_cast<int>(samples_ms.size()) < options.max_repetitions)) {
-      Nanos start = clock.Now();
-      MAITRE_RETURN_IF_ERROR(RunOnce(executor, inputs, batch));
-      Nanos elapsed = clock.Now() - start;
-      spent += elapsed;
-      samples_ms.push_back(ToMillis(elapsed));
+    return points;
+  };
+  MAITRE_ASSIGN_OR_RETURN(std::vector<LatencyPoint> best, sweep(options.batch_sizes, true));
+  std::vector<int> reached;
+  for (const LatencyPoint& p : best) reached.push_back(p.batch);
+  for (int round = 1; round < options.rounds; ++round) {
+    MAITRE_ASSIGN_OR_RETURN(std::vector<LatencyPoint> again, sweep(reached, false));
+    for (size_t i = 0; i < best.size(); ++i) {
+      if (again[i].p50_ms < best[i].p50_ms) best[i] = again[i];
     }
-    LatencyPoint point;
-    point.batch = batch;
-    point.p50_ms = Quantile(samples_ms, 0.50);
-    point.p99_ms = Quantile(samples_ms, 0.99);
-    points.push_back(point);
-    if (point.p50_ms > options.latency_ceiling_ms) break;
   }
-  return points;
+  return best;
 }
 
 }  // namespace maitre::runtime

@@ -23,12 +23,20 @@ struct MeasureOptions {
   // Stop after the first batch size whose p50 exceeds this (that point is
   // still returned, so a profile knows where the ceiling was crossed).
   double latency_ceiling_ms = 250;
-  int warmup = 3;           // untimed runs per batch size
-  int min_repetitions = 10;  // timed runs per batch size, at least
+  int warmup = 3;           // untimed runs per batch size and round
+  int min_repetitions = 10;  // timed runs per batch size and round, at least
   // ... and keep repeating until this much time has been spent timing,
-  // up to max_repetitions.
+  // up to max_repetitions (both per batch size and round).
   Nanos min_time_per_batch = 200 * kMillisecond;
   int max_repetitions = 500;
+  // The sweep over batch sizes runs this many times, one after the other,
+  // so that each batch size is timed at `rounds` moments apart. Each point
+  // keeps the round with the lowest p50 (and that round's p99): whatever
+  // else runs on the host only ever adds time, so the least disturbed round
+  // is the best estimate of what the variant costs on this hardware. A host
+  // that stays busy is the instance state machine's business (Interfered),
+  // not the profile's. Later rounds time the batch sizes the first reached.
+  int rounds = 1;
   const Clock* clock = nullptr;  // required
 };
 

@@ -53,6 +53,63 @@ TEST(MeasureTest, MeasuresEachBatchAndStopsPastTheCeiling) {
   EXPECT_EQ(executor.batches(), want);
 }
 
+// Interference only adds time: each point keeps its least disturbed round,
+// and the rounds interleave the batch sizes so that one burst of
+// interference hits only one round of each.
+TEST(MeasureTest, RoundsKeepEachBatchsLeastDisturbedRound) {
+  ManualClock clock;
+  int calls = 0;
+  // Calls 1-5 are round 1 at batch 1 and 26-30 round 3 at batch 2: slowed 3x.
+  testing::FakeExecutor executor({testing::EchoClassifier(10), &clock, [&calls](int64_t batch) {
+                                    ++calls;
+                                    bool disturbed = calls <= 5 || calls > 25;
+                                    return batch * 10 * kMillisecond * (disturbed ? 3 : 1);
+                                  }});
+  MeasureOptions options;
+  options.batch_sizes = {1, 2};
+  options.warmup = 0;
+  options.min_repetitions = 5;
+  options.min_time_per_batch = 0;
+  options.rounds = 3;
+  options.clock = &clock;
+  auto points = MeasureLatencies(executor, OneRow(), options);
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), 2u);
+  EXPECT_DOUBLE_EQ((*points)[0].p50_ms, 10);
+  EXPECT_DOUBLE_EQ((*points)[0].p99_ms, 10);
+  EXPECT_DOUBLE_EQ((*points)[1].p50_ms, 20);
+  std::vector<int64_t> want;
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t batch : {1, 2}) want.insert(want.end(), 5, batch);
+  }
+  EXPECT_EQ(executor.batches(), want);
+
+  // With one round the disturbed timing would have been kept.
+  calls = 0;
+  options.rounds = 1;
+  points = MeasureLatencies(executor, OneRow(), options);
+  ASSERT_TRUE(points.ok());
+  EXPECT_DOUBLE_EQ((*points)[0].p50_ms, 30);
+}
+
+TEST(MeasureTest, LaterRoundsTimeOnlyTheBatchesTheFirstReached) {
+  ManualClock clock;
+  testing::FakeExecutor executor({testing::EchoClassifier(10), &clock,
+                                  [](int64_t batch) { return batch * 10 * kMillisecond; }});
+  MeasureOptions options;
+  options.batch_sizes = {1, 2, 4, 8};
+  options.latency_ceiling_ms = 15;  // batch 2 (20 ms) crosses it
+  options.warmup = 0;
+  options.min_repetitions = 1;
+  options.min_time_per_batch = 0;
+  options.rounds = 2;
+  options.clock = &clock;
+  auto points = MeasureLatencies(executor, OneRow(), options);
+  ASSERT_TRUE(points.ok()) << points.status();
+  EXPECT_EQ(points->size(), 2u);
+  EXPECT_EQ(executor.batches(), (std::vector<int64_t>{1, 2, 1, 2}));
+}
+
 TEST(MeasureTest, CapsRepetitions) {
   ManualClock clock;
   testing::FakeExecutor executor({testing::EchoClassifier(10), &clock,
@@ -77,6 +134,10 @@ TEST(MeasureTest, RefusesBadOptionsAndRows) {
   EXPECT_THAT(MeasureLatencies(executor, OneRow(), options).status().message(),
               HasSubstr("increasing"));
   options.batch_sizes = {1, 2};
+  options.rounds = 0;
+  EXPECT_THAT(MeasureLatencies(executor, OneRow(), options).status().message(),
+              HasSubstr("round"));
+  options.rounds = 1;
   std::vector<Tensor> two_rows = OneRow();
   two_rows[0].shape = {2, 1};
   EXPECT_THAT(MeasureLatencies(executor, two_rows, options).status().message(),

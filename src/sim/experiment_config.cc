@@ -564,7 +564,8 @@ class Parser {
         MAITRE_RETURN_IF_ERROR(CheckMap(
             batching, bp,
             {"name", "max_batch", "max_queue_delay_ms", "slo_ms", "expected_rate_qps",
-             "aimd_initial_batch", "aimd_step", "aimd_decrease", "aimd_signal", "plan_with"}));
+             "aimd_initial_batch", "aimd_step", "aimd_decrease", "aimd_signal", "plan_with",
+             "demand_headroom"}));
         int64_t max_batch = b.max_batch, initial = b.aimd_initial_batch;
         std::string plan_with = "p99";
         MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "name", &b.policy, true));
@@ -576,6 +577,7 @@ class Parser {
         MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_step", &b.aimd_step));
         MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_decrease", &b.aimd_decrease));
         MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "plan_with", &plan_with));
+        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "demand_headroom", &b.demand_headroom));
         std::string signal = "deadline-miss";
         MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "aimd_signal", &signal));
         if (signal != "deadline-miss" && signal != "batch-latency") {

@@ -158,6 +158,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
     }
   }
   if (sim->managed()) sim->events_.Push(s.control.report_interval, kControl, 0);
+  sim->events_.Push(s.control.report_interval, kDemand, 0);
   sim->FetchArrival();
   return sim;
 }
@@ -256,6 +257,9 @@ absl::Status Simulator::RunUntil(Nanos until) {
         case kControl:
           OnControl();
           break;
+        case kDemand:
+          OnDemand();
+          break;
       }
     }
     ++events_processed_;
@@ -319,6 +323,7 @@ void Simulator::Enqueue(int32_t target, const QueuedQuery& q, const Tag& tag) {
     inst.tags.insert(inst.tags.begin() + pos, tag);
   }
   views_[target].queued_rows += q.rows;
+  inst.demand_rows += q.rows;
   if (managed()) {
     ++inst.interval_arrivals;
     ++in_system_;
@@ -328,6 +333,21 @@ void Simulator::Enqueue(int32_t target, const QueuedQuery& q, const Tag& tag) {
     RunDecisions(target);
   } else {
     ArmExpiry(target);
+  }
+}
+
+void Simulator::OnDemand() {
+  const double seconds = ToSeconds(setup_.control.report_interval);
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    Instance& inst = instances_[i];
+    if (!inst.alive) continue;
+    inst.policy->ObserveDemand(static_cast<double>(inst.demand_rows) / seconds);
+    inst.demand_rows = 0;
+    // A lower demand may end a wait now, as the worker's replicas re-decide.
+    if (inst.idle > 0 && inst.head < inst.queue.size()) RunDecisions(static_cast<int32_t>(i));
+  }
+  if (has_arrival_ || now_ < setup_.horizon) {
+    events_.Push(now_ + setup_.control.report_interval, kDemand, 0);
   }
 }
 

@@ -234,7 +234,15 @@ class Simulator {
   absl::Status CheckLiveState() const;
 
  private:
-  enum EventKind : uint32_t { kBatchDone, kWake, kExpiry, kLoadDone, kWorkerUp, kControl };
+  enum EventKind : uint32_t {
+    kBatchDone,
+    kWake,
+    kExpiry,
+    kLoadDone,
+    kWorkerUp,
+    kControl,
+    kDemand,
+  };
 
   struct Tag {
     int32_t app;
@@ -280,6 +288,8 @@ class Simulator {
     std::vector<double> median_ns;
     std::vector<double> sigma;
     Rng noise{0};
+    // Rows that arrived since the last demand tick (every cluster).
+    int64_t demand_rows = 0;
     // Managed clusters: this monitoring interval's figures and the state
     // machine's history.
     int64_t interval_arrivals = 0;
@@ -357,6 +367,9 @@ class Simulator {
   void MaybeFinishDraining(int32_t i);
   void CancelLoads(int32_t i);
   void OnControl();
+  // Every report interval, in every cluster: tells each instance's batching
+  // policy the rows per second it was sent, as a real worker's report does.
+  void OnDemand();
   void AttributeRefused();
   void Report(int32_t w, Nanos interval);
   void RunModelAutoscaler(int32_t w);

@@ -294,6 +294,11 @@ InstanceReport Instance::TakeReport() {
   report.replicas = active_replicas_;
   report.queue_length = static_cast<int>(queue_.size());
   report.interval = stats_.TakeAndReset(clock_->Now());
+  if (report.interval.length > 0) {
+    policy_->ObserveDemand(static_cast<double>(report.interval.arrivals) /
+                           ToSeconds(report.interval.length));
+    ++version_;  // idle replicas decide again: a lower demand may end a wait
+  }
   return report;
 }
 

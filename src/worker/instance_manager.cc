@@ -1,5 +1,6 @@
 #include "worker/instance_manager.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -187,7 +188,8 @@ absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
   measure.latency_ceiling_ms = options.latency_ceiling_ms;
   measure.warmup = options.warmup;
   measure.min_repetitions = options.repetitions;
-  measure.min_time_per_batch = options.min_time_per_batch;
+  measure.rounds = std::max(1, options.rounds);
+  measure.min_time_per_batch = options.min_time_per_batch / measure.rounds;
   measure.clock = options_.clock;
   std::vector<Tensor> sample = options.sample.empty() ? ZeroRow(spec.spec) : options.sample;
   MAITRE_ASSIGN_OR_RETURN(auto points, runtime::MeasureLatencies(*executor, sample, measure));

@@ -40,8 +40,12 @@ struct ProfileOptions {
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
   double latency_ceiling_ms = 250;
   int warmup = 3;
-  int repetitions = 10;
-  Nanos min_time_per_batch = 200 * kMillisecond;
+  int repetitions = 10;             // per batch size and round, at least
+  Nanos min_time_per_batch = 200 * kMillisecond;  // in all, split over the rounds
+  // Sweeps over the batch sizes; each point keeps its least disturbed one
+  // (runtime::MeasureOptions::rounds). Profiles measured in one round moved
+  // by up to 2.7x between two registrations of the zoo on this 2-core host.
+  int rounds = 3;
   std::vector<Tensor> sample;  // one example row; zeros when empty
 };
 
