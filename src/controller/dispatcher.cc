@@ -174,6 +174,7 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
       }
       return Finish(query, absl::FailedPreconditionError(result.explanation));
     case SelectionOutcome::kUnavailable:
+      CountRefused(*query);
       return Finish(query, result.decision.unavailable == policy::UnavailableReason::kDeadline
                                ? absl::DeadlineExceededError(result.explanation)
                                : absl::UnavailableError(result.explanation));
@@ -189,6 +190,18 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
     return Finish(query, absl::UnavailableError("no instance could take the query"));
   }
   Send(std::move(query), *std::move(result.route));
+}
+
+void Dispatcher::CountRefused(const Query& query) {
+  if (options_.refused == nullptr) return;
+  const std::string* app = query.app != nullptr     ? &query.app->name
+                           : query.model != nullptr ? &query.model->app
+                                                    : nullptr;
+  if (app == nullptr) return;
+  const std::vector<Tensor>& inputs =
+      query.inputs_checked ? *query.inputs : query.unchecked_inputs;
+  int64_t rows = inputs.empty() || inputs[0].shape.empty() ? 1 : inputs[0].shape[0];
+  options_.refused->Add(*app, std::max<int64_t>(rows, 1));
 }
 
 void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {

@@ -19,6 +19,7 @@
 #include "controller/cluster.h"
 #include "controller/infer_codec.h"
 #include "controller/placer.h"
+#include "controller/refused_demand.h"
 #include "controller/serving_metrics.h"
 
 namespace maitre::controller {
@@ -40,6 +41,9 @@ class Dispatcher {
     Cluster* cluster = nullptr;
     Placer* placer = nullptr;
     ServingMetrics* metrics = nullptr;  // may be null
+    // Where queries selection refuses are counted for the autoscalers; may
+    // be null.
+    RefusedDemand* refused = nullptr;
     const Clock* clock = SteadyClock::Get();
     // The deadline of a query that states no latency objective.
     Nanos default_timeout = 30 * kSecond;
@@ -66,6 +70,8 @@ class Dispatcher {
   void Attempt(std::shared_ptr<Query> query);
   // Before a model's variants are profiled: its default variant, on demand.
   void AttemptUnprofiled(std::shared_ptr<Query> query);
+  // Counts a query selection refused as demand the autoscalers must see.
+  void CountRefused(const Query& query);
   // Fixes the serving variant (and, for an app query, the model), checking
   // the inputs against that model the first time.
   absl::Status Choose(Query& query, const VariantKey& key);

@@ -37,6 +37,7 @@ Held HeldOn(const WorkerView& worker, const VariantKey& key) {
 
 absl::StatusOr<std::unique_ptr<ScalingLoop>> ScalingLoop::Create(Options options) {
   std::unique_ptr<ScalingLoop> loop(new ScalingLoop(options));
+  loop->refused_taken_at_ = options.clock->Now();
   if (options.model_autoscaler != "off") {
     policy::ModelAutoscalerOptions model;
     if (options.model_autoscaler == "horizontal") {
@@ -87,8 +88,34 @@ void ScalingLoop::Record(absl::string_view action) {
   if (options_.metrics != nullptr) options_.metrics->RecordAutoscalerAction(action);
 }
 
+ScalingLoop::RefusedShares ScalingLoop::TakeRefusedShares(const std::vector<WorkerView>& workers,
+                                                          const CatalogSnapshot& catalog,
+                                                          Nanos now) {
+  RefusedShares shares;
+  if (options_.refused == nullptr) return shares;
+  std::map<std::string, int64_t> rows = options_.refused->Take();
+  const double seconds = ToSeconds(now - refused_taken_at_);
+  refused_taken_at_ = now;
+  if (rows.empty() || !(seconds > 0)) return shares;
+  std::map<std::string, double> qps;
+  for (const auto& [app, n] : rows) qps[app] = static_cast<double>(n) / seconds;
+  std::vector<ServingInstance> serving;
+  std::vector<std::pair<std::string, std::string>> where;  // (worker, model) of each
+  for (const WorkerView& w : workers) {
+    for (const InstanceView& inst : w.instances) {
+      const CatalogModel* model = catalog.FindModel(inst.key.model);
+      if (inst.phase != InstancePhase::kReady || model == nullptr) continue;
+      serving.push_back({model->app, inst.stats.arrival_qps});
+      where.emplace_back(w.id, inst.key.model);
+    }
+  }
+  for (const auto& [i, share] : ShareRefused(qps, serving)) shares[where[i]] += share;
+  return shares;
+}
+
 policy::ModelScalingSnapshot ScalingLoop::WorkerSnapshot(const WorkerView& worker,
-                                                         const CatalogSnapshot& catalog) {
+                                                         const CatalogSnapshot& catalog,
+                                                         const RefusedShares& refused) {
   Nanos now = options_.clock->Now();
   // Profiles are measured alone; on a busy host an instance sustains less.
   // When monitoring says an instance is past its limit, its capacity is
@@ -119,6 +146,9 @@ policy::ModelScalingSnapshot ScalingLoop::WorkerSnapshot(const WorkerView& worke
   snapshot.memory_mb = static_cast<double>(worker.type.memory_mb);
   std::map<std::string, double> offered;  // by model: arrivals at this worker
   for (const InstanceView& inst : worker.instances) offered[inst.key.model] += inst.stats.arrival_qps;
+  for (const auto& [where, qps] : refused) {
+    if (where.first == worker.id) offered[where.second] += qps;
+  }
   for (const auto& [model_name, load] : offered) {
     const CatalogModel* model = catalog.FindModel(model_name);
     if (model == nullptr) continue;
@@ -232,11 +262,13 @@ void ScalingLoop::RunModelRound() {
   if (model_autoscaler_ == nullptr) return;
   auto catalog = options_.catalog->Get();
   Nanos now = options_.clock->Now();
-  for (const WorkerView& worker : options_.cluster->Snapshot()) {
+  const std::vector<WorkerView> workers = options_.cluster->Snapshot();
+  const RefusedShares refused = TakeRefusedShares(workers, *catalog, now);
+  for (const WorkerView& worker : workers) {
     policy::ModelScalingSnapshot snapshot;
     {
       absl::MutexLock lock(&mu_);
-      snapshot = WorkerSnapshot(worker, *catalog);
+      snapshot = WorkerSnapshot(worker, *catalog, refused);
       // Models with a move under way sit this round out.
       auto& models = snapshot.models;
       models.erase(std::remove_if(models.begin(), models.end(),

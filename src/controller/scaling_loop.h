@@ -27,6 +27,7 @@
 #include "controller/cluster.h"
 #include "controller/local_provider.h"
 #include "controller/placer.h"
+#include "controller/refused_demand.h"
 #include "controller/serving_metrics.h"
 #include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_model.h"
@@ -41,6 +42,9 @@ class ScalingLoop {
     Placer* placer = nullptr;
     LocalProvider* provider = nullptr;  // null: workers join by hand; no cluster scaling
     ServingMetrics* metrics = nullptr;  // may be null
+    // Queries the dispatcher refused; their rate is added to the offered
+    // load of the instances serving their app. May be null.
+    RefusedDemand* refused = nullptr;
     const Clock* clock = SteadyClock::Get();
     // "infaas" (replicate or upgrade/downgrade), "horizontal" (replicate and
     // remove only) or "off".
@@ -66,8 +70,14 @@ class ScalingLoop {
 
  private:
   explicit ScalingLoop(Options options) : options_(std::move(options)) {}
+  // Refused rows per second to add, by (worker id, model): each serving
+  // instance's share of its app's refusals since the last round.
+  using RefusedShares = std::map<std::pair<std::string, std::string>, double>;
+  RefusedShares TakeRefusedShares(const std::vector<WorkerView>& workers,
+                                  const CatalogSnapshot& catalog, Nanos now);
   policy::ModelScalingSnapshot WorkerSnapshot(const WorkerView& worker,
-                                              const CatalogSnapshot& catalog)
+                                              const CatalogSnapshot& catalog,
+                                              const RefusedShares& refused)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Carry(const WorkerView& worker, const CatalogSnapshot& catalog,
              const policy::ModelScaleAction& action);
@@ -96,6 +106,9 @@ class ScalingLoop {
     Nanos until = 0;
   };
   std::map<std::pair<std::string, std::string>, Observed> observed_ ABSL_GUARDED_BY(mu_);
+
+  // When the refused counts were last taken (the model round's thread only).
+  Nanos refused_taken_at_ = 0;
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

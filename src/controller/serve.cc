@@ -118,6 +118,7 @@ class Controller {
     dispatcher_options.cluster = cluster_.get();
     dispatcher_options.placer = placer_.get();
     dispatcher_options.metrics = metrics_.get();
+    dispatcher_options.refused = &refused_;
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
@@ -224,6 +225,7 @@ class Controller {
     scaling.placer = placer_.get();
     scaling.provider = provider_.get();
     scaling.metrics = metrics_.get();
+    scaling.refused = &refused_;
     scaling.model_autoscaler = options.model_autoscaler;
     scaling.cluster_autoscaler = options.cluster_autoscaler;
     for (const auto& [type, n] : worker_counts) scaling.min_workers[type] = n;
@@ -284,6 +286,7 @@ class Controller {
   std::unique_ptr<WorkQueue> control_;
   metrics::Registry metrics_registry_;
   std::unique_ptr<ServingMetrics> metrics_;
+  RefusedDemand refused_;  // dispatcher counts, scaling loop takes
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<jobs::JobRunner> jobs_;  // before http_server_: its routes use it
