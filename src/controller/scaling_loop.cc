@@ -153,8 +153,7 @@ policy::ModelScalingSnapshot ScalingLoop::WorkerSnapshot(const WorkerView& worke
     const CatalogModel* model = catalog.FindModel(model_name);
     if (model == nullptr) continue;
     const CatalogApp* app = catalog.FindApp(model->app);
-    double slo = app != nullptr && app->defaults.latency_ms ? *app->defaults.latency_ms
-                                                           : options_.default_slo_ms;
+    const double slo = SloOf(catalog, *model);
     policy::ScalingModel m;
     m.model = model_name;
     m.load_qps = load;
@@ -264,6 +263,10 @@ void ScalingLoop::RunModelRound() {
   Nanos now = options_.clock->Now();
   const std::vector<WorkerView> workers = options_.cluster->Snapshot();
   const RefusedShares refused = TakeRefusedShares(workers, *catalog, now);
+  {
+    absl::MutexLock lock(&mu_);
+    last_refused_ = refused;
+  }
   for (const WorkerView& worker : workers) {
     policy::ModelScalingSnapshot snapshot;
     {
@@ -294,6 +297,50 @@ void ScalingLoop::RunModelRound() {
     }
     for (const policy::ModelScaleAction& action : decision->actions) Carry(worker, *catalog, action);
   }
+}
+
+double ScalingLoop::SloOf(const CatalogSnapshot& catalog, const CatalogModel& model) const {
+  const CatalogApp* app = catalog.FindApp(model.app);
+  return app != nullptr && app->defaults.latency_ms ? *app->defaults.latency_ms
+                                                    : options_.default_slo_ms;
+}
+
+std::vector<policy::ClusterDemand> ScalingLoop::ClusterDemands(
+    const std::vector<WorkerView>& workers, const CatalogSnapshot& catalog) {
+  std::map<std::string, policy::ClusterDemand> by_model;
+  for (const WorkerView& w : workers) {
+    for (const InstanceView& inst : w.instances) {
+      const CatalogModel* model = catalog.FindModel(inst.key.model);
+      const CatalogVariant* v = model != nullptr ? model->FindVariant(inst.key.variant) : nullptr;
+      const Profile* p = v != nullptr ? v->ProfileOn(w.type.name) : nullptr;
+      if (p == nullptr) continue;
+      const Held held = HeldOn(w, inst.key);
+      policy::ClusterDemand& d = by_model[model->name];
+      d.model = model->name;
+      d.unmet_qps += inst.stats.arrival_qps -
+                     (held.ready + held.loading) * p->SaturationQps(SloOf(catalog, *model));
+    }
+  }
+  for (const auto& [where, qps] : last_refused_) {
+    auto it = by_model.find(where.second);
+    if (it != by_model.end()) it->second.unmet_qps += qps;
+  }
+  std::vector<policy::ClusterDemand> demands;
+  for (auto& [name, d] : by_model) {
+    d.unmet_qps = std::max(0.0, d.unmet_qps);
+    const CatalogModel* model = catalog.FindModel(name);
+    for (const CatalogVariant& v : model->variants) {
+      if (!v.ready()) continue;
+      for (const WorkerType& type : options_.cluster->types().types()) {
+        const Profile* p = v.ProfileOn(type.name);
+        if (p == nullptr) continue;
+        double& best = d.qps_per_worker[type.name];
+        best = std::max(best, policy::WorkerCapacityQps(*p, SloOf(catalog, *model), type));
+      }
+    }
+    demands.push_back(std::move(d));
+  }
+  return demands;
 }
 
 void ScalingLoop::RunClusterRound() {
@@ -334,6 +381,7 @@ void ScalingLoop::RunClusterRound() {
       }
       snapshot.workers.push_back(std::move(cw));
     }
+    snapshot.demands = ClusterDemands(workers, *catalog);
   }
   for (const auto& [type, n] : options_.provider->Starting()) {
     for (int i = 0; i < n; ++i) {

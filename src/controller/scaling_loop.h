@@ -107,8 +107,19 @@ class ScalingLoop {
   };
   std::map<std::pair<std::string, std::string>, Observed> observed_ ABSL_GUARDED_BY(mu_);
 
+  // The cluster autoscaler's demand figures, per model: offered load (with
+  // the last refused shares) less what loaded replicas sustain, and what one
+  // empty worker of each type would serve.
+  std::vector<policy::ClusterDemand> ClusterDemands(const std::vector<WorkerView>& workers,
+                                                    const CatalogSnapshot& catalog)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The objective a model's instances are judged at.
+  double SloOf(const CatalogSnapshot& catalog, const CatalogModel& model) const;
+
   // When the refused counts were last taken (the model round's thread only).
   Nanos refused_taken_at_ = 0;
+  // The model round's last shares, for the cluster round.
+  RefusedShares last_refused_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

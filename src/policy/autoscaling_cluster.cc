@@ -1,10 +1,12 @@
 #include "policy/autoscaling_cluster.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "policy/provisioning.h"
 
 namespace maitre::policy {
 namespace {
@@ -59,12 +61,14 @@ class Rules {
     return f;
   }
 
-  bool UnderLimit(const std::string& type) const {
+  // Workers of `type` that may still be added.
+  int Room(const std::string& type) const {
     auto it = o_.max_workers.find(type);
     int limit = it != o_.max_workers.end() ? it->second : o_.default_max_workers;
     auto n = count_.find(type);
-    return (n != count_.end() ? n->second : 0) < limit;
+    return std::max(0, limit - (n != count_.end() ? n->second : 0));
   }
+  bool UnderLimit(const std::string& type) const { return Room(type) > 0; }
 
   // The cheapest type among `allowed` (all when empty) that is under its
   // limit and holds an instance of `cores` / `memory_mb`. Ties: more of
@@ -113,7 +117,109 @@ struct Need {
   std::string detail;
 };
 
+// Sizing by demand (see the header): the adds that serve the model with the
+// most unmet demand at the least cost; empty when no demand or no type can.
+std::vector<ClusterAction> AddsForDemand(const ClusterAutoscalerOptions& o, const Rules& rules,
+                                         const ClusterSnapshot& snapshot, ClusterReason reason,
+                                         const std::string& trigger) {
+  // Workers still starting, or up with nothing loaded, will serve what the
+  // demand does not show yet: count what each could serve as covering it,
+  // or every round of a minute-long launch would buy again.
+  auto unmet = [&](const ClusterDemand& d) {
+    double coming = 0;
+    for (const ClusterWorker& w : snapshot.workers) {
+      if (!w.starting && !w.instances.empty()) continue;
+      auto it = d.qps_per_worker.find(w.type);
+      if (it != d.qps_per_worker.end()) coming += it->second;
+    }
+    return d.unmet_qps - coming;
+  };
+  const ClusterDemand* top = nullptr;
+  double top_unmet = 0;
+  for (const ClusterDemand& d : snapshot.demands) {
+    const double u = unmet(d);
+    if (!(u > kEps)) continue;
+    if (top == nullptr || u > top_unmet || (u == top_unmet && d.model < top->model)) {
+      top = &d;
+      top_unmet = u;
+    }
+  }
+  if (top == nullptr) return {};
+  std::vector<ProvisioningVariant> offers;
+  std::vector<const WorkerType*> offered_types;
+  double best_qps = 0;
+  for (const WorkerType& t : o.types) {
+    auto it = top->qps_per_worker.find(t.name);
+    if (it == top->qps_per_worker.end() || !(it->second > kEps) || !rules.UnderLimit(t.name)) {
+      continue;
+    }
+    offers.push_back({t.name, t.name, 0, it->second, t.price_per_hour / 3600});
+    offered_types.push_back(&t);
+    best_qps = std::max(best_qps, it->second);
+  }
+  if (offers.empty()) return {};
+  // No round adds more than max_adds_per_round workers, so demand beyond what
+  // that many of the largest can serve is left to later rounds; it also
+  // keeps the exact search small.
+  const double want = std::min(top_unmet, o.max_adds_per_round * best_qps);
+  ProvisioningOptions search;
+  search.max_nodes = 200'000;
+  std::vector<int> counts(offers.size(), 0);
+  auto mix = CheapestConfiguration(offers, want, 1.0, search);
+  if (mix.ok()) {
+    counts = mix->counts;
+  } else {
+    // The search gave up: the type with the most qps per dollar.
+    size_t best = 0;
+    for (size_t k = 1; k < offers.size(); ++k) {
+      if (offers[k].throughput_qps / offers[k].cost_per_s >
+          offers[best].throughput_qps / offers[best].cost_per_s) {
+        best = k;
+      }
+    }
+    counts[best] = static_cast<int>(std::ceil(want / offers[best].throughput_qps));
+  }
+  std::vector<ClusterAction> adds;
+  int budget = o.max_adds_per_round;
+  double qps = 0;
+  for (size_t k = 0; k < offers.size() && budget > 0; ++k) {
+    int n = std::min({counts[k], rules.Room(offered_types[k]->name), budget});
+    budget -= n;
+    qps += n * offers[k].throughput_qps;
+    for (int i = 0; i < n; ++i) {
+      ClusterAction add;
+      add.kind = ClusterAction::Kind::kAddWorker;
+      add.worker_type = offered_types[k]->name;
+      add.reason = reason;
+      add.for_model = top->model;
+      adds.push_back(std::move(add));
+    }
+  }
+  std::string mix_text = FormatConfiguration(offers, ProvisioningConfiguration{[&] {
+    std::vector<int> added(offers.size(), 0);
+    for (const ClusterAction& a : adds) {
+      for (size_t k = 0; k < offers.size(); ++k) added[k] += a.worker_type == offers[k].name;
+    }
+    return added;
+  }()});
+  for (ClusterAction& a : adds) {
+    a.detail = absl::StrFormat(
+        "%s; %s has %.1f qps unmet: adding %s, the cheapest mix that serves %.1f qps of it",
+        trigger, top->model, top_unmet, mix_text, std::min(qps, top_unmet));
+  }
+  return adds;
+}
+
 }  // namespace
+
+double WorkerCapacityQps(const Profile& profile, double slo_ms, const WorkerType& type,
+                         double cores_per_replica) {
+  double fit = std::floor(type.cores / std::max(cores_per_replica, 1e-9) + kEps);
+  if (type.memory_mb > 0 && profile.memory_mb() > 0) {
+    fit = std::min(fit, std::floor(static_cast<double>(type.memory_mb) / profile.memory_mb() + kEps));
+  }
+  return std::max(0.0, fit) * profile.SaturationQps(slo_ms);
+}
 
 absl::string_view ClusterReasonName(ClusterReason reason) {
   switch (reason) {
@@ -260,7 +366,32 @@ absl::StatusOr<ClusterDecision> ClusterAutoscaler::Decide(const ClusterSnapshot&
   // ---- at most one add ----
   bool cooling = previous.last_add.has_value() && now - *previous.last_add < o.add_cooldown;
   bool added = false;
+  // The first capacity need (rule 1 or 3), sized by demand when it can be.
+  // With demand figures, rules 1 and 3 are sized by demand alone: when the
+  // demand is covered by what is loading or starting, they add nothing.
+  const bool by_demand = !snapshot.demands.empty();
+  const Need* served = nullptr;
   for (const Need& need : needs) {
+    if (cooling || !by_demand) break;
+    if (need.reason == ClusterReason::kAllInterfered) continue;
+    std::vector<ClusterAction> adds =
+        AddsForDemand(o, rules, snapshot, need.reason, need.detail);
+    if (!adds.empty()) {
+      for (ClusterAction& a : adds) decision.actions.push_back(std::move(a));
+      decision.state.last_add = now;
+      added = true;
+      served = &need;
+    }
+    break;
+  }
+  for (const Need& need : needs) {
+    if (&need == served) continue;
+    if (by_demand && need.reason != ClusterReason::kAllInterfered && !added && !cooling) {
+      decision.held_back.push_back(absl::StrCat(
+          need.detail,
+          " (no unmet demand beyond what is loading or starting, or no type left can serve it)"));
+      continue;
+    }
     if (added) {
       decision.held_back.push_back(absl::StrCat(need.detail, " (one add per round)"));
       continue;

@@ -20,6 +20,21 @@
 // resource); rule 2 keeps the Interfered type (interference is relieved by
 // the same hardware, less shared); rule 3 picks among the types that host the
 // Overloaded instances (the hardware their variants are known to run on).
+// Sizing by demand (when the snapshot carries `demands`): INFaaS's triggers
+// say *when* to add, but "the cheapest type that fits" buys the cheapest
+// machine, not the cheapest capacity: at 1000 qps it bought eight CPU
+// workers before one accelerator. When rule 1 or 3 holds and some model has
+// unmet demand, the policy instead buys, for the model with the most unmet
+// demand, the cheapest mix of workers that covers it, by what one new
+// worker of each type would serve for that model (CheapestConfiguration,
+// the INFaaS Table 3 solver), up to `max_adds_per_round` workers and each
+// type's limit. Any type may be bought: an Overloaded CPU variant is best
+// relieved by an accelerator that runs a faster variant of the same model.
+// Workers still starting, or up with nothing loaded, count as serving what
+// one worker of their type serves of each demand (so a minute-long launch
+// is not bought again every round).
+// Rule 2 (interference) still adds one worker of the interfered type.
+//
 // Removal: a worker idle for `idle_cooldown` is removed when no worker is
 // added this round, at least `min_workers` remain, and the remaining workers
 // stay within `removal_utilisation_limit` and `overloaded_fraction` (so that
@@ -38,6 +53,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/profile.h"
 #include "core/time.h"
 #include "core/worker_type.h"
 #include "policy/instance_state.h"
@@ -66,8 +82,28 @@ struct ClusterWorker {
   bool starting = false;
 };
 
+// Demand for one model that the instances loaded for it do not cover, and
+// what one more worker of each type would serve for it (the mechanism works
+// both out from the profiles: replicas of the model's best variant that fit
+// on an empty worker of the type, times that variant's saturation rate at
+// the model's objective).
+struct ClusterDemand {
+  std::string model;
+  double unmet_qps = 0;
+  std::map<std::string, double> qps_per_worker;  // by type; absent: cannot serve it
+};
+
+// What one empty worker of `type` serves with replicas of a variant that
+// take `cores_per_replica` cores and the profile's memory each: the replicas
+// that fit, times one replica's saturation rate at `slo_ms`.
+double WorkerCapacityQps(const Profile& profile, double slo_ms, const WorkerType& type,
+                         double cores_per_replica = 1);
+
 struct ClusterSnapshot {
   std::vector<ClusterWorker> workers;
+  // Empty: adds are sized by the rules alone (one worker of the cheapest
+  // type that fits).
+  std::vector<ClusterDemand> demands;
 };
 
 struct ClusterAutoscalerOptions {
@@ -83,6 +119,8 @@ struct ClusterAutoscalerOptions {
   Nanos add_cooldown = 10 * kSecond;
   Nanos idle_cooldown = 60 * kSecond;
   double removal_utilisation_limit = 0.7;
+  // Sizing by demand: at most this many workers per round.
+  int max_adds_per_round = 4;
 };
 
 enum class ClusterReason {
@@ -101,6 +139,8 @@ struct ClusterAction {
   std::string worker_id;    // kRemoveWorker
   ClusterReason reason = ClusterReason::kCpuUtilisation;
   std::string detail;  // one sentence with the figures
+  // kAddWorker sized by demand: the model whose unmet demand it serves.
+  std::string for_model;
 };
 
 struct ClusterAutoscalerState {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace maitre::policy {
 namespace {
 
@@ -200,6 +202,148 @@ TEST(ClusterAutoscalerTest, RemovalNeverTriggersAnAdd) {
     ASSERT_TRUE(next.ok());
     for (const ClusterAction& x : next->actions) EXPECT_NE(x.kind, Kind::kAddWorker) << load;
   }
+}
+
+}  // namespace
+}  // namespace maitre::policy
+
+namespace maitre::policy {
+namespace {
+
+// INFaaS Table 3's machines: a CPU box, an Inferentia box and a V100 box at
+// 1 : 3 : 16 in price, serving one model at 5 / 100 / 800 qps per worker.
+ClusterAutoscalerOptions Table3Types() {
+  ClusterAutoscalerOptions o;
+  o.types = {{"cpu", 4, 8192, 0.19125}, {"inferentia", 4, 8192, 0.57375}, {"gpu", 8, 16384, 3.06}};
+  return o;
+}
+
+ClusterDemand Unmet(double qps, std::map<std::string, double> per_worker = {
+                                    {"cpu", 20}, {"inferentia", 100}, {"gpu", 800}}) {
+  return {"resnet50", qps, std::move(per_worker)};
+}
+
+// One CPU worker whose only instance is Overloaded (rule 3 holds).
+ClusterSnapshot OverloadedCpu(std::vector<ClusterDemand> demands) {
+  ClusterSnapshot s;
+  s.workers = {W("w1", "cpu", 0.5, {I(State::kOverloaded)})};
+  s.demands = std::move(demands);
+  return s;
+}
+
+std::multiset<std::string> AddedTypes(const ClusterDecision& d) {
+  std::multiset<std::string> types;
+  for (const ClusterAction& a : d.actions) {
+    if (a.kind == Kind::kAddWorker) types.insert(a.worker_type);
+  }
+  return types;
+}
+
+TEST(ClusterDemandTest, BuysTheCheapestCapacityNotTheCheapestMachine) {
+  auto scaler = *ClusterAutoscaler::Create(Table3Types());
+  // 1000 qps short: 1 gpu + 2 inferentia ($4.21/h) beats 10 inferentia
+  // ($5.74/h) and any mix with CPU boxes.
+  auto d = scaler->Decide(OverloadedCpu({Unmet(1000)}), {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(AddedTypes(*d), (std::multiset<std::string>{"gpu", "inferentia", "inferentia"}));
+  for (const ClusterAction& a : d->actions) {
+    EXPECT_EQ(a.reason, ClusterReason::kOverloaded);
+    EXPECT_EQ(a.for_model, "resnet50");
+    EXPECT_THAT(a.detail, ::testing::HasSubstr("1000.0 qps unmet"));
+  }
+  EXPECT_EQ(d->state.last_add, FromSeconds(100));
+}
+
+TEST(ClusterDemandTest, ASmallShortfallBuysACheapMachine) {
+  auto scaler = *ClusterAutoscaler::Create(Table3Types());
+  auto d = scaler->Decide(OverloadedCpu({Unmet(10)}), {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(AddedTypes(*d), (std::multiset<std::string>{"cpu"}));
+}
+
+TEST(ClusterDemandTest, TheLargestShortfallIsServedFirst) {
+  auto scaler = *ClusterAutoscaler::Create(Table3Types());
+  ClusterDemand small{"small", 10, {{"cpu", 20}}};
+  auto d = scaler->Decide(OverloadedCpu({small, Unmet(150)}), {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  ASSERT_FALSE(d->actions.empty());
+  for (const ClusterAction& a : d->actions) EXPECT_EQ(a.for_model, "resnet50");
+}
+
+TEST(ClusterDemandTest, RespectsLimitsAndTheAddsPerRound) {
+  ClusterAutoscalerOptions o = Table3Types();
+  o.max_workers = {{"gpu", 0}};
+  o.max_adds_per_round = 3;
+  auto scaler = *ClusterAutoscaler::Create(o);
+  // No GPU may be bought: inferentia is next best, three at most this round.
+  auto d = scaler->Decide(OverloadedCpu({Unmet(1000)}), {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(AddedTypes(*d),
+            (std::multiset<std::string>{"inferentia", "inferentia", "inferentia"}));
+}
+
+TEST(ClusterDemandTest, NothingIsAddedWithoutATriggerOrDuringTheCooldown) {
+  auto scaler = *ClusterAutoscaler::Create(Table3Types());
+  ClusterSnapshot calm;
+  calm.workers = {W("w1", "cpu", 0.3, {I(State::kActive)})};
+  calm.demands = {Unmet(1000)};
+  auto d = scaler->Decide(calm, {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(AddedTypes(*d).empty());
+  ClusterAutoscalerState recent;
+  recent.last_add = FromSeconds(95);
+  d = scaler->Decide(OverloadedCpu({Unmet(1000)}), recent, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(AddedTypes(*d).empty());
+}
+
+TEST(ClusterDemandTest, WorkersOnTheirWayCoverDemand) {
+  ClusterAutoscalerOptions o = Table3Types();
+  o.max_workers = {{"cpu", 9}};
+  auto scaler = *ClusterAutoscaler::Create(o);
+  // Nine Overloaded CPU workers keep rule 3 true (9 of 11 workers).
+  ClusterSnapshot s = OverloadedCpu({Unmet(1000)});
+  for (int i = 2; i <= 9; ++i) {
+    s.workers.push_back(W("w" + std::to_string(i), "cpu", 0.5, {I(State::kOverloaded)}));
+  }
+  s.workers.push_back(Starting("g1", "gpu"));       // 800 of it on its way
+  s.workers.push_back(W("n1", "inferentia", 0.0));  // up, nothing loaded yet: 100
+  auto d = scaler->Decide(s, {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(AddedTypes(*d), (std::multiset<std::string>{"inferentia"}));
+  EXPECT_THAT(d->actions[0].detail, ::testing::HasSubstr("100.0 qps unmet"));
+}
+
+TEST(ClusterDemandTest, CoveredDemandAddsNothingWhateverTheTriggers) {
+  auto scaler = *ClusterAutoscaler::Create(Table3Types());
+  auto d = scaler->Decide(OverloadedCpu({Unmet(0)}), {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(AddedTypes(*d).empty());
+  ASSERT_EQ(d->held_back.size(), 1u);
+  EXPECT_THAT(d->held_back[0], ::testing::HasSubstr("no unmet demand"));
+  // Without demand figures the rules alone size the add, as before.
+  d = scaler->Decide(OverloadedCpu({}), {}, FromSeconds(100));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(AddedTypes(*d), (std::multiset<std::string>{"cpu"}));
+  EXPECT_TRUE(d->actions[0].for_model.empty());
+}
+
+}  // namespace
+}  // namespace maitre::policy
+
+namespace maitre::policy {
+namespace {
+
+TEST(WorkerCapacityTest, ReplicasThatFitTimesOneReplicasRate) {
+  // p50 = 10 ms at batch 1 and 20 ms at 2: at a 100 ms objective one
+  // replica sustains 100 qps (batch 2 within half the objective).
+  auto profile = *Profile::Create({{1, 10, 11}, {2, 20, 22}}, 0, 3000);
+  WorkerType four_cores{"w", 4, 8192, 1};
+  EXPECT_DOUBLE_EQ(WorkerCapacityQps(profile, 100, four_cores), 2 * 100);  // memory: 2 fit
+  EXPECT_DOUBLE_EQ(WorkerCapacityQps(profile, 100, four_cores, 4), 100);   // cores: 1 fits
+  WorkerType no_memory_limit{"w", 4, 0, 1};
+  EXPECT_DOUBLE_EQ(WorkerCapacityQps(profile, 100, no_memory_limit), 4 * 100);
+  EXPECT_DOUBLE_EQ(WorkerCapacityQps(profile, 5, four_cores), 0);  // too slow for 5 ms
 }
 
 }  // namespace

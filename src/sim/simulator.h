@@ -370,6 +370,8 @@ class Simulator {
   // Every report interval, in every cluster: tells each instance's batching
   // policy the rows per second it was sent, as a real worker's report does.
   void OnDemand();
+  // The cluster autoscaler's demand figures, per model.
+  std::vector<policy::ClusterDemand> ClusterDemands() const;
   void AttributeRefused();
   void Report(int32_t w, Nanos interval);
   void RunModelAutoscaler(int32_t w);

@@ -672,6 +672,43 @@ void Simulator::PlaceElsewhere(int32_t source, const ModelScaleAction& action) {
   }
 }
 
+std::vector<policy::ClusterDemand> Simulator::ClusterDemands() const {
+  // Per model: the load offered to its instances (arrivals plus refused
+  // shares, as the model autoscaler sees it) less what their ready and
+  // loading replicas sustain at the app's objective.
+  std::map<std::string, policy::ClusterDemand> by_model;
+  for (const Worker& worker : workers_) {
+    if (worker.removed) continue;
+    for (int32_t i : worker.instances) {
+      const Instance& inst = instances_[i];
+      if (inst.draining) continue;
+      const SimVariant& v = setup_.variants[inst.variant];
+      const double slo_ms = ToMillis(setup_.apps[inst.app].latency);
+      policy::ClusterDemand& d = by_model[v.key.model];
+      d.model = v.key.model;
+      d.unmet_qps += inst.offered_qps - static_cast<double>(inst.ready + inst.loading) *
+                                            v.profile.SaturationQps(slo_ms);
+    }
+  }
+  // What one empty worker of each type would serve of the model: replicas of
+  // its best variant for that type that fit, times one replica's rate.
+  std::vector<policy::ClusterDemand> demands;
+  for (auto& [model, d] : by_model) {
+    d.unmet_qps = std::max(0.0, d.unmet_qps);
+    for (size_t v = 0; v < setup_.variants.size(); ++v) {
+      const SimVariant& sv = setup_.variants[v];
+      if (sv.key.model != model || variant_app_[v] < 0) continue;
+      const WorkerType& type = setup_.worker_types[sv.worker_type].type;
+      const double qps = policy::WorkerCapacityQps(
+          sv.profile, ToMillis(setup_.apps[variant_app_[v]].latency), type, sv.cores_per_replica);
+      double& best = d.qps_per_worker[type.name];
+      best = std::max(best, qps);
+    }
+    demands.push_back(std::move(d));
+  }
+  return demands;
+}
+
 void Simulator::RunClusterAutoscaler() {
   policy::ClusterSnapshot snapshot;
   for (const Worker& worker : workers_) {
@@ -699,6 +736,7 @@ void Simulator::RunClusterAutoscaler() {
     if (worker.up) cw.idle_since = worker.idle_since;
     snapshot.workers.push_back(std::move(cw));
   }
+  snapshot.demands = ClusterDemands();
   auto decision = cluster_autoscaler_->Decide(snapshot, cluster_state_, now_);
   if (!decision.ok()) {
     Fail(absl::InternalError(absl::StrCat("cluster autoscaler: ", decision.status().message())));
