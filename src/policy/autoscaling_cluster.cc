@@ -180,11 +180,13 @@ std::vector<ClusterAction> AddsForDemand(const ClusterAutoscalerOptions& o, cons
     counts[best] = static_cast<int>(std::ceil(want / offers[best].throughput_qps));
   }
   std::vector<ClusterAction> adds;
+  ProvisioningConfiguration bought{std::vector<int>(offers.size(), 0)};
   int budget = o.max_adds_per_round;
   double qps = 0;
   for (size_t k = 0; k < offers.size() && budget > 0; ++k) {
     int n = std::min({counts[k], rules.Room(offered_types[k]->name), budget});
     budget -= n;
+    bought.counts[k] = n;
     qps += n * offers[k].throughput_qps;
     for (int i = 0; i < n; ++i) {
       ClusterAction add;
@@ -195,13 +197,7 @@ std::vector<ClusterAction> AddsForDemand(const ClusterAutoscalerOptions& o, cons
       adds.push_back(std::move(add));
     }
   }
-  std::string mix_text = FormatConfiguration(offers, ProvisioningConfiguration{[&] {
-    std::vector<int> added(offers.size(), 0);
-    for (const ClusterAction& a : adds) {
-      for (size_t k = 0; k < offers.size(); ++k) added[k] += a.worker_type == offers[k].name;
-    }
-    return added;
-  }()});
+  const std::string mix_text = FormatConfiguration(offers, bought);
   for (ClusterAction& a : adds) {
     a.detail = absl::StrFormat(
         "%s; %s has %.1f qps unmet: adding %s, the cheapest mix that serves %.1f qps of it",
@@ -363,7 +359,7 @@ absl::StatusOr<ClusterDecision> ClusterAutoscaler::Decide(const ClusterSnapshot&
     needs.push_back(need);
   }
 
-  // ---- at most one add ----
+  // ---- adds: sized by demand when it is known, else one worker ----
   bool cooling = previous.last_add.has_value() && now - *previous.last_add < o.add_cooldown;
   bool added = false;
   // The first capacity need (rule 1 or 3), sized by demand when it can be.

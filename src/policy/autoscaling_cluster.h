@@ -13,7 +13,8 @@
 //   3. More than `overloaded_fraction` (80%) of the workers have at least one
 //      Overloaded instance.
 // The first rule that holds (and is not held back by the add cool-down or
-// the per-type limits) adds one worker; at most one is added per round.
+// the per-type limits) adds one worker, or, sized by demand (below), up to
+// max_adds_per_round.
 // Which type: the cheapest (price per hour) that fits the need: it can hold
 // the largest instance that triggered the rule and is below its
 // `max_workers`. Rule 1 may pick any type (ties: more of the pressured
