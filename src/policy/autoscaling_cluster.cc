@@ -362,23 +362,25 @@ absl::StatusOr<ClusterDecision> ClusterAutoscaler::Decide(const ClusterSnapshot&
   // ---- adds: sized by demand when it is known, else one worker ----
   bool cooling = previous.last_add.has_value() && now - *previous.last_add < o.add_cooldown;
   bool added = false;
-  // The first capacity need (rule 1 or 3), sized by demand when it can be.
-  // With demand figures, rules 1 and 3 are sized by demand alone: when the
-  // demand is covered by what is loading or starting, they add nothing.
+  // With demand figures, rules 1 and 3 are sized by demand alone (the first
+  // of them that holds names the trigger); when the demand is covered by
+  // what is loading or starting, they add nothing.
   const bool by_demand = !snapshot.demands.empty();
   const Need* served = nullptr;
-  for (const Need& need : needs) {
-    if (cooling || !by_demand) break;
-    if (need.reason == ClusterReason::kAllInterfered) continue;
-    std::vector<ClusterAction> adds =
-        AddsForDemand(o, rules, snapshot, need.reason, need.detail);
-    if (!adds.empty()) {
-      for (ClusterAction& a : adds) decision.actions.push_back(std::move(a));
-      decision.state.last_add = now;
-      added = true;
-      served = &need;
+  if (by_demand && !cooling) {
+    auto capacity = std::find_if(needs.begin(), needs.end(), [](const Need& n) {
+      return n.reason != ClusterReason::kAllInterfered;
+    });
+    if (capacity != needs.end()) {
+      std::vector<ClusterAction> adds =
+          AddsForDemand(o, rules, snapshot, capacity->reason, capacity->detail);
+      if (!adds.empty()) {
+        for (ClusterAction& a : adds) decision.actions.push_back(std::move(a));
+        decision.state.last_add = now;
+        added = true;
+        served = &*capacity;
+      }
     }
-    break;
   }
   for (const Need& need : needs) {
     if (&need == served) continue;

@@ -43,8 +43,10 @@ struct ProfileOptions {
   int repetitions = 10;             // per batch size and round, at least
   Nanos min_time_per_batch = 200 * kMillisecond;  // in all, split over the rounds
   // Sweeps over the batch sizes; each point keeps its least disturbed one
-  // (runtime::MeasureOptions::rounds). Profiles measured in one round moved
-  // by up to 2.7x between two registrations of the zoo on this 2-core host.
+  // (runtime::MeasureOptions::rounds). On a shared 2-core host this narrowed
+  // the spread between two profilings of the zoo only a little (p50 at batch
+  // 1 within 20% for 26 -> 28 of 32 pairs): shifts that outlast one call
+  // remain.
   int rounds = 3;
   std::vector<Tensor> sample;  // one example row; zeros when empty
 };
