@@ -315,6 +315,31 @@ TEST_F(ServingTest, AKilledWorkerIsReplacedAndServingContinues) {
   EXPECT_TRUE(server->Stop().ok());
 }
 
+// A worker that stops answering (here: stopped by a signal) does not leave
+// its queries waiting: each is answered 504 at its deadline, naming where it
+// was sent, and serving resumes when the worker does.
+TEST_F(ServingTest, AQueryOnAFrozenWorkerIsAnsweredAtItsDeadline) {
+  ScopedTempDir data;
+  auto server = StartServer(data.path(), {"--cluster-autoscaler", "false"});
+  ASSERT_NE(server, nullptr);
+  RegisterOk(*server, "fmnist-mlp");
+  ExpectServes(*server, "fmnist-mlp");
+  auto pids = server->WorkerPids();
+  ASSERT_TRUE(pids.ok());
+  for (pid_t pid : *pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  std::string body = ImageRequest(*valset_, 0, 1);
+  body.insert(1, R"("parameters":{"latency_ms":200},)");
+  auto r = server->Post("/v2/models/fmnist-mlp/infer", body);
+  for (pid_t pid : *pids) kill(pid, SIGCONT);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 504) << r->body;
+  EXPECT_NE(r->body.find("deadline of 202 ms passed before fmnist-mlp:"), std::string::npos)
+      << r->body;
+  EXPECT_NE(r->body.find(" on "), std::string::npos) << "names the worker: " << r->body;
+  ExpectServes(*server, "fmnist-mlp");
+  EXPECT_TRUE(server->Stop().ok());
+}
+
 // Acceptance: the first 1000 validation images, one per request, reproduce
 // each model's zoo accuracy within half a point.
 TEST_F(ServingTest, ServedAccuracyMatchesTheZoo) {

@@ -27,8 +27,26 @@ struct Dispatcher::Query {
   bool best_effort = false;  // no latency objective
   int retries_left = 0;
   bool waited_for_load = false;
+  std::atomic<bool> finished{false};
   InferDone done;
+  // Where the query was last sent, for the deadline's message.
+  absl::Mutex sent_mu;
+  std::string sent_to ABSL_GUARDED_BY(sent_mu);
 };
+
+namespace {
+
+std::string DeadlinePassed(Nanos deadline, Nanos received, absl::string_view answerer) {
+  return absl::StrCat("the query's deadline of ", (deadline - received) / kMillisecond,
+                      " ms passed before ", answerer, " answered it");
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(Options options)
+    : options_(options), deadline_timer_(std::make_unique<TimerThread>(options.clock)) {}
+
+Dispatcher::~Dispatcher() = default;
 
 void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
                        InferDone done) {
@@ -84,7 +102,21 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
     if (absl::Status s = Choose(*query, key); !s.ok()) return Finish(query, s);
     query->variant = query->pinned;
   }
+  deadline_timer_->Schedule(query->deadline, [this, weak = std::weak_ptr<Query>(query)] {
+    if (std::shared_ptr<Query> q = weak.lock()) Expire(q);
+  });
   Attempt(std::move(query));
+}
+
+void Dispatcher::Expire(const std::shared_ptr<Query>& query) {
+  if (query->finished.load(std::memory_order_acquire)) return;
+  std::string answerer = "any instance";
+  {
+    absl::MutexLock lock(&query->sent_mu);
+    if (!query->sent_to.empty()) answerer = query->sent_to;
+  }
+  Finish(query, absl::DeadlineExceededError(
+                    DeadlinePassed(query->deadline, query->received, answerer)));
 }
 
 absl::Status Dispatcher::Choose(Query& query, const VariantKey& key) {
@@ -238,6 +270,10 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
         query->objective - options_.clock->Now() - options_.reply_margin, kMicrosecond);
   }
   const VariantKey key = query->variant->spec.key;
+  {
+    absl::MutexLock lock(&query->sent_mu);
+    query->sent_to = absl::StrCat(key.ToString(), " on ", route.worker_id);
+  }
   route.api->Infer(
       key, query->inputs, send,
       [this, query, key, worker = route.worker_id,
@@ -257,11 +293,9 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
           }
           if (code == absl::StatusCode::kDeadlineExceeded) {
             return Finish(query, absl::DeadlineExceededError(absl::StrCat(
-                                     "the query's deadline of ",
-                                     (query->deadline - query->received) / kMillisecond,
-                                     " ms passed before ", key.ToString(), " on ", worker,
-                                     " answered it (",
-                                     reply.status().message(), ")")));
+                                     DeadlinePassed(query->deadline, query->received,
+                                                    absl::StrCat(key.ToString(), " on ", worker)),
+                                     " (", reply.status().message(), ")")));
           }
           return Finish(query, reply.status());
         }
@@ -289,6 +323,7 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
 }
 
 void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result) {
+  if (query->finished.exchange(true, std::memory_order_acq_rel)) return;
   if (result.ok()) {
     result->timings.total_us = (options_.clock->Now() - query->received) / kMicrosecond;
   }

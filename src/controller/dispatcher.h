@@ -21,6 +21,7 @@
 #include "controller/placer.h"
 #include "controller/refused_demand.h"
 #include "controller/serving_metrics.h"
+#include "core/timer_thread.h"
 
 namespace maitre::controller {
 
@@ -59,7 +60,10 @@ class Dispatcher {
     Nanos reply_margin = kMillisecond;
   };
 
-  explicit Dispatcher(Options options) : options_(options) {}
+  explicit Dispatcher(Options options);
+  // Queries still in flight are not answered by their deadline any more;
+  // their transports answer them (or drop them) as they stop.
+  ~Dispatcher();
 
   // `received` is when the front-end received the query; deadlines and the
   // reported total time count from it.
@@ -76,9 +80,17 @@ class Dispatcher {
   // the inputs against that model the first time.
   absl::Status Choose(Query& query, const VariantKey& key);
   void Send(std::shared_ptr<Query> query, Route route);
+  // Answers `query` unless it was answered already (the deadline timer and
+  // the worker's reply race; the first wins).
   void Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result);
+  // At the deadline: answers DEADLINE_EXCEEDED if nothing answered yet.
+  void Expire(const std::shared_ptr<Query>& query);
 
   const Options options_;
+  // Answers each query at its deadline from a thread of its own, rather
+  // than waiting for the transport's deadline callback, which on a busy
+  // host queues behind a burst of other completions.
+  std::unique_ptr<TimerThread> deadline_timer_;
 };
 
 }  // namespace maitre::controller

@@ -1,0 +1,49 @@
+#include "core/timer_thread.h"
+
+namespace maitre {
+
+TimerThread::TimerThread(const Clock* clock) : clock_(clock) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+TimerThread::~TimerThread() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+void TimerThread::Schedule(Nanos at, absl::AnyInvocable<void() &&> fire) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  entries_.push(Entry{at, next_seq_++, std::move(fire)});
+}
+
+size_t TimerThread::pending() const {
+  absl::MutexLock lock(&mu_);
+  return entries_.size();
+}
+
+void TimerThread::Loop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    if (!entries_.empty() && entries_.top().at <= clock_->Now()) {
+      absl::AnyInvocable<void() &&> fire = std::move(entries_.top().fire);
+      entries_.pop();
+      mu_.Unlock();
+      std::move(fire)();
+      mu_.Lock();
+      continue;
+    }
+    // Wake for the earliest entry, an earlier one scheduled meanwhile, or
+    // the stop.
+    const Nanos wake = entries_.empty() ? kInfiniteFuture : entries_.top().at;
+    auto changed = [this, wake]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || (!entries_.empty() && entries_.top().at < wake);
+    };
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&changed), wake);
+  }
+}
+
+}  // namespace maitre

@@ -1,0 +1,74 @@
+#include "core/timer_thread.h"
+
+#include <atomic>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace maitre {
+namespace {
+
+// Waits (in real time, bounded) until `pred` holds.
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 5000 && !pred(); ++i) absl::SleepFor(absl::Milliseconds(1));
+  return pred();
+}
+
+TEST(TimerThreadTest, RunsEachClosureAtItsTimeInTimeOrder) {
+  ManualClock clock(0);
+  TimerThread timer(&clock);
+  absl::Mutex mu;
+  std::string order;
+  auto mark = [&](char c) {
+    return [&, c] {
+      absl::MutexLock lock(&mu);
+      order.push_back(c);
+    };
+  };
+  timer.Schedule(30, mark('c'));
+  timer.Schedule(10, mark('a'));
+  timer.Schedule(20, mark('b'));
+  timer.Schedule(20, mark('B'));  // same time: scheduling order
+  absl::SleepFor(absl::Milliseconds(20));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(order, "") << "nothing is due before its time";
+  }
+  auto order_is = [&](const std::string& want) {
+    return Eventually([&] {
+      absl::MutexLock lock(&mu);
+      return order == want;
+    });
+  };
+  clock.Set(20);
+  EXPECT_TRUE(order_is("abB"));
+  EXPECT_EQ(timer.pending(), 1u);
+  clock.Set(30);
+  EXPECT_TRUE(order_is("abBc"));
+}
+
+TEST(TimerThreadTest, AnEarlierEntryWakesTheSleepingThread) {
+  TimerThread timer(SteadyClock::Get());
+  std::atomic<int> fired{0};
+  const Nanos now = SteadyClock::Get()->Now();
+  timer.Schedule(now + 3600 * kSecond, [&] { fired += 100; });
+  timer.Schedule(now + kMillisecond, [&] { ++fired; });
+  EXPECT_TRUE(Eventually([&] { return fired.load() == 1; }));
+  EXPECT_EQ(timer.pending(), 1u);
+}
+
+TEST(TimerThreadTest, APastTimeRunsAtOnceAndStoppingDropsTheRest) {
+  std::atomic<int> fired{0};
+  {
+    ManualClock clock(100);
+    TimerThread timer(&clock);
+    timer.Schedule(50, [&] { ++fired; });
+    EXPECT_TRUE(Eventually([&] { return fired.load() == 1; }));
+    timer.Schedule(1000, [&] { fired += 100; });
+  }
+  EXPECT_EQ(fired.load(), 1);
+}
+
+}  // namespace
+}  // namespace maitre
