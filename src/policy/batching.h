@@ -97,8 +97,8 @@ struct BatchingOptions {
   // `proteus`: the batch is also capped at the smallest whose throughput
   // (profile p50) covers the observed demand times this headroom, as the
   // throughput an allocation assigns bounds Proteus's batch. At low load
-  // the cap is 1 and nothing waits. 0 turns the cap off (the SLO alone
-  // bounds the batch); until the first ObserveDemand there is no cap.
+  // the cap is 1 and nothing waits, as before the first ObserveDemand. 0
+  // turns the cap off (the SLO alone bounds the batch).
   double demand_headroom = 1.25;
   // `proteus`, `nexus`, `mark`, `timeout`: plan service times with the
   // profile's median instead of its p99 (the default; see batching_proteus.h).

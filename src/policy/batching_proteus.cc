@@ -12,7 +12,8 @@ ProteusBatching::ProteusBatching(int32_t max_batch, Nanos slo, LatencyTable tabl
       table_(std::move(table)),
       p99_(plan_with_p99),
       throughput_(std::move(throughput)),
-      headroom_(demand_headroom) {
+      headroom_(demand_headroom),
+      demand_cap_(demand_headroom > 0 ? 1 : 0) {
   fixed_max_ = slo_ > 0 ? MaxBatchFor(slo_) : 0;
 }
 

@@ -27,8 +27,11 @@
 // waiting. Under light load the cap is 1, so a query is dispatched as soon as
 // it arrives; near capacity the SLO cap governs, as before. The demand cap
 // only ends waits: a backlog (after a burst the last report did not see)
-// still goes out in batches of up to B. With no demand observed yet, or
-// headroom 0, only the SLO cap applies.
+// still goes out in batches of up to B. Until the first observation the cap
+// is 1, as for an idle instance: a new instance has no history, and holding
+// its first queries for a throughput nobody has asked for yet only spends
+// their slack (under load, work-conserving dispatch still grows batches
+// from what queues meanwhile). With headroom 0 only the SLO cap applies.
 //
 // T_process is the profile's p99 by default. The policy waits until the last
 // moment the plan allows, so whatever slack the plan leaves is all the head
@@ -77,7 +80,7 @@ class ProteusBatching final : public BatchingPolicy {
   int32_t fixed_max_;  // MaxBatchFor(slo_) when slo_ > 0
   std::vector<double> throughput_;
   double headroom_;
-  int32_t demand_cap_ = 0;
+  int32_t demand_cap_;
 };
 
 // Rows per second of `profile` at each batch 0..max_batch ([0] is 0).

@@ -73,6 +73,7 @@ TEST(ProteusBatchingTest, Table) {
     o.max_batch = c.max_batch;
     o.slo = c.slo;
     o.plan_with_median = c.median;
+    o.demand_headroom = 0;  // the paper's rules alone; demand is tested below
     auto p = CreateBatchingPolicy(o, profile);
     ASSERT_TRUE(p.ok()) << p.status();
     BatchDecision d = (*p)->Decide(c.queue, c.now);
@@ -107,8 +108,9 @@ std::unique_ptr<BatchingPolicy> DemandAware(double headroom) {
 TEST(ProteusBatchingTest, LightDemandEndsTheWait) {
   auto p = DemandAware(1.25);
   const auto one = Same(1, 40 * kMs);
-  // No demand seen yet: the SLO alone governs, so one query waits.
-  EXPECT_EQ(p->Decide(one, 0).action, Action::kWait);
+  // No demand seen yet: like an idle instance, it does not wait.
+  EXPECT_EQ(static_cast<ProteusBatching&>(*p).demand_cap(), 1);
+  EXPECT_EQ(p->Decide(one, 0).action, Action::kDispatch);
   p->ObserveDemand(100);  // needs 125 rows/s: batch 1 serves it
   EXPECT_EQ(static_cast<ProteusBatching&>(*p).demand_cap(), 1);
   BatchDecision d = p->Decide(one, 0);
