@@ -2,8 +2,8 @@
 // the pure policy the controller runs every 2 s to decide when to add a
 // worker, of which type, and which idle workers to remove.
 //
-// Rules, in the order they are checked (AUTOSCALING_NOTES.md has the same
-// list with the reasoning):
+// Rules, in the order they are checked (docs/policies.md, "Cluster
+// autoscaler", has the same list with the reasoning):
 //   1. CPU (then memory) utilisation across workers, weighted by each
 //      worker's capacity and counting workers still starting as empty, is
 //      above `utilisation_threshold` (80%).

@@ -3,7 +3,7 @@
 // same constraints as ModelAutoscaler::PlanScaleUp, over every combination of
 // replica counts instead of one move per model, so the heuristic's cost gap
 // to it is meaningful. The formulation (variables, objective, constraints) is
-// written out in AUTOSCALING_NOTES.md.
+// written out in docs/policies.md, "Reference ILP".
 //
 // It is a reference, not the serving path: a solve takes milliseconds where
 // the heuristic takes microseconds (autoscaling_bench measures both).

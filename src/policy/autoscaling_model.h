@@ -1,8 +1,9 @@
-// The model autoscaler (INFaaS §4.2; DESIGN §1): the pure policy each worker
-// runs every second to decide, per model, whether to add replicas of a
-// running variant (horizontal), switch to a faster variant (upgrade), switch
-// to a cheaper one (downgrade), remove a replica, or ask the controller to
-// place capacity elsewhere because this worker is full.
+// The model autoscaler (INFaaS §4.2; DESIGN §1): the pure policy run every
+// second for each worker (by the controller, and by the simulator) to
+// decide, per model, whether to add replicas of a running variant
+// (horizontal), switch to a faster variant (upgrade), switch to a cheaper one
+// (downgrade), remove a replica, or ask the controller to place capacity
+// elsewhere because this worker is full.
 //
 // Scale-up (a model's headroom below `slack`): among the moves that bring
 // the headroom back to `slack` and fit in the worker during the transition,
@@ -19,7 +20,7 @@
 // `now`, and the ModelAutoscalerState it returned last time (its load
 // history). It reads no clock, keeps no globals and does no I/O, so the worker
 // and the simulator run the same decisions. The rules, exactly as implemented,
-// are in AUTOSCALING_NOTES.md.
+// are in docs/policies.md, "Model autoscaler".
 //
 // Cost model (our reading of INFaaS §4.2). A move changes the number of
 // replicas of some variants by δ_v (positive: load, negative: unload). Its
@@ -185,7 +186,8 @@ struct ModelAutoscalerDecision {
   std::vector<ModelScaleAction> actions;
   ModelAutoscalerState state;             // pass back on the next call
   // Σ saturation qps / Σ offered load over the worker (infinite when idle);
-  // for metrics. Decisions use each model's own headroom (see the notes).
+  // for metrics. Decisions use each model's own headroom (docs/policies.md,
+  // "Model autoscaler", "Headroom").
   double headroom = 0;
 };
 

@@ -13,11 +13,11 @@
 //   any ──report with replicas = 0──► Inactive
 //
 // The exact conditions are in NextInstanceState's comment and in
-// SELECTION_NOTES.md. The controller keeps one InstanceHistory per instance,
-// calls NextInstanceState on every report for it and copies the resulting
-// state into the selection's live view (selection_live.h). Selection avoids
-// Overloaded and Interfered instances; the model autoscaler migrates
-// Interfered ones.
+// docs/policies.md, "Instance state machine". The controller keeps one
+// InstanceHistory per instance, calls NextInstanceState on every report for
+// it and copies the resulting state into the selection's live view
+// (selection_live.h). Selection avoids Overloaded and Interfered instances;
+// the model autoscaler migrates Interfered ones.
 //
 // Thread-safety: pure functions over values; safe from any thread.
 #pragma once
