@@ -1,11 +1,76 @@
 #include "controller/placer.h"
 
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
+#include "policy/placement.h"
 
 namespace maitre::controller {
+namespace {
+
+// Cores the instances on `worker` hold: one per ready replica, one for a
+// load under way (as the model autoscaler counts them).
+int ReplicaCoresHeld(const WorkerView& worker) {
+  int held = 0;
+  for (const InstanceView& inst : worker.instances) {
+    if (inst.phase == InstancePhase::kReady) held += std::max(1, inst.stats.replicas);
+    if (inst.phase == InstancePhase::kLoading) held += 1;
+  }
+  return held;
+}
+
+int ReadyReplicasOf(const WorkerView& worker, const VariantKey& key) {
+  for (const InstanceView& inst : worker.instances) {
+    if (inst.key == key && inst.phase == InstancePhase::kReady) {
+      return std::max(1, inst.stats.replicas);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Placer::ReplicaPlacement> Placer::PlaceReplicas(const CatalogVariant& variant,
+                                                            const std::string& type,
+                                                            int count) const {
+  const std::vector<WorkerView> workers = options_.cluster->Snapshot();
+  std::vector<policy::PlacementWorker> candidates;
+  std::vector<const WorkerView*> views;
+  for (const WorkerView& w : workers) {
+    if (w.type.name != type) continue;
+    // A load of this variant already under way there would be replaced.
+    bool loading = false;
+    for (const InstanceView& inst : w.instances) {
+      loading |= inst.key == variant.spec.key && inst.phase != InstancePhase::kReady;
+    }
+    policy::PlacementWorker p;
+    p.id = w.id;
+    p.total_cores = w.type.cores;
+    p.free_cores = w.type.cores - ReplicaCoresHeld(w);
+    p.total_memory_mb = static_cast<double>(w.type.memory_mb);
+    p.free_memory_mb = w.type.memory_mb > 0 ? w.type.memory_mb - w.memory_mb : 0;
+    p.accepting = !loading;
+    candidates.push_back(p);
+    views.push_back(&w);
+  }
+  const Profile* profile = variant.ProfileOn(type);
+  const std::vector<policy::PlacementDemand> demands(
+      static_cast<size_t>(std::max(0, count)),
+      {1.0, profile != nullptr ? profile->memory_mb() : 0});
+  std::map<size_t, int> added;  // by candidate index
+  for (const std::optional<size_t>& where : policy::PlaceAll(demands, candidates)) {
+    if (where.has_value()) ++added[*where];
+  }
+  std::vector<ReplicaPlacement> placed;
+  for (const auto& [index, n] : added) {
+    placed.push_back({views[index]->id, ReadyReplicasOf(*views[index], variant.spec.key) + n});
+  }
+  return placed;
+}
 
 std::string Placer::ChooseWorker(const CatalogVariant& variant) const {
   // Online placement: the least utilised worker whose memory still fits the

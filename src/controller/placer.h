@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "controller/catalog.h"
@@ -41,8 +42,25 @@ class Placer {
   // queries in flight there are answered first.
   void Unload(const std::string& worker_id, const VariantKey& key);
 
-  // The worker a new instance of `variant` should go to, or "" if none fits.
+  // The worker a query's on-demand load of `variant` should go to, or "" if
+  // none has the memory: the least utilised. Cores are not counted: an idle
+  // instance costs none, and the autoscalers own capacity.
   std::string ChooseWorker(const CatalogVariant& variant) const;
+
+  // A new replica's destination and the replica count to set there.
+  struct ReplicaPlacement {
+    std::string worker_id;
+    int replicas = 0;  // held there now plus those placed
+  };
+  // Places `count` new replicas of `variant` by the placement policy
+  // (policy/placement.h: online best fit by the binding resource), as the
+  // simulator does: each replica takes one core and the variant's profiled
+  // memory, on the workers of `type` (the count was computed for that type;
+  // another type would need another count, which is the cluster
+  // autoscaler's business). Returns one entry per worker chosen; fewer
+  // replicas than asked (or none) when the workers are full.
+  std::vector<ReplicaPlacement> PlaceReplicas(const CatalogVariant& variant,
+                                              const std::string& type, int count) const;
 
   // Sends the Load to the worker on the control queue; the instance must
   // already be marked loading in the cluster (the selection policy's loads

@@ -238,20 +238,28 @@ void ScalingLoop::Carry(const WorkerView& worker, const CatalogSnapshot& catalog
       shrink();
       return;
     case Kind::kNeedsPlacement: {
-      // This worker is full: the same variant goes on the best other worker.
+      // This worker lacks the cores or memory: the replicas the policy
+      // suggests for this worker type go on the workers of that type with
+      // room, by the placement policy, as in the simulator. (This worker is
+      // a candidate too: the policy asks when the whole move does not fit
+      // here, and part of it may.)
       const CatalogVariant* to = model->FindVariant(action.to_variant);
       if (to == nullptr) return;
-      std::string elsewhere = options_.placer->ChooseWorker(*to);
-      if (elsewhere.empty() || elsewhere == wid) {
-        spdlog::info("model autoscaler: no other worker can take {}; the cluster autoscaler "
-                     "adds capacity when utilisation is high", to->spec.key.ToString());
+      std::vector<Placer::ReplicaPlacement> placed =
+          options_.placer->PlaceReplicas(*to, worker.type.name, std::max(1, action.add));
+      if (placed.empty()) {
+        spdlog::info("model autoscaler: no {} worker has room for {}; the cluster autoscaler "
+                     "adds capacity when utilisation is high",
+                     worker.type.name, to->spec.key.ToString());
         return;
       }
-      {
-        absl::MutexLock lock(&mu_);
-        busy_.insert({elsewhere, action.model});
+      for (const Placer::ReplicaPlacement& p : placed) {
+        {
+          absl::MutexLock lock(&mu_);
+          busy_.insert({p.worker_id, action.model});
+        }
+        SetReplicas(p.worker_id, *to, p.replicas, nullptr);
       }
-      SetReplicas(elsewhere, *to, std::max(1, action.add), nullptr);
       return;
     }
   }
