@@ -18,6 +18,7 @@
 #include "core/variant.h"
 #include "policy/batching.h"
 #include "runtime/evaluate.h"
+#include "runtime/host_speed.h"
 #include "worker/instance.h"
 
 namespace maitre::worker {
@@ -43,11 +44,18 @@ struct ProfileOptions {
   int repetitions = 10;             // per batch size and round, at least
   Nanos min_time_per_batch = 200 * kMillisecond;  // in all, split over the rounds
   // Sweeps over the batch sizes; each point keeps its least disturbed one
-  // (runtime::MeasureOptions::rounds). On a shared 2-core host this narrowed
-  // the spread between two profilings of the zoo only a little (p50 at batch
-  // 1 within 20% for 26 -> 28 of 32 pairs): shifts that outlast one call
-  // remain.
+  // (runtime::MeasureOptions::rounds). Rounds follow each other within a
+  // second or two, so they cannot see through a host that runs slow for
+  // longer.
   int rounds = 3;
+  // For that, a reference kernel is timed before and after the sweeps
+  // (runtime::HostSpeedProbe). When it ran more than `disturbed_slowdown`
+  // times slower than the fastest this worker has seen, the variant is
+  // measured again after `disturbed_pause`, up to `attempts` times in all;
+  // each batch size keeps its best attempt.
+  int attempts = 4;
+  double disturbed_slowdown = 1.15;
+  Nanos disturbed_pause = 2 * kSecond;
   std::vector<Tensor> sample;  // one example row; zeros when empty
 };
 
@@ -110,6 +118,8 @@ class InstanceManager {
   absl::Mutex batching_mu_;
   std::string batching_policy_ ABSL_GUARDED_BY(batching_mu_);
   absl::Mutex fetch_mu_;  // one fetch at a time; the cache is shared
+  absl::Mutex probe_mu_;  // one profile measures at a time
+  runtime::HostSpeedProbe probe_ ABSL_GUARDED_BY(probe_mu_);
   mutable absl::Mutex mu_;
   std::map<VariantKey, std::shared_ptr<Instance>> instances_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,0 +1,33 @@
+// Whether the host runs at its usual speed right now. On a shared (virtual)
+// machine the cores slow down for seconds at a time: a neighbour busy on the
+// same physical core, or the hypervisor. Measured here, a fixed compute loop
+// took 1.5x its usual time for ~10 s stretches on one core. A profile
+// measured in such a stretch is that much too slow, and its rounds (a second
+// or two apart) cannot see through it; the profiler times this reference
+// kernel before and after measuring and measures again a little later when
+// the kernel ran slow (worker/instance_manager.cc).
+//
+// Thread-safety: not thread-safe; one probe per measuring thread.
+#pragma once
+
+#include "core/clock.h"
+
+namespace maitre::runtime {
+
+class HostSpeedProbe {
+ public:
+  explicit HostSpeedProbe(const Clock* clock) : clock_(clock) {}
+
+  // Times the reference kernel (the best of a few runs, in ms) on the
+  // calling thread, and remembers the fastest time seen so far.
+  double Measure();
+  // How much slower `ms` is than the fastest time seen (1 = as fast; 1 when
+  // nothing was measured yet).
+  double Slowdown(double ms) const;
+
+ private:
+  const Clock* clock_;
+  double fastest_ms_ = 0;
+};
+
+}  // namespace maitre::runtime
