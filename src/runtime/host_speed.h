@@ -5,7 +5,7 @@
 // measured in such a stretch is that much too slow, and its rounds (a second
 // or two apart) cannot see through it; the profiler times this reference
 // kernel before and after measuring and measures again a little later when
-// the kernel ran slow (worker/instance_manager.cc).
+// the kernel ran slow (MeasureOptions::host_slowdown; the worker wires it).
 //
 // Thread-safety: not thread-safe; one probe per measuring thread.
 #pragma once

@@ -6,6 +6,7 @@
 // Thread-safety: uses the executor exclusively while it runs.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,17 @@ struct MeasureOptions {
   // that stays busy is the instance state machine's business (Interfered),
   // not the profile's. Later rounds time the batch sizes the first reached.
   int rounds = 1;
+  // Rounds follow each other within a second or two, so they cannot see
+  // through a host that runs slow for longer. When `host_slowdown` is set
+  // (how much slower than usual the host runs now; 1 = usual; see
+  // host_speed.h), it is asked before and after the rounds, and while it
+  // exceeded `disturbed_slowdown`, the rounds run again after
+  // `disturbed_pause`, up to `attempts` times in all; every point still
+  // keeps its fastest round.
+  std::function<double()> host_slowdown;
+  int attempts = 1;
+  double disturbed_slowdown = 1.15;
+  Nanos disturbed_pause = 2 * kSecond;
   const Clock* clock = nullptr;  // required
 };
 

@@ -92,6 +92,42 @@ TEST(MeasureTest, RoundsKeepEachBatchsLeastDisturbedRound) {
   EXPECT_DOUBLE_EQ((*points)[0].p50_ms, 30);
 }
 
+TEST(MeasureTest, MeasuresAgainWhileTheHostRanSlow) {
+  ManualClock clock;
+  int calls = 0;
+  // The first attempt (calls 1-2) runs 3x slow, as the host does meanwhile.
+  testing::FakeExecutor executor({testing::EchoClassifier(10), &clock, [&calls](int64_t batch) {
+                                    ++calls;
+                                    return batch * 10 * kMillisecond * (calls <= 2 ? 3 : 1);
+                                  }});
+  std::vector<double> host = {1.0, 1.5, 1.0, 1.0};  // before and after each attempt
+  size_t asked = 0;
+  MeasureOptions options;
+  options.batch_sizes = {1, 2};
+  options.warmup = 0;
+  options.min_repetitions = 1;
+  options.min_time_per_batch = 0;
+  options.host_slowdown = [&] { return host[std::min(asked++, host.size() - 1)]; };
+  options.attempts = 3;
+  options.disturbed_pause = 0;
+  options.clock = &clock;
+  auto points = MeasureLatencies(executor, OneRow(), options);
+  ASSERT_TRUE(points.ok()) << points.status();
+  EXPECT_EQ(asked, 4u) << "a quiet second attempt ends it";
+  EXPECT_DOUBLE_EQ((*points)[0].p50_ms, 10);
+  EXPECT_DOUBLE_EQ((*points)[1].p50_ms, 20);
+  EXPECT_EQ(executor.batches(), (std::vector<int64_t>{1, 2, 1, 2}));
+
+  // A host slow throughout: `attempts` in all, then what was best.
+  host = {2.0};
+  asked = 0;
+  calls = 0;
+  points = MeasureLatencies(executor, OneRow(), options);
+  ASSERT_TRUE(points.ok());
+  EXPECT_EQ(asked, 6u);
+  EXPECT_DOUBLE_EQ((*points)[0].p50_ms, 10);
+}
+
 TEST(MeasureTest, LaterRoundsTimeOnlyTheBatchesTheFirstReached) {
   ManualClock clock;
   testing::FakeExecutor executor({testing::EchoClassifier(10), &clock,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/file_util.h"
@@ -195,28 +194,19 @@ absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
   measure.min_time_per_batch = options.min_time_per_batch / measure.rounds;
   measure.clock = options_.clock;
   std::vector<Tensor> sample = options.sample.empty() ? ZeroRow(spec.spec) : options.sample;
+  measure.attempts = std::max(1, options.attempts);
+  measure.disturbed_slowdown = options.disturbed_slowdown;
+  measure.disturbed_pause = options.disturbed_pause;
   absl::MutexLock measuring(&probe_mu_);
-  std::vector<LatencyPoint> points;
-  for (int attempt = 1;; ++attempt) {
-    const double before = probe_.Measure();
-    MAITRE_ASSIGN_OR_RETURN(auto measured, runtime::MeasureLatencies(*executor, sample, measure));
-    const double slowdown = probe_.Slowdown(std::max(before, probe_.Measure()));
-    if (points.empty()) {
-      points = std::move(measured);
-      // Later attempts time the batch sizes this one reached.
-      measure.batch_sizes.clear();
-      for (const LatencyPoint& p : points) measure.batch_sizes.push_back(p.batch);
-      measure.latency_ceiling_ms = std::numeric_limits<double>::infinity();
-    } else {
-      for (size_t i = 0; i < points.size() && i < measured.size(); ++i) {
-        if (measured[i].p50_ms < points[i].p50_ms) points[i] = measured[i];
-      }
+  measure.host_slowdown = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const double slowdown = probe_.Slowdown(probe_.Measure());
+    if (slowdown > options.disturbed_slowdown) {
+      spdlog::info("worker: the host runs {:.2f}x slow while profiling {}", slowdown,
+                   spec.key.ToString());
     }
-    if (slowdown <= options.disturbed_slowdown || attempt >= options.attempts) break;
-    spdlog::info("worker: the host ran {:.2f}x slow while profiling {}; measuring again",
-                 slowdown, spec.key.ToString());
-    options_.clock->SleepUntil(options_.clock->Now() + options.disturbed_pause);
-  }
+    return slowdown;
+  };
+  MAITRE_ASSIGN_OR_RETURN(auto points, runtime::MeasureLatencies(*executor, sample, measure));
   // Resident growth across load and the largest batch approximates what an
   // instance of this variant costs; the allocator keeps what it peaked at.
   double memory_mb = std::max(0.0, runtime::ResidentMemoryMb() - rss_before);

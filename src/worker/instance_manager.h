@@ -44,15 +44,10 @@ struct ProfileOptions {
   int repetitions = 10;             // per batch size and round, at least
   Nanos min_time_per_batch = 200 * kMillisecond;  // in all, split over the rounds
   // Sweeps over the batch sizes; each point keeps its least disturbed one
-  // (runtime::MeasureOptions::rounds). Rounds follow each other within a
-  // second or two, so they cannot see through a host that runs slow for
-  // longer.
+  // (runtime::MeasureOptions::rounds).
   int rounds = 3;
-  // For that, a reference kernel is timed before and after the sweeps
-  // (runtime::HostSpeedProbe). When it ran more than `disturbed_slowdown`
-  // times slower than the fastest this worker has seen, the variant is
-  // measured again after `disturbed_pause`, up to `attempts` times in all;
-  // each batch size keeps its best attempt.
+  // A reference kernel (runtime::HostSpeedProbe) says whether the host ran
+  // slow; if so the rounds are repeated (runtime::MeasureOptions::attempts).
   int attempts = 4;
   double disturbed_slowdown = 1.15;
   Nanos disturbed_pause = 2 * kSecond;
