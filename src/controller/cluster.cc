@@ -5,6 +5,16 @@
 
 namespace maitre::controller {
 
+HeldReplicas HeldOn(const WorkerView& worker, const VariantKey& key) {
+  HeldReplicas held;
+  for (const InstanceView& inst : worker.instances) {
+    if (!(inst.key == key)) continue;
+    if (inst.phase == InstancePhase::kReady) held.ready = std::max(1, inst.stats.replicas);
+    if (inst.phase == InstancePhase::kLoading) held.loading = 1;
+  }
+  return held;
+}
+
 absl::string_view InstancePhaseName(InstancePhase phase) {
   switch (phase) {
     case InstancePhase::kLoading:

@@ -72,6 +72,14 @@ struct WorkerView {
   std::vector<InstanceView> instances;
 };
 
+// Replicas of a variant on a worker as the autoscalers and placement count
+// them: ready ones (at least 1 once ready) and 1 while a load is under way.
+struct HeldReplicas {
+  int ready = 0;
+  int loading = 0;
+};
+HeldReplicas HeldOn(const WorkerView& worker, const VariantKey& key);
+
 // What a worker reports (the transport-free form of ReportRequest).
 struct WorkerReport {
   std::string worker_id;

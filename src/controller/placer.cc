@@ -12,24 +12,14 @@
 namespace maitre::controller {
 namespace {
 
-// Cores the instances on `worker` hold: one per ready replica, one for a
-// load under way (as the model autoscaler counts them).
+// Cores the instances on `worker` hold: one per replica, ready or loading.
 int ReplicaCoresHeld(const WorkerView& worker) {
-  int held = 0;
+  int cores = 0;
   for (const InstanceView& inst : worker.instances) {
-    if (inst.phase == InstancePhase::kReady) held += std::max(1, inst.stats.replicas);
-    if (inst.phase == InstancePhase::kLoading) held += 1;
+    HeldReplicas held = HeldOn(worker, inst.key);
+    cores += held.ready + held.loading;
   }
-  return held;
-}
-
-int ReadyReplicasOf(const WorkerView& worker, const VariantKey& key) {
-  for (const InstanceView& inst : worker.instances) {
-    if (inst.key == key && inst.phase == InstancePhase::kReady) {
-      return std::max(1, inst.stats.replicas);
-    }
-  }
-  return 0;
+  return cores;
 }
 
 }  // namespace
@@ -67,7 +57,7 @@ std::vector<Placer::ReplicaPlacement> Placer::PlaceReplicas(const CatalogVariant
   }
   std::vector<ReplicaPlacement> placed;
   for (const auto& [index, n] : added) {
-    placed.push_back({views[index]->id, ReadyReplicasOf(*views[index], variant.spec.key) + n});
+    placed.push_back({views[index]->id, HeldOn(*views[index], variant.spec.key).ready + n});
   }
   return placed;
 }

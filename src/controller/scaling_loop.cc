@@ -16,23 +16,6 @@ constexpr Nanos kObservedMemory = 30 * kSecond;
 // would only make the two fight.
 constexpr Nanos kMinInstanceAge = 30 * kSecond;
 
-// Replicas of `variant` on `worker`: ready ones, and whether a load is under
-// way.
-struct Held {
-  int ready = 0;
-  int loading = 0;
-};
-
-Held HeldOn(const WorkerView& worker, const VariantKey& key) {
-  Held held;
-  for (const InstanceView& inst : worker.instances) {
-    if (!(inst.key == key)) continue;
-    if (inst.phase == InstancePhase::kReady) held.ready = std::max(1, inst.stats.replicas);
-    if (inst.phase == InstancePhase::kLoading) held.loading = 1;
-  }
-  return held;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ScalingLoop>> ScalingLoop::Create(Options options) {
@@ -167,7 +150,7 @@ policy::ModelScalingSnapshot ScalingLoop::WorkerSnapshot(const WorkerView& worke
       if (seen != observed_.end() && seen->second.until > now) {
         sv.saturation_qps = std::min(sv.saturation_qps, seen->second.qps_per_replica);
       }
-      Held held = HeldOn(worker, v.spec.key);
+      HeldReplicas held = HeldOn(worker, v.spec.key);
       sv.replicas = held.ready;
       sv.loading = held.loading;
       m.variants.push_back(std::move(sv));
@@ -322,7 +305,7 @@ std::vector<policy::ClusterDemand> ScalingLoop::ClusterDemands(
       const CatalogVariant* v = model != nullptr ? model->FindVariant(inst.key.variant) : nullptr;
       const Profile* p = v != nullptr ? v->ProfileOn(w.type.name) : nullptr;
       if (p == nullptr) continue;
-      const Held held = HeldOn(w, inst.key);
+      const HeldReplicas held = HeldOn(w, inst.key);
       policy::ClusterDemand& d = by_model[model->name];
       d.model = model->name;
       d.unmet_qps += inst.stats.arrival_qps -
