@@ -29,9 +29,11 @@ struct Dispatcher::Query {
   bool waited_for_load = false;
   std::atomic<bool> finished{false};
   InferDone done;
-  // Where the query was last sent, for the deadline's message.
+  // Where the query was last sent, for the deadline's message (built only
+  // if the deadline fires).
   absl::Mutex sent_mu;
-  std::string sent_to ABSL_GUARDED_BY(sent_mu);
+  const CatalogVariant* sent_variant ABSL_GUARDED_BY(sent_mu) = nullptr;
+  std::string sent_worker ABSL_GUARDED_BY(sent_mu);
 };
 
 namespace {
@@ -113,7 +115,9 @@ void Dispatcher::Expire(const std::shared_ptr<Query>& query) {
   std::string answerer = "any instance";
   {
     absl::MutexLock lock(&query->sent_mu);
-    if (!query->sent_to.empty()) answerer = query->sent_to;
+    if (query->sent_variant != nullptr) {
+      answerer = absl::StrCat(query->sent_variant->spec.key.ToString(), " on ", query->sent_worker);
+    }
   }
   Finish(query, absl::DeadlineExceededError(
                     DeadlinePassed(query->deadline, query->received, answerer)));
@@ -272,7 +276,8 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
   const VariantKey key = query->variant->spec.key;
   {
     absl::MutexLock lock(&query->sent_mu);
-    query->sent_to = absl::StrCat(key.ToString(), " on ", route.worker_id);
+    query->sent_variant = query->variant;
+    query->sent_worker = route.worker_id;
   }
   route.api->Infer(
       key, query->inputs, send,
