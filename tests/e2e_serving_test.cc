@@ -323,13 +323,18 @@ TEST_F(ServingTest, AQueryOnAFrozenWorkerIsAnsweredAtItsDeadline) {
   auto server = StartServer(data.path(), {"--cluster-autoscaler", "false"});
   ASSERT_NE(server, nullptr);
   RegisterOk(*server, "fmnist-mlp");
-  ExpectServes(*server, "fmnist-mlp");
+  // Address the variant that just served, so the query goes to a loaded
+  // instance (an unloaded one would wait for a load, and be sent nowhere).
+  std::string body = ImageRequest(*valset_, 0, 1);
+  auto served = server->Post("/v2/models/fmnist-mlp/infer", body);
+  ASSERT_TRUE(served.ok()) << served.status();
+  ASSERT_EQ(served->status, 200) << served->body;
+  const std::string variant = json::parse(served->body)["model_version"].get<std::string>();
   auto pids = server->WorkerPids();
   ASSERT_TRUE(pids.ok());
   for (pid_t pid : *pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
-  std::string body = ImageRequest(*valset_, 0, 1);
   body.insert(1, R"("parameters":{"latency_ms":200},)");
-  auto r = server->Post("/v2/models/fmnist-mlp/infer", body);
+  auto r = server->Post(absl::StrCat("/v2/models/fmnist-mlp:", variant, "/infer"), body);
   for (pid_t pid : *pids) kill(pid, SIGCONT);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 504) << r->body;
