@@ -3,6 +3,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "cli/bench_command.h"
 #include "cli/client_commands.h"
 #include "cli/job_command.h"
@@ -26,6 +27,10 @@ std::vector<int> ParseCores(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's Abseil is built with mutex deadlock detection on, which keeps a
+  // lock graph on every acquisition (visible in profiles of the serving
+  // path). Unit tests keep it; the shipped binary does not pay for it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"maitre: model-less inference serving"};
   app.require_subcommand(1);
   int exit_code = 0;

@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<ScalingLoop>> ScalingLoop::Create(Options options
 }
 
 ScalingLoop::~ScalingLoop() {
-  stop_ = true;
+  stop_.Request();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -13,7 +13,6 @@
 // Thread-safety: thread-safe; one thread runs the rounds.
 #pragma once
 
-#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/stop_signal.h"
 #include "controller/catalog.h"
 #include "controller/cluster.h"
 #include "controller/local_provider.h"
@@ -121,7 +121,7 @@ class ScalingLoop {
   // The model round's last shares, for the cluster round.
   RefusedShares last_refused_ ABSL_GUARDED_BY(mu_);
 
-  std::atomic<bool> stop_{false};
+  StopSignal stop_;
   std::thread thread_;
 };
 

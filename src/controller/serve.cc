@@ -29,6 +29,7 @@
 #include "controller/scaling_loop.h"
 #include "controller/selection_catalogue.h"
 #include "controller/serving_metrics.h"
+#include "core/stop_signal.h"
 #include "controller/variant_pipeline.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
@@ -264,7 +265,7 @@ class Controller {
 
   ~Controller() {
     if (jobs_ != nullptr) jobs_->Stop();  // before what its chunks use
-    stopping_ = true;
+    stopping_.Request();
     if (maintenance_.joinable()) maintenance_.join();
     scaling_.reset();
     if (http_server_ != nullptr) http_server_->Stop();
@@ -300,7 +301,7 @@ class Controller {
   std::unique_ptr<http::Server> http_server_;
   std::unique_ptr<LocalProvider> provider_;
   std::unique_ptr<ScalingLoop> scaling_;
-  std::atomic<bool> stopping_{false};
+  StopSignal stopping_;
   std::thread maintenance_;
 };
 

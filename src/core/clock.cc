@@ -3,30 +3,19 @@
 #include <chrono>
 
 namespace maitre {
-namespace {
-
-bool StopRequested(const std::atomic<bool>* stop) {
-  return stop != nullptr && stop->load(std::memory_order_acquire);
-}
-
-bool StopRequestedThunk(void* stop) {
-  return StopRequested(static_cast<const std::atomic<bool>*>(stop));
-}
-
-}  // namespace
-
-bool Clock::SleepUntil(Nanos deadline, const std::atomic<bool>* stop) const {
-  absl::Mutex mu;
-  absl::MutexLock lock(&mu);
-  // The condition is re-checked at least every few milliseconds so that a
-  // stop request is seen without a separate wake-up channel.
-  while (!StopRequested(stop) && Now() < deadline) {
-    Nanos step = std::min<Nanos>(deadline - Now(), 5 * kMillisecond);
-    AwaitWithDeadline(&mu,
-                      absl::Condition(&StopRequestedThunk, const_cast<std::atomic<bool>*>(stop)),
-                      Now() + step);
+bool Clock::SleepUntil(Nanos deadline, const StopSignal* stop) const {
+  if (stop == nullptr) {
+    absl::Mutex mu;
+    absl::MutexLock lock(&mu);
+    const bool never = false;
+    while (Now() < deadline) AwaitWithDeadline(&mu, absl::Condition(&never), deadline);
+    return false;
   }
-  return StopRequested(stop);
+  absl::MutexLock lock(&stop->mu_);
+  while (!stop->requested_ && Now() < deadline) {
+    AwaitWithDeadline(&stop->mu_, absl::Condition(&stop->requested_), deadline);
+  }
+  return stop->requested_;
 }
 
 Nanos SteadyClock::Now() const {

@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "absl/synchronization/mutex.h"
+#include "core/stop_signal.h"
 #include "core/time.h"
 
 namespace maitre {
@@ -24,9 +25,9 @@ class Clock {
   virtual bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
                                  Nanos deadline) const = 0;
 
-  // Sleeps until Now() >= deadline, or until *stop is notified (may be null).
-  // Returns true if it woke because of *stop.
-  bool SleepUntil(Nanos deadline, const std::atomic<bool>* stop = nullptr) const;
+  // Sleeps until Now() >= deadline, or until *stop is requested (may be
+  // null). Returns true if it woke because of *stop.
+  bool SleepUntil(Nanos deadline, const StopSignal* stop = nullptr) const;
 };
 
 // The process's monotonic clock. Its epoch is arbitrary (boot time).

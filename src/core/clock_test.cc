@@ -52,12 +52,26 @@ TEST(ManualClockTest, AwaitReturnsWhenConditionHolds) {
 
 TEST(ClockTest, SleepUntilStopsEarlyOnRequest) {
   ManualClock clock(0);
-  std::atomic<bool> stop{false};
+  StopSignal stop;
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    stop = true;
+    EXPECT_TRUE(stop.Request());
   });
   EXPECT_TRUE(clock.SleepUntil(kSecond, &stop));
+  stopper.join();
+  EXPECT_FALSE(stop.Request());
+}
+
+// The request wakes the sleeper itself: a sleep of an hour returns as soon
+// as it is stopped (if it did not, the test would time out).
+TEST(SteadyClockTest, SleepUntilWakesOnStop) {
+  SteadyClock* clock = SteadyClock::Get();
+  StopSignal stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stop.Request();
+  });
+  EXPECT_TRUE(clock->SleepUntil(clock->Now() + 3600 * kSecond, &stop));
   stopper.join();
 }
 

@@ -30,7 +30,7 @@ ControllerLink::ControllerLink(Options options) : options_(std::move(options)) {
 
 absl::StatusOr<Registration> ControllerLink::Register(const std::string& address,
                                                       Nanos timeout,
-                                                      const std::atomic<bool>* stop) {
+                                                      const StopSignal* stop) {
   Nanos give_up = options_.clock->Now() + timeout;
   Nanos backoff = 50 * kMillisecond;
   absl::Status last;

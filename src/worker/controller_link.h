@@ -5,7 +5,6 @@
 // Thread-safety: thread-safe.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 
@@ -38,7 +37,7 @@ class ControllerLink final : public BlobSource {
   // Registers this worker, reachable at `address`, retrying until it
   // succeeds, `timeout` passes, or *stop is set.
   absl::StatusOr<Registration> Register(const std::string& address, Nanos timeout,
-                                        const std::atomic<bool>* stop);
+                                        const StopSignal* stop);
 
   // Sends one report. Returns NotFound when the controller no longer knows
   // this worker (it restarted) so the caller registers again.

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -13,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/stop_signal.h"
 #include "core/work_queue.h"
 #include "runtime/executor.h"
 #include "runtime/process_stats.h"
@@ -36,19 +36,19 @@ class SignalWatcher {
     thread_ = std::thread([this] {
       int sig = 0;
       sigwait(&set_, &sig);
-      if (!stop_.exchange(true)) spdlog::info("worker: signal {}, shutting down", sig);
+      if (stop_.Request()) spdlog::info("worker: signal {}, shutting down", sig);
     });
   }
   ~SignalWatcher() {
     // Wake the waiting thread if no signal came (an early error return).
-    if (!stop_.exchange(true)) kill(getpid(), SIGTERM);
+    if (stop_.Request()) kill(getpid(), SIGTERM);
     thread_.join();
   }
-  const std::atomic<bool>* stop() const { return &stop_; }
+  const StopSignal* stop() const { return &stop_; }
 
  private:
   sigset_t set_;
-  std::atomic<bool> stop_{false};
+  StopSignal stop_;
   std::thread thread_;
 };
 
@@ -124,14 +124,18 @@ int RunWorker(const WorkerOptions& options) {
                registration->cores, address);
 
   // Report until told to stop. CPU utilisation is this process's CPU time
-  // over the interval as a fraction of the type's cores.
-  double cpu_before = runtime::ProcessCpuSeconds();
+  // over the interval, less what profiling and evaluation took, as a
+  // fraction of the type's cores.
+  auto serving_cpu = [&service] {
+    return runtime::ProcessCpuSeconds() - service.RegistrationCpuSeconds();
+  };
+  double cpu_before = serving_cpu();
   Nanos last = clock->Now();
   while (!clock->SleepUntil(last + registration->report_interval, signals.stop())) {
     Nanos now = clock->Now();
-    double cpu_now = runtime::ProcessCpuSeconds();
-    double utilisation =
-        (cpu_now - cpu_before) / std::max(1e-9, ToSeconds(now - last)) / registration->cores;
+    double cpu_now = serving_cpu();
+    double utilisation = std::max(0.0, cpu_now - cpu_before) /
+                         std::max(1e-9, ToSeconds(now - last)) / registration->cores;
     cpu_before = cpu_now;
     last = now;
     absl::Status status =
