@@ -108,7 +108,8 @@ grpc::ServerUnaryReactor* WorkerService::Profile(grpc::CallbackServerContext* co
     if (request->warmup() > 0) options.warmup = request->warmup();
     if (request->repetitions() > 0) options.repetitions = request->repetitions();
     for (const v1::Tensor& t : request->sample()) options.sample.push_back(rpc::FromProto(t));
-    auto profile = manager_->ProfileVariant(*spec, options);
+    absl::StatusOr<::maitre::Profile> profile;
+    registration_cpu_.Run([&] { profile = manager_->ProfileVariant(*spec, options); });
     if (profile.ok()) {
       response->set_load_ms(profile->load_ms());
       response->set_memory_mb(profile->memory_mb());
@@ -129,7 +130,10 @@ grpc::ServerUnaryReactor* WorkerService::Evaluate(grpc::CallbackServerContext* c
       reactor->Finish(rpc::ToGrpc(spec.status()));
       return;
     }
-    auto accuracy = manager_->Evaluate(*spec, request->valset_blob(), request->batch_size());
+    absl::StatusOr<runtime::Accuracy> accuracy;
+    registration_cpu_.Run([&] {
+      accuracy = manager_->Evaluate(*spec, request->valset_blob(), request->batch_size());
+    });
     if (accuracy.ok()) {
       response->set_accuracy(accuracy->top1);
       response->set_examples(accuracy->examples);

@@ -3,13 +3,18 @@
 // Load, Unload, Profile and Evaluate run on a control work queue so that a
 // slow load never holds a gRPC thread.
 //
+// Profile and Evaluate run counted as registration work (RegistrationCpu),
+// which the worker leaves out of the utilisation it reports.
+//
 // Thread-safety: thread-safe (gRPC calls it from its own threads).
 #pragma once
 
 #include "core/clock.h"
 #include "core/work_queue.h"
 #include "maitre/worker.grpc.pb.h"
+#include "runtime/process_stats.h"
 #include "worker/instance_manager.h"
+#include "worker/registration_cpu.h"
 
 namespace maitre::worker {
 
@@ -34,10 +39,15 @@ class WorkerService final : public ::maitre::worker::v1::Worker::CallbackService
                                      const v1::EvaluateRequest* request,
                                      v1::EvaluateResponse* response) override;
 
+  // Process CPU seconds spent while profiling or evaluating so far,
+  // including the part of a job still running.
+  double RegistrationCpuSeconds() const { return registration_cpu_.Seconds(); }
+
  private:
   InstanceManager* const manager_;
   const Clock* const clock_;
   WorkQueue* const control_;
+  RegistrationCpu registration_cpu_{runtime::ProcessCpuSeconds};
 };
 
 }  // namespace maitre::worker
