@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
                          "Host the controller should use to reach this worker");
   worker_cmd->add_option("--cores", cores, "CPUs to pin to, e.g. 0,1");
   worker_cmd->add_option("--cache-dir", worker.cache_dir, "Where fetched model files are kept");
+  worker_cmd->add_option("--host-speed-file", worker.host_speed_file,
+                         "File keeping the profiler's host-speed baseline across restarts "
+                         "(one per worker type and host)");
   worker_cmd->add_option("--launch-token", worker.launch_token)->group("");
   worker_cmd->callback([&] {
     worker.cores = ParseCores(cores);

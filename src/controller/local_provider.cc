@@ -130,7 +130,9 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
                                    "--launch-token",
                                    w.token,
                                    "--cache-dir",
-                                   absl::StrCat(options_.cache_dir, "/", w.token)};
+                                   absl::StrCat(options_.cache_dir, "/", w.token),
+                                   "--host-speed-file",
+                                   absl::StrCat(options_.cache_dir, "/host-speed-", type.name)};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -30,7 +30,7 @@ std::vector<Tensor> ZeroRow(const ModelSpec& spec) {
 InstanceManager::InstanceManager(Options options)
     : options_(std::move(options)),
       batching_policy_(options_.batching.policy),
-      probe_(options_.clock) {}
+      probe_(options_.clock, options_.host_speed_file) {}
 
 void InstanceManager::SetBatchingPolicy(const std::string& policy) {
   absl::MutexLock lock(&batching_mu_);

@@ -67,6 +67,9 @@ class InstanceManager {
  public:
   struct Options {
     std::string cache_dir;         // blobs are cached under cache_dir/blobs
+    // Keeps the profiler's host-speed baseline across processes (see
+    // runtime/host_speed.h); empty = this process's own only.
+    std::string host_speed_file;
     BlobSource* blobs = nullptr;   // not owned
     const Clock* clock = SteadyClock::Get();
     // The instances' batching policy. The worker plans with a dispatch

@@ -84,6 +84,7 @@ int RunWorker(const WorkerOptions& options) {
   ControllerLink link({options.controller, options.type, options.launch_token, clock});
   InstanceManager::Options manager_options;
   manager_options.cache_dir = cache_dir;
+  manager_options.host_speed_file = options.host_speed_file;
   manager_options.blobs = &link;
   manager_options.clock = clock;
   InstanceManager manager(manager_options);

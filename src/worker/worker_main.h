@@ -16,6 +16,9 @@ struct WorkerOptions {
   std::string advertise_host;
   std::vector<int> cores;  // CPUs to pin to; empty = no pinning
   std::string cache_dir;   // empty = a fresh directory under /tmp
+  // The fastest host-speed reading seen by this type's workers on this host
+  // (runtime/host_speed.h); empty = this process's own only.
+  std::string host_speed_file;
   std::string launch_token;
 };
 
