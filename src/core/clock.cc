@@ -3,14 +3,10 @@
 #include <chrono>
 
 namespace maitre {
+
 bool Clock::SleepUntil(Nanos deadline, const StopSignal* stop) const {
-  if (stop == nullptr) {
-    absl::Mutex mu;
-    absl::MutexLock lock(&mu);
-    const bool never = false;
-    while (Now() < deadline) AwaitWithDeadline(&mu, absl::Condition(&never), deadline);
-    return false;
-  }
+  StopSignal never;
+  if (stop == nullptr) stop = &never;
   absl::MutexLock lock(&stop->mu_);
   while (!stop->requested_ && Now() < deadline) {
     AwaitWithDeadline(&stop->mu_, absl::Condition(&stop->requested_), deadline);
