@@ -5,12 +5,20 @@
 
 namespace maitre::controller {
 
+HeldReplicas HeldBy(const InstanceView& instance) {
+  HeldReplicas held;
+  if (instance.phase == InstancePhase::kReady) held.ready = std::max(1, instance.stats.replicas);
+  if (instance.phase == InstancePhase::kLoading) held.loading = 1;
+  return held;
+}
+
 HeldReplicas HeldOn(const WorkerView& worker, const VariantKey& key) {
   HeldReplicas held;
   for (const InstanceView& inst : worker.instances) {
     if (!(inst.key == key)) continue;
-    if (inst.phase == InstancePhase::kReady) held.ready = std::max(1, inst.stats.replicas);
-    if (inst.phase == InstancePhase::kLoading) held.loading = 1;
+    HeldReplicas here = HeldBy(inst);
+    held.ready = std::max(held.ready, here.ready);
+    held.loading = std::max(held.loading, here.loading);
   }
   return held;
 }

@@ -79,6 +79,8 @@ struct HeldReplicas {
   int loading = 0;
 };
 HeldReplicas HeldOn(const WorkerView& worker, const VariantKey& key);
+// The same for one instance record.
+HeldReplicas HeldBy(const InstanceView& instance);
 
 // What a worker reports (the transport-free form of ReportRequest).
 struct WorkerReport {

@@ -16,7 +16,7 @@ namespace {
 int ReplicaCoresHeld(const WorkerView& worker) {
   int cores = 0;
   for (const InstanceView& inst : worker.instances) {
-    HeldReplicas held = HeldOn(worker, inst.key);
+    HeldReplicas held = HeldBy(inst);
     cores += held.ready + held.loading;
   }
   return cores;

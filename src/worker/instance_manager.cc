@@ -195,12 +195,10 @@ absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
   measure.clock = options_.clock;
   std::vector<Tensor> sample = options.sample.empty() ? ZeroRow(spec.spec) : options.sample;
   measure.attempts = std::max(1, options.attempts);
-  measure.disturbed_slowdown = options.disturbed_slowdown;
-  measure.disturbed_pause = options.disturbed_pause;
   absl::MutexLock measuring(&probe_mu_);
   measure.host_slowdown = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     const double slowdown = probe_.Slowdown(probe_.Measure());
-    if (slowdown > options.disturbed_slowdown) {
+    if (slowdown > measure.disturbed_slowdown) {
       spdlog::info("worker: the host runs {:.2f}x slow while profiling {}", slowdown,
                    spec.key.ToString());
     }

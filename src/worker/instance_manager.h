@@ -47,10 +47,9 @@ struct ProfileOptions {
   // (runtime::MeasureOptions::rounds).
   int rounds = 3;
   // A reference kernel (runtime::HostSpeedProbe) says whether the host ran
-  // slow; if so the rounds are repeated (runtime::MeasureOptions::attempts).
+  // slow; if so the rounds are repeated (runtime::MeasureOptions::attempts,
+  // with its threshold and pause).
   int attempts = 4;
-  double disturbed_slowdown = 1.15;
-  Nanos disturbed_pause = 2 * kSecond;
   std::vector<Tensor> sample;  // one example row; zeros when empty
 };
 
