@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "runtime/evaluate.h"
 #include "runtime/npz.h"
+#include "runtime/opencv_executor.h"
 #include "runtime/testing/zoo.h"
 #include "runtime/torch_executor.h"
 #include "runtime/valset.h"
@@ -72,6 +73,49 @@ class ExecutorTest : public ::testing::Test {
   std::vector<testing::ZooModel> zoo_;
   const Valset* valset_ = nullptr;
 };
+
+TEST(OpenCvSerialTest, SmallBatchesRunSeriallyOnceTheRowTimeIsKnown) {
+  using internal::kSerialBelowUs;
+  using internal::RunsSerially;
+  // One thread: always inline.
+  EXPECT_TRUE(RunsSerially(64, 1000, 1));
+  // Before any serial run (the warm-up) there is no row time yet.
+  EXPECT_TRUE(RunsSerially(64, 0, 2));
+  // The zoo's sizes on two threads: logreg (2.5 us a row) serially up to
+  // batch 39, the CNN (64 us) at batch 1 only, the wide CNN (158 us) never.
+  EXPECT_TRUE(RunsSerially(39, 2.5, 2));
+  EXPECT_FALSE(RunsSerially(40, 2.5, 2));
+  EXPECT_TRUE(RunsSerially(1, 64, 2));
+  EXPECT_FALSE(RunsSerially(2, 64, 2));
+  EXPECT_FALSE(RunsSerially(1, 158, 2));
+  EXPECT_FALSE(RunsSerially(1, kSerialBelowUs, 4));
+}
+
+// Serial and parallel runs of the same net must give the same answers. An
+// executor's first four runs (two of them the warm-up) are serial; after
+// them batch 1 of the wide CNN runs in parallel, and batch 64 of the MLP in
+// parallel while its batch 1 stays serial.
+TEST_F(ExecutorTest, OpenCvAnswersAlikeSeriallyAndInParallel) {
+  ConfigureProcessThreads(2);
+  for (absl::string_view name : {"cnn-wide", "mlp"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::unique_ptr<Executor>> cv = Create(Runtime::kOpenCv, Model(name).onnx);
+    ASSERT_TRUE(cv.ok()) << cv.status();
+    absl::StatusOr<std::unique_ptr<Executor>> torch =
+        Create(Runtime::kTorch, Model(name).torchscript);
+    ASSERT_TRUE(torch.ok()) << torch.status();
+    for (int64_t batch : {1, 1, 1, 64, 1}) {
+      SCOPED_TRACE(absl::StrCat("batch ", batch));
+      std::vector<Tensor> in = Images(200, 200 + batch);
+      absl::StatusOr<std::vector<Tensor>> a = (*torch)->Run(in);
+      ASSERT_TRUE(a.ok()) << a.status();
+      absl::StatusOr<std::vector<Tensor>> b = (*cv)->Run(in);
+      ASSERT_TRUE(b.ok()) << b.status();
+      EXPECT_LT(MaxAbsDiff(a->front(), b->front()), 1e-3);
+    }
+  }
+  ConfigureProcessThreads(1);
+}
 
 TEST_F(ExecutorTest, TorchAndOpenCvAgreeOnEveryZooModel) {
   for (const testing::ZooModel& model : zoo_) {
