@@ -82,19 +82,20 @@ TEST(OpenCvSerialTest, SmallBatchesRunSeriallyOnceTheRowTimeIsKnown) {
   // Before any serial run (the warm-up) there is no row time yet.
   EXPECT_TRUE(RunsSerially(64, 0, 2));
   // The zoo's sizes on two threads: logreg (2.5 us a row) serially up to
-  // batch 39, the CNN (64 us) at batch 1 only, the wide CNN (158 us) never.
-  EXPECT_TRUE(RunsSerially(39, 2.5, 2));
-  EXPECT_FALSE(RunsSerially(40, 2.5, 2));
-  EXPECT_TRUE(RunsSerially(1, 64, 2));
-  EXPECT_FALSE(RunsSerially(2, 64, 2));
-  EXPECT_FALSE(RunsSerially(1, 158, 2));
+  // batch 79, the CNN (64 us) up to batch 3, the wide CNN (158 us) at
+  // batch 1 only.
+  EXPECT_TRUE(RunsSerially(79, 2.5, 2));
+  EXPECT_FALSE(RunsSerially(80, 2.5, 2));
+  EXPECT_TRUE(RunsSerially(3, 64, 2));
+  EXPECT_FALSE(RunsSerially(4, 64, 2));
+  EXPECT_TRUE(RunsSerially(1, 158, 2));
+  EXPECT_FALSE(RunsSerially(2, 158, 2));
   EXPECT_FALSE(RunsSerially(1, kSerialBelowUs, 4));
 }
 
 // Serial and parallel runs of the same net must give the same answers. An
 // executor's first four runs (two of them the warm-up) are serial; after
-// them batch 1 of the wide CNN runs in parallel, and batch 64 of the MLP in
-// parallel while its batch 1 stays serial.
+// them batch 64 of both models runs in parallel while batch 1 stays serial.
 TEST_F(ExecutorTest, OpenCvAnswersAlikeSeriallyAndInParallel) {
   ConfigureProcessThreads(2);
   for (absl::string_view name : {"cnn-wide", "mlp"}) {
