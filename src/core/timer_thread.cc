@@ -1,5 +1,12 @@
 #include "core/timer_thread.h"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
 namespace maitre {
 
 TimerThread::TimerThread(const Clock* clock) : clock_(clock) {
@@ -12,6 +19,17 @@ TimerThread::~TimerThread() {
     stopping_ = true;
   }
   thread_.join();
+}
+
+absl::Status TimerThread::RaiseToRealtime() {
+  sched_param param{};
+  param.sched_priority = sched_get_priority_min(SCHED_FIFO);
+  const int rc = pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &param);
+  if (rc != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot give the timer thread real-time priority: ", std::strerror(rc)));
+  }
+  return absl::OkStatus();
 }
 
 void TimerThread::Schedule(Nanos at, absl::AnyInvocable<void() &&> fire) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "core/clock.h"
 
@@ -25,6 +26,15 @@ class TimerThread {
   explicit TimerThread(const Clock* clock);
   // Stops the thread; closures not yet due are dropped without running.
   ~TimerThread();
+
+  // Puts the thread ahead of every ordinary thread of the host (SCHED_FIFO
+  // at the lowest real-time priority), so that on a busy host a closure
+  // runs when it is due rather than after the scheduler gets round to a
+  // woken sleeper. Closures are short, and the kernel's real-time
+  // throttling bounds what a runaway one could take. Needs CAP_SYS_NICE
+  // (root, or an RLIMIT_RTPRIO above 0); without it the thread stays as it
+  // was and the error says so.
+  absl::Status RaiseToRealtime();
 
   // Runs `fire` at `at` (at once if `at` has passed). Closures due at the
   // same time run in the order they were scheduled.

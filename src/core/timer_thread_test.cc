@@ -1,5 +1,8 @@
 #include "core/timer_thread.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <string>
 
@@ -68,6 +71,28 @@ TEST(TimerThreadTest, APastTimeRunsAtOnceAndStoppingDropsTheRest) {
     timer.Schedule(1000, [&] { fired += 100; });
   }
   EXPECT_EQ(fired.load(), 1);
+}
+
+// Closures run at real-time priority when the process may raise it (root in
+// CI), and the thread keeps its ordinary policy with an error otherwise.
+TEST(TimerThreadTest, RealtimePriorityReachesTheThreadThatRunsClosures) {
+  ManualClock clock(0);
+  TimerThread timer(&clock);
+  const absl::Status raised = timer.RaiseToRealtime();
+  std::atomic<int> policy{-1};
+  timer.Schedule(0, [&] {
+    int p = -1;
+    sched_param param{};
+    pthread_getschedparam(pthread_self(), &p, &param);
+    policy.store(p);
+  });
+  ASSERT_TRUE(Eventually([&] { return policy.load() != -1; }));
+  if (raised.ok()) {
+    EXPECT_EQ(policy.load(), SCHED_FIFO);
+  } else {
+    EXPECT_EQ(raised.code(), absl::StatusCode::kPermissionDenied) << raised;
+    EXPECT_EQ(policy.load(), SCHED_OTHER);
+  }
 }
 
 }  // namespace
