@@ -29,6 +29,9 @@ struct Dispatcher::Query {
   int retries_left = 0;
   bool waited_for_load = false;
   std::atomic<bool> finished{false};
+  // The deadline timer's entry (0: none yet), cancelled once answered.
+  // Atomic because the timer's own closure may answer before Infer stores it.
+  std::atomic<uint64_t> deadline_timer_seq{0};
   InferDone done;
   // Where the query was last sent, for the deadline's message (built only
   // if the deadline fires).
@@ -111,9 +114,11 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
     if (absl::Status s = Choose(*query, key); !s.ok()) return Finish(query, s);
     query->variant = query->pinned;
   }
-  deadline_timer_->Schedule(query->deadline, [this, weak = std::weak_ptr<Query>(query)] {
-    if (std::shared_ptr<Query> q = weak.lock()) Expire(q);
-  });
+  const TimerThread::Handle timer =
+      deadline_timer_->Schedule(query->deadline, [this, weak = std::weak_ptr<Query>(query)] {
+        if (std::shared_ptr<Query> q = weak.lock()) Expire(q);
+      });
+  query->deadline_timer_seq.store(timer.seq, std::memory_order_relaxed);
   Attempt(std::move(query));
 }
 
@@ -336,6 +341,9 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
 
 void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result) {
   if (query->finished.exchange(true, std::memory_order_acq_rel)) return;
+  if (const uint64_t seq = query->deadline_timer_seq.load(std::memory_order_relaxed); seq != 0) {
+    deadline_timer_->Cancel({query->deadline, seq});
+  }
   if (result.ok()) {
     result->timings.total_us = (options_.clock->Now() - query->received) / kMicrosecond;
   }

@@ -142,8 +142,11 @@ class Controller {
     pipeline_options.generators = PythonGenerators(absl::StrCat(data_dir, "/generator"));
     pipeline_options.measurement_mu = &measurement_mu_;
     pipeline_ = std::make_unique<VariantPipeline>(pipeline_options);
-    Registrar::Options registrar_options{registry_.get(), blobs_.get(), &catalog_,
-                                         cluster_.get()};
+    Registrar::Options registrar_options;
+    registrar_options.registry = registry_.get();
+    registrar_options.blobs = blobs_.get();
+    registrar_options.catalog = &catalog_;
+    registrar_options.cluster = cluster_.get();
     registrar_options.on_registered = [this] { pipeline_->Kick(); };
     registrar_options.measurement_mu = &measurement_mu_;
     registrar_ = std::make_unique<Registrar>(registrar_options);

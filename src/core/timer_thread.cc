@@ -32,10 +32,18 @@ absl::Status TimerThread::RaiseToRealtime() {
   return absl::OkStatus();
 }
 
-void TimerThread::Schedule(Nanos at, absl::AnyInvocable<void() &&> fire) {
+TimerThread::Handle TimerThread::Schedule(Nanos at, absl::AnyInvocable<void() &&> fire) {
   absl::MutexLock lock(&mu_);
-  if (stopping_) return;
-  entries_.push(Entry{at, next_seq_++, std::move(fire)});
+  if (stopping_) return {};
+  const Handle handle{at, next_seq_++};
+  entries_.emplace(std::make_pair(at, handle.seq), std::move(fire));
+  return handle;
+}
+
+void TimerThread::Cancel(Handle handle) {
+  if (handle.seq == 0) return;
+  absl::MutexLock lock(&mu_);
+  entries_.erase(std::make_pair(handle.at, handle.seq));
 }
 
 size_t TimerThread::pending() const {
@@ -46,9 +54,9 @@ size_t TimerThread::pending() const {
 void TimerThread::Loop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    if (!entries_.empty() && entries_.top().at <= clock_->Now()) {
-      absl::AnyInvocable<void() &&> fire = std::move(entries_.top().fire);
-      entries_.pop();
+    if (!entries_.empty() && entries_.begin()->first.first <= clock_->Now()) {
+      absl::AnyInvocable<void() &&> fire = std::move(entries_.begin()->second);
+      entries_.erase(entries_.begin());
       mu_.Unlock();
       std::move(fire)();
       mu_.Lock();
@@ -56,9 +64,9 @@ void TimerThread::Loop() {
     }
     // Wake for the earliest entry, an earlier one scheduled meanwhile, or
     // the stop.
-    const Nanos wake = entries_.empty() ? kInfiniteFuture : entries_.top().at;
+    const Nanos wake = entries_.empty() ? kInfiniteFuture : entries_.begin()->first.first;
     auto changed = [this, wake]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopping_ || (!entries_.empty() && entries_.top().at < wake);
+      return stopping_ || (!entries_.empty() && entries_.begin()->first.first < wake);
     };
     clock_->AwaitWithDeadline(&mu_, absl::Condition(&changed), wake);
   }

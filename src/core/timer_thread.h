@@ -10,9 +10,9 @@
 #pragma once
 
 #include <cstdint>
-#include <queue>
+#include <map>
 #include <thread>
-#include <vector>
+#include <utility>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -36,27 +36,32 @@ class TimerThread {
   // was and the error says so.
   absl::Status RaiseToRealtime();
 
+  // What Cancel needs: the time a closure was scheduled for and its
+  // sequence number (never 0).
+  struct Handle {
+    Nanos at = 0;
+    uint64_t seq = 0;
+  };
+
   // Runs `fire` at `at` (at once if `at` has passed). Closures due at the
   // same time run in the order they were scheduled.
-  void Schedule(Nanos at, absl::AnyInvocable<void() &&> fire);
+  Handle Schedule(Nanos at, absl::AnyInvocable<void() &&> fire);
+  // Drops the closure unless it has started; a no-op for one already run or
+  // dropped. Cancelling what is no longer needed keeps the timer's memory
+  // to what is still pending: a query answered in a millisecond would
+  // otherwise hold its entry until its deadline (30 s by default).
+  void Cancel(Handle handle);
   size_t pending() const;
 
  private:
-  struct Entry {
-    Nanos at;
-    uint64_t seq;
-    // Mutable so the closure can be moved out of the heap's const top().
-    mutable absl::AnyInvocable<void() &&> fire;
-    bool operator>(const Entry& other) const {
-      return at != other.at ? at > other.at : seq > other.seq;
-    }
-  };
   void Loop();
 
   const Clock* const clock_;
   mutable absl::Mutex mu_;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> entries_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Ordered by (time, sequence number): the earliest first, ties in order.
+  std::map<std::pair<Nanos, uint64_t>, absl::AnyInvocable<void() &&>> entries_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -73,6 +73,27 @@ TEST(TimerThreadTest, APastTimeRunsAtOnceAndStoppingDropsTheRest) {
   EXPECT_EQ(fired.load(), 1);
 }
 
+TEST(TimerThreadTest, ACancelledClosureNeverRunsAndLeavesNothingBehind) {
+  ManualClock clock(0);
+  TimerThread timer(&clock);
+  std::atomic<int> fired{0};
+  const TimerThread::Handle dropped = timer.Schedule(10, [&] { fired += 100; });
+  const TimerThread::Handle same_time = timer.Schedule(10, [&] { ++fired; });
+  timer.Schedule(20, [&] { fired += 10; });
+  timer.Cancel(dropped);
+  EXPECT_EQ(timer.pending(), 2u);
+  clock.Set(10);
+  ASSERT_TRUE(Eventually([&] { return fired.load() == 1; }));
+  // Cancelling what already ran, twice, or a default handle changes nothing.
+  timer.Cancel(same_time);
+  timer.Cancel(dropped);
+  timer.Cancel(TimerThread::Handle{});
+  EXPECT_EQ(timer.pending(), 1u);
+  clock.Set(20);
+  EXPECT_TRUE(Eventually([&] { return fired.load() == 11; }));
+  EXPECT_EQ(timer.pending(), 0u);
+}
+
 // Closures run at real-time priority when the process may raise it (root in
 // CI), and the thread keeps its ordinary policy with an error otherwise.
 TEST(TimerThreadTest, RealtimePriorityReachesTheThreadThatRunsClosures) {
