@@ -87,7 +87,8 @@ class OpenCvExecutor final : public Executor {
     // run of a net is cold (allocation), and a single slow one would
     // otherwise settle it in parallel for good.
     const double known_row_us = serial_runs_ < kLearningRuns ? 0 : serial_row_us_;
-    if (!RunsSerially(batch, known_row_us, threads)) {
+    // With one thread OpenCV runs inline anyway; nothing to wrap or learn.
+    if (threads <= 1 || !RunsSerially(batch, known_row_us, threads)) {
       net_.forward(outs_, output_names_);
       return;
     }
