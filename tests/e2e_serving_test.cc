@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -24,6 +25,24 @@ using nlohmann::json;
 using runtime::testing::ScopedTempDir;
 using testing::ServerOptions;
 using testing::ServerProcess;
+
+// Whether every thread of `pid` has stopped (state 't' or 'T'). kill(SIGSTOP)
+// returns before a multi-threaded process has stopped: a thread running on
+// another core finishes what it is doing first.
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    absl::StatusOr<std::string> stat = ReadFileToString(task.path().string() + "/stat");
+    if (!stat.ok()) return false;
+    // The state follows the command name, which is in parentheses.
+    const size_t paren = stat->rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
+    const char state = (*stat)[paren + 2];
+    if (state != 'T' && state != 't') return false;
+  }
+  return !ec;
+}
 
 // A v2 JSON request with validation images [begin, end).
 std::string ImageRequest(const runtime::Valset& valset, int64_t begin, int64_t end) {
@@ -333,6 +352,13 @@ TEST_F(ServingTest, AQueryOnAFrozenWorkerIsAnsweredAtItsDeadline) {
   auto pids = server->WorkerPids();
   ASSERT_TRUE(pids.ok());
   for (pid_t pid : *pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  for (pid_t pid : *pids) {
+    bool stopped = false;
+    for (int i = 0; i < 500 && !(stopped = AllThreadsStopped(pid)); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(stopped) << "worker " << pid << " did not stop within 5 s";
+  }
   body.insert(1, R"("parameters":{"latency_ms":200},)");
   auto r = server->Post(absl::StrCat("/v2/models/fmnist-mlp:", variant, "/infer"), body);
   for (pid_t pid : *pids) kill(pid, SIGCONT);
