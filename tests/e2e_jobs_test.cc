@@ -15,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/file_util.h"
 #include "http/client.h"
 #include "runtime/npz.h"
@@ -95,6 +97,21 @@ class OnlineLoad {
   std::vector<std::thread> threads_;
 };
 
+// The server's log lines that explain a job's pauses and resumptions:
+// the jobs' own transitions, and what the autoscalers and placer did.
+std::string ThrottleLog(const ServerProcess& server) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(server.Log(), '\n')) {
+    for (absl::string_view word : {"jobs pause", "job job-", "autoscaler", "loaded"}) {
+      if (absl::StrContains(line, word)) {
+        absl::StrAppend(&out, line, "\n");
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 class JobsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -124,9 +141,13 @@ class JobsTest : public ::testing::Test {
     return zoo_->front();
   }
 
-  std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir) {
+  std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir,
+                                             const std::string& workers = "cpu-1:1,cpu-2:1",
+                                             std::vector<std::string> extra_args = {}) {
     ServerOptions options;
     options.data_dir = data_dir;
+    options.workers = workers;
+    options.extra_args = std::move(extra_args);
     auto server = ServerProcess::Start(options);
     EXPECT_TRUE(server.ok()) << server.status();
     return server.ok() ? *std::move(server) : nullptr;
@@ -286,7 +307,11 @@ TEST_F(JobsTest, AJobOverTheValidationSetHasTheModelsAccuracy) {
 
 TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
   ScopedTempDir data, work;
-  auto server = StartServer(data.path());
+  // One one-core worker serves both the job and the online load, and the
+  // autoscalers stay off: a replica or a worker they added would relieve the
+  // busy worker, and the job would rightly resume while the load goes on.
+  auto server = StartServer(data.path(), "cpu-1:1",
+                            {"--model-autoscaler", "off", "--cluster-autoscaler", "false"});
   ASSERT_NE(server, nullptr);
   RegisterOk(*server, "fmnist-mlp", small_valset_);
   RegisterOk(*server, "fmnist-cnn-wide", small_valset_);
@@ -326,7 +351,7 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
   int64_t done_while_paused = job["done"];
   SleepMs(3000);
   job = Job(*server, id);
-  EXPECT_EQ(job["state"], "paused") << job.dump();
+  EXPECT_EQ(job["state"], "paused") << job.dump() << "\n" << ThrottleLog(*server);
   EXPECT_LT(job["done"].get<int64_t>(), valset_->size());
   EXPECT_LE(job["done"].get<int64_t>(), done_while_paused + 16) << "progress while paused";
   EXPECT_GT(load->served(), 0);

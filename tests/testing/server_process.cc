@@ -188,6 +188,11 @@ absl::StatusOr<http::Response> ServerProcess::Register(const std::string& app,
   return Post(absl::StrCat("/v2/apps/", app, "/models/", name), std::move(body), content_type);
 }
 
+std::string ServerProcess::Log() const {
+  auto text = ReadFileToString(absl::StrCat(options_.data_dir, "/serve.log"));
+  return text.ok() ? *text : std::string(text.status().message());
+}
+
 absl::StatusOr<std::vector<pid_t>> ServerProcess::WorkerPids() {
   auto index = RepositoryIndex();
   if (!index.ok()) return index.status();

@@ -56,6 +56,9 @@ class ServerProcess {
                                           const std::string& onnx_path,
                                           const std::string& valset_path);
 
+  // The server's log so far (its stderr and stdout), for failure messages.
+  std::string Log() const;
+
   // Pids of this server's worker processes, from the repository index.
   absl::StatusOr<std::vector<pid_t>> WorkerPids();
 
