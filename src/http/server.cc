@@ -15,6 +15,8 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unordered_map>
 #include <utility>
 
@@ -175,21 +177,27 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     state_ = State::kClosed;
     deferred_.reset();
     beast::error_code ignored;
-    socket_.close(ignored);  // cancels pending operations
+    {
+      absl::MutexLock lock(&direct_mu_);
+      awaiting_answer_ = false;
+      socket_.close(ignored);  // cancels pending operations
+    }
     idle_timer_.cancel();
   }
 
   // Any thread. Answers that arrive on the strand (the usual inline answer)
-  // skip the post.
+  // skip the post. A late answer from another thread (a worker's reply on a
+  // gRPC thread) is written on that thread when the connection is waiting
+  // for it: handing it to an io thread would put that thread's wake-up, tens
+  // of microseconds on a virtual machine, on every such request's latency.
   void Deliver(Response response, bool dropped) override {
     if (strand_.running_in_this_thread()) {
       OnDeliver(std::move(response), dropped);
       return;
     }
-    absl::MutexLock lock(&core_->mu);
-    if (core_->stopped) return;
-    asio::post(strand_, [self = shared_from_this(), response = std::move(response),
-                         dropped]() mutable { self->OnDeliver(std::move(response), dropped); });
+    if (WriteDirectly(response)) return;
+    PostUnlessStopped([self = shared_from_this(), response = std::move(response),
+                       dropped]() mutable { self->OnDeliver(std::move(response), dropped); });
   }
 
  private:
@@ -337,7 +345,13 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
       failure = "an exception that is not a std::exception";
     }
     in_handler_ = false;
-    if (!deferred_) return;  // answered later, from elsewhere
+    if (!deferred_) {  // answered later, from elsewhere
+      // If the answer is already posted to the strand, Write() clears this
+      // before anything else can read it: a Responder answers once.
+      absl::MutexLock lock(&direct_mu_);
+      awaiting_answer_ = true;
+      return;
+    }
     Response response = std::move(*deferred_);
     deferred_.reset();
     if (!failure.empty() && deferred_dropped_) {
@@ -359,14 +373,74 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
 
   void Write(Response response) {
     if (state_ == State::kClosed) return;
+    {
+      absl::MutexLock lock(&direct_mu_);
+      awaiting_answer_ = false;
+    }
     response_ = std::move(response);
     close_after_write_ = FormatHead(response_, !keep_alive_ || drain_after_write_, http10_, &head_);
+    WriteFrom(0);
+  }
+
+  // Writes the formatted response_ (head_ and body) from byte `offset` on.
+  void WriteFrom(size_t offset) {
+    if (state_ == State::kClosed) return;
     const bool has_body = response_.status != 204 && response_.status != 304;
     std::array<asio::const_buffer, 2> buffers = {
         asio::buffer(head_), has_body ? asio::buffer(response_.body) : asio::const_buffer()};
+    for (asio::const_buffer& buffer : buffers) {
+      const size_t skip = std::min(offset, buffer.size());
+      buffer += skip;
+      offset -= skip;
+    }
     state_ = State::kWriting;
     asio::async_write(socket_, buffers,
                       beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+  }
+
+  // Off the strand, while the connection waits for this answer: formats it
+  // and sends what the socket takes now without blocking, then lets the
+  // strand go on (reading the next request, or writing what the socket did
+  // not take). False when the connection is not waiting (the answer came
+  // during the handler, or the connection closed); the caller posts then.
+  //
+  // Safe off the strand because, while awaiting_answer_ is set, the strand
+  // touches neither the socket nor the response state: no read is pending
+  // (the next is started only after this answer), the idle timer leaves a
+  // connection in kHandling alone, and Close() takes direct_mu_ first.
+  bool WriteDirectly(Response& response) {
+    absl::ReleasableMutexLock lock(&direct_mu_);
+    if (!awaiting_answer_) return false;
+    awaiting_answer_ = false;
+    response_ = std::move(response);
+    close_after_write_ = FormatHead(response_, !keep_alive_ || drain_after_write_, http10_, &head_);
+    const bool has_body = response_.status != 204 && response_.status != 304;
+    std::array<iovec, 2> pieces = {iovec{head_.data(), head_.size()},
+                                   iovec{response_.body.data(), has_body ? response_.body.size() : 0}};
+    msghdr message{};
+    message.msg_iov = pieces.data();
+    message.msg_iovlen = pieces.size();
+    const ssize_t sent =
+        sendmsg(socket_.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const size_t total = pieces[0].iov_len + pieces[1].iov_len;
+    lock.Release();
+    if (sent >= 0 && static_cast<size_t>(sent) == total) {
+      PostUnlessStopped([self = shared_from_this()] { self->OnWrite({}, 0); });
+    } else {
+      // The socket is full, or failed: the strand writes the rest, and an
+      // error ends up in OnWrite, which closes the connection.
+      const size_t offset = sent > 0 ? static_cast<size_t>(sent) : 0;
+      PostUnlessStopped([self = shared_from_this(), offset] { self->WriteFrom(offset); });
+    }
+    return true;
+  }
+
+  // Once the server stops nothing new may reach the io_context (see
+  // ServerCore::stopped); Stop() closes this connection itself.
+  template <typename Handler>
+  void PostUnlessStopped(Handler handler) {
+    absl::MutexLock lock(&core_->mu);
+    if (!core_->stopped) asio::post(strand_, std::move(handler));
   }
 
   void OnWrite(beast::error_code ec, size_t /*bytes*/) {
@@ -421,6 +495,10 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   bool close_after_write_ = false;
   bool drain_after_write_ = false;
   bool in_handler_ = false;
+  // Set while the handler has returned and the answer is still to come from
+  // another thread, which may then write it itself (WriteDirectly).
+  absl::Mutex direct_mu_;
+  bool awaiting_answer_ ABSL_GUARDED_BY(direct_mu_) = false;
   std::optional<Response> deferred_;
   bool deferred_dropped_ = false;
   std::string head_;   // reused across responses
