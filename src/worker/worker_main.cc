@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "core/stop_signal.h"
 #include "core/work_queue.h"
 #include "runtime/executor.h"
@@ -96,12 +97,13 @@ int RunWorker(const WorkerOptions& options) {
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
-  builder.RegisterService(&service);
+  service.AddTo(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     spdlog::error("worker: cannot listen on {}", options.listen);
     return 1;
   }
+  service.Start();
   std::string host =
       options.advertise_host.empty() ? HostOf(options.listen) : options.advertise_host;
   std::string address = absl::StrCat(host, ":", port);
@@ -150,8 +152,15 @@ int RunWorker(const WorkerOptions& options) {
     }
   }
 
+  // Stop taking calls, then let everything that may still answer one do so
+  // (the instances answer what they hold; the control queue finishes its
+  // work) before the service's completion queue closes.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   manager.StopAll();
+  absl::Notification control_drained;
+  control.Post([&control_drained] { control_drained.Notify(); });
+  control_drained.WaitForNotification();
+  service.Stop();
   std::error_code ignored;
   if (options.cache_dir.empty()) std::filesystem::remove_all(cache_dir, ignored);
   spdlog::info("worker stopped");

@@ -8,9 +8,17 @@
 namespace maitre::worker {
 namespace {
 
+// What the completion queue hands back: a call that has arrived, or whose
+// answer has gone out.
+class Tag {
+ public:
+  virtual ~Tag() = default;
+  virtual void Proceed(bool ok) = 0;
+};
+
 // The gRPC deadline is an absolute wall-clock time; the instance works on
 // the injected clock, so convert through the time remaining.
-Nanos DeadlineOnClock(const grpc::CallbackServerContext& context, const Clock& clock) {
+Nanos DeadlineOnClock(const grpc::ServerContext& context, const Clock& clock) {
   auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return kInfiniteFuture;
   auto remaining = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -21,29 +29,120 @@ Nanos DeadlineOnClock(const grpc::CallbackServerContext& context, const Clock& c
 
 }  // namespace
 
-grpc::ServerUnaryReactor* WorkerService::Infer(grpc::CallbackServerContext* context,
-                                               const v1::InferRequest* request,
-                                               v1::InferResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  VariantKey key{request->model(), request->variant()};
+// One unary call, from the moment the service asks for it until its answer
+// has gone out: then it deletes itself.
+template <typename Request, typename Response>
+class WorkerService::Call final : public Tag {
+ public:
+  Call(WorkerService* service, RequestMethod<Request, Response> request_method,
+       Handler<Request, Response> handler)
+      : service_(service), request_method_(request_method), handler_(handler) {}
+
+  grpc::ServerContext& context() { return context_; }
+  const Request& request() const { return request_; }
+  Response* response() { return &response_; }
+
+  // Asks gRPC for the next call of this kind.
+  void Await(grpc::ServerCompletionQueue* queue) {
+    (service_->service_.*request_method_)(&context_, &request_, &writer_, queue, queue, this);
+  }
+
+  // Sends the answer; from any thread, once.
+  void Finish(const grpc::Status& status) {
+    answered_ = true;
+    if (status.ok()) {
+      writer_.Finish(response_, status, this);
+    } else {
+      writer_.FinishWithError(status, this);
+    }
+  }
+
+  void Proceed(bool ok) override {
+    // Not ok on arrival: the server is shutting down and the call never came.
+    if (answered_ || !ok) {
+      delete this;
+      return;
+    }
+    service_->Await(request_method_, handler_);  // one call of each kind is always awaited
+    (service_->*handler_)(this);
+  }
+
+ private:
+  WorkerService* const service_;
+  const RequestMethod<Request, Response> request_method_;
+  const Handler<Request, Response> handler_;
+  grpc::ServerContext context_;
+  Request request_;
+  Response response_;
+  grpc::ServerAsyncResponseWriter<Response> writer_{&context_};
+  bool answered_ = false;
+};
+
+WorkerService::~WorkerService() { Stop(); }
+
+void WorkerService::AddTo(grpc::ServerBuilder& builder) {
+  builder.RegisterService(&service_);
+  queue_ = builder.AddCompletionQueue();
+}
+
+template <typename Request, typename Response>
+void WorkerService::Await(RequestMethod<Request, Response> request_method,
+                          Handler<Request, Response> handler) {
+  (new Call<Request, Response>(this, request_method, handler))->Await(queue_.get());
+}
+
+void WorkerService::Start() {
+  using Service = v1::Worker::AsyncService;
+  Await<v1::InferRequest, v1::InferResponse>(&Service::RequestInfer, &WorkerService::Infer);
+  Await<v1::LoadRequest, v1::LoadResponse>(&Service::RequestLoad, &WorkerService::Load);
+  Await<v1::UnloadRequest, v1::UnloadResponse>(&Service::RequestUnload, &WorkerService::Unload);
+  Await<v1::ProfileRequest, v1::ProfileResponse>(&Service::RequestProfile,
+                                                 &WorkerService::Profile);
+  Await<v1::EvaluateRequest, v1::EvaluateResponse>(&Service::RequestEvaluate,
+                                                   &WorkerService::Evaluate);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void WorkerService::Stop() {
+  if (stopped_ || queue_ == nullptr) return;
+  stopped_ = true;
+  queue_->Shutdown();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {  // never started: drain here
+    Loop();
+  }
+}
+
+void WorkerService::Loop() {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
+}
+
+void WorkerService::Infer(Call<v1::InferRequest, v1::InferResponse>* call) {
+  const v1::InferRequest& request = call->request();
+  VariantKey key{request.model(), request.variant()};
   std::shared_ptr<Instance> instance = manager_->Find(key);
   if (instance == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                 absl::StrCat(key.ToString(), " is not loaded on this worker")));
-    return reactor;
+    call->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                              absl::StrCat(key.ToString(), " is not loaded on this worker")));
+    return;
   }
   InferTask task;
-  task.inputs.reserve(request->inputs_size());
-  for (const v1::Tensor& t : request->inputs()) task.inputs.push_back(rpc::FromProto(t));
+  task.inputs.reserve(request.inputs_size());
+  for (const v1::Tensor& t : request.inputs()) task.inputs.push_back(rpc::FromProto(t));
   task.rows = task.inputs.empty() || task.inputs[0].shape.empty()
                   ? 1
                   : static_cast<int32_t>(task.inputs[0].shape[0]);
-  task.deadline = DeadlineOnClock(*context, *clock_) - request->reply_margin_us() * kMicrosecond;
-  task.best_effort = request->best_effort();
-  task.objective = request->objective_us() > 0
-                       ? std::min(task.deadline, clock_->Now() + request->objective_us() * kMicrosecond)
+  task.deadline =
+      DeadlineOnClock(call->context(), *clock_) - request.reply_margin_us() * kMicrosecond;
+  task.best_effort = request.best_effort();
+  task.objective = request.objective_us() > 0
+                       ? std::min(task.deadline, clock_->Now() + request.objective_us() * kMicrosecond)
                        : task.deadline;
-  task.done = [reactor, response](InferResult result) {
+  task.done = [call](InferResult result) {
+    v1::InferResponse* response = call->response();
     if (result.status.ok()) {
       for (Tensor& t : result.outputs) rpc::ToProto(std::move(t), response->add_outputs());
     }
@@ -52,95 +151,81 @@ grpc::ServerUnaryReactor* WorkerService::Infer(grpc::CallbackServerContext* cont
     timings->set_compute_us(result.compute / kMicrosecond);
     timings->set_total_us(result.total / kMicrosecond);
     timings->set_batch_size(result.batch_rows);
-    reactor->Finish(rpc::ToGrpc(result.status));
+    call->Finish(rpc::ToGrpc(result.status));
   };
   instance->Submit(std::move(task));
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* WorkerService::Load(grpc::CallbackServerContext* context,
-                                              const v1::LoadRequest* request,
-                                              v1::LoadResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  control_->Post([this, reactor, request, response] {
-    auto spec = rpc::FromProto(request->variant());
+void WorkerService::Load(Call<v1::LoadRequest, v1::LoadResponse>* call) {
+  control_->Post([this, call] {
+    const v1::LoadRequest& request = call->request();
+    auto spec = rpc::FromProto(request.variant());
     if (!spec.ok()) {
-      reactor->Finish(rpc::ToGrpc(spec.status()));
+      call->Finish(rpc::ToGrpc(spec.status()));
       return;
     }
-    auto outcome = manager_->Load(*spec, request->replicas(), rpc::FromProto(request->profile()));
+    auto outcome = manager_->Load(*spec, request.replicas(), rpc::FromProto(request.profile()));
     if (outcome.ok()) {
-      response->set_load_ms(outcome->load_ms);
-      response->set_memory_mb(outcome->memory_mb);
+      call->response()->set_load_ms(outcome->load_ms);
+      call->response()->set_memory_mb(outcome->memory_mb);
     }
-    reactor->Finish(rpc::ToGrpc(outcome.status()));
+    call->Finish(rpc::ToGrpc(outcome.status()));
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* WorkerService::Unload(grpc::CallbackServerContext* context,
-                                                const v1::UnloadRequest* request,
-                                                v1::UnloadResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  control_->Post([this, reactor, request] {
-    reactor->Finish(rpc::ToGrpc(manager_->Unload({request->model(), request->variant()})));
+void WorkerService::Unload(Call<v1::UnloadRequest, v1::UnloadResponse>* call) {
+  control_->Post([this, call] {
+    const v1::UnloadRequest& request = call->request();
+    call->Finish(rpc::ToGrpc(manager_->Unload({request.model(), request.variant()})));
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* WorkerService::Profile(grpc::CallbackServerContext* context,
-                                                 const v1::ProfileRequest* request,
-                                                 v1::ProfileResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  control_->Post([this, reactor, request, response] {
-    auto spec = rpc::FromProto(request->variant());
+void WorkerService::Profile(Call<v1::ProfileRequest, v1::ProfileResponse>* call) {
+  control_->Post([this, call] {
+    const v1::ProfileRequest& request = call->request();
+    auto spec = rpc::FromProto(request.variant());
     if (!spec.ok()) {
-      reactor->Finish(rpc::ToGrpc(spec.status()));
+      call->Finish(rpc::ToGrpc(spec.status()));
       return;
     }
     ProfileOptions options;
-    if (!request->batch_sizes().empty()) {
-      options.batch_sizes.assign(request->batch_sizes().begin(), request->batch_sizes().end());
+    if (!request.batch_sizes().empty()) {
+      options.batch_sizes.assign(request.batch_sizes().begin(), request.batch_sizes().end());
     }
-    if (request->latency_ceiling_ms() > 0) {
-      options.latency_ceiling_ms = request->latency_ceiling_ms();
-    }
-    if (request->warmup() > 0) options.warmup = request->warmup();
-    if (request->repetitions() > 0) options.repetitions = request->repetitions();
-    for (const v1::Tensor& t : request->sample()) options.sample.push_back(rpc::FromProto(t));
+    if (request.latency_ceiling_ms() > 0) options.latency_ceiling_ms = request.latency_ceiling_ms();
+    if (request.warmup() > 0) options.warmup = request.warmup();
+    if (request.repetitions() > 0) options.repetitions = request.repetitions();
+    for (const v1::Tensor& t : request.sample()) options.sample.push_back(rpc::FromProto(t));
     absl::StatusOr<::maitre::Profile> profile;
     registration_cpu_.Run([&] { profile = manager_->ProfileVariant(*spec, options); });
     if (profile.ok()) {
+      v1::ProfileResponse* response = call->response();
       response->set_load_ms(profile->load_ms());
       response->set_memory_mb(profile->memory_mb());
       rpc::ToProto(profile->points(), response->mutable_latencies());
     }
-    reactor->Finish(rpc::ToGrpc(profile.status()));
+    call->Finish(rpc::ToGrpc(profile.status()));
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* WorkerService::Evaluate(grpc::CallbackServerContext* context,
-                                                  const v1::EvaluateRequest* request,
-                                                  v1::EvaluateResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  control_->Post([this, reactor, request, response] {
-    auto spec = rpc::FromProto(request->variant());
+void WorkerService::Evaluate(Call<v1::EvaluateRequest, v1::EvaluateResponse>* call) {
+  control_->Post([this, call] {
+    const v1::EvaluateRequest& request = call->request();
+    auto spec = rpc::FromProto(request.variant());
     if (!spec.ok()) {
-      reactor->Finish(rpc::ToGrpc(spec.status()));
+      call->Finish(rpc::ToGrpc(spec.status()));
       return;
     }
     absl::StatusOr<runtime::Accuracy> accuracy;
     registration_cpu_.Run([&] {
-      accuracy = manager_->Evaluate(*spec, request->valset_blob(), request->batch_size());
+      accuracy = manager_->Evaluate(*spec, request.valset_blob(), request.batch_size());
     });
     if (accuracy.ok()) {
-      response->set_accuracy(accuracy->top1);
-      response->set_examples(accuracy->examples);
+      call->response()->set_accuracy(accuracy->top1);
+      call->response()->set_examples(accuracy->examples);
     }
-    reactor->Finish(rpc::ToGrpc(accuracy.status()));
+    call->Finish(rpc::ToGrpc(accuracy.status()));
   });
-  return reactor;
 }
 
 }  // namespace maitre::worker
