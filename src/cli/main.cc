@@ -8,6 +8,7 @@
 #include "cli/client_commands.h"
 #include "cli/job_command.h"
 #include "controller/serve.h"
+#include "core/malloc_tuning.h"
 #include "sim/experiment.h"
 #include "worker/worker_main.h"
 
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
   // lock graph on every acquisition (visible in profiles of the serving
   // path). Unit tests keep it; the shipped binary does not pay for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Before any thread starts: a worker's forward passes, and the front-end's
+  // large bodies, reuse heap memory instead of faulting it in anew each time
+  // (core/malloc_tuning.h).
+  maitre::TuneMalloc();
   CLI::App app{"maitre: model-less inference serving"};
   app.require_subcommand(1);
   int exit_code = 0;
