@@ -181,6 +181,7 @@ class Frontend {
         absl::StrCat("/v2/apps/", upload.app, "/models/", upload.model, "/registration");
     auto shared_respond = std::make_shared<http::Responder>(std::move(respond));
     if (!wait) {
+      o_.registrar->Queued(upload);  // before the 202: the client asks for progress next
       std::move (*shared_respond)(http::Response::Json(
           202, json{{"app", upload.app}, {"model", upload.model}, {"progress", progress_url}}
                    .dump()));

@@ -148,8 +148,12 @@ void Registrar::SetProgress(const Upload& upload, int step, int steps, std::stri
       RegistrationProgress{step, steps, std::move(phase), false, absl::OkStatus()};
 }
 
-absl::StatusOr<Registration> Registrar::Register(const Upload& upload) {
+void Registrar::Queued(const Upload& upload) {
   SetProgress(upload, 0, 1, "waiting for earlier registrations");
+}
+
+absl::StatusOr<Registration> Registrar::Register(const Upload& upload) {
+  Queued(upload);
   absl::StatusOr<Registration> result;
   {
     absl::MutexLock lock(&mu_);

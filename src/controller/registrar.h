@@ -74,6 +74,11 @@ class Registrar {
   explicit Registrar(Options options) : options_(options) {}
 
   absl::StatusOr<Registration> Register(const Upload& upload);
+  // Records that a registration of upload's app/model is queued (step 0, not
+  // done), for a caller that answers before Register runs: a client that
+  // asks for the progress at once must find this registration, not nothing
+  // or the previous one's end.
+  void Queued(const Upload& upload);
 
   // Creates the app or replaces its default requirements, from JSON
   // {"latency_ms", "min_accuracy", "max_cost"} (absent or null = none).
