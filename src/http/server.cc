@@ -377,17 +377,22 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
       absl::MutexLock lock(&direct_mu_);
       awaiting_answer_ = false;
     }
-    response_ = std::move(response);
-    close_after_write_ = FormatHead(response_, !keep_alive_ || drain_after_write_, http10_, &head_);
+    Prepare(std::move(response));
     WriteFrom(0);
   }
 
-  // Writes the formatted response_ (head_ and body) from byte `offset` on.
+  // Makes `response` the one to write next, its head formatted in head_.
+  void Prepare(Response response) {
+    response_ = std::move(response);
+    close_after_write_ = FormatHead(response_, !keep_alive_ || drain_after_write_, http10_, &head_);
+  }
+  bool HasBody() const { return response_.status != 204 && response_.status != 304; }
+
+  // Writes the prepared response_ (head_ and body) from byte `offset` on.
   void WriteFrom(size_t offset) {
     if (state_ == State::kClosed) return;
-    const bool has_body = response_.status != 204 && response_.status != 304;
     std::array<asio::const_buffer, 2> buffers = {
-        asio::buffer(head_), has_body ? asio::buffer(response_.body) : asio::const_buffer()};
+        asio::buffer(head_), HasBody() ? asio::buffer(response_.body) : asio::const_buffer()};
     for (asio::const_buffer& buffer : buffers) {
       const size_t skip = std::min(offset, buffer.size());
       buffer += skip;
@@ -412,11 +417,9 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     absl::ReleasableMutexLock lock(&direct_mu_);
     if (!awaiting_answer_) return false;
     awaiting_answer_ = false;
-    response_ = std::move(response);
-    close_after_write_ = FormatHead(response_, !keep_alive_ || drain_after_write_, http10_, &head_);
-    const bool has_body = response_.status != 204 && response_.status != 304;
+    Prepare(std::move(response));
     std::array<iovec, 2> pieces = {iovec{head_.data(), head_.size()},
-                                   iovec{response_.body.data(), has_body ? response_.body.size() : 0}};
+                                   iovec{response_.body.data(), HasBody() ? response_.body.size() : 0}};
     msghdr message{};
     message.msg_iov = pieces.data();
     message.msg_iovlen = pieces.size();
