@@ -108,9 +108,12 @@ InstanceStateStep NextInstanceState(const InstanceHistory& previous,
     const int batch = std::max(1, static_cast<int>(std::lround(report.mean_batch)));
     const double profiled = profile.P99At(batch);
     const double signal = SignalOf(report, options.interference_signal);
+    const double busy = report.served_qps / std::max(1.0, report.mean_batch) *
+                        report.compute_p50_ms / 1000.0 / report.replicas;
     if (profiled > 0 && signal > 0) {
       step.interference_ratio = signal / profiled;
-      slow = signal > (1 + options.interference_margin) * profiled;
+      slow = signal > (1 + options.interference_margin) * profiled &&
+             busy >= options.interference_min_busy;
     }
   }
   h.interfered_streak = slow ? h.interfered_streak + 1 : 0;

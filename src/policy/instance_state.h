@@ -90,6 +90,16 @@ struct InstanceStateOptions {
   // instance served queries.
   double interference_margin = 0.5;
   InterferenceSignal interference_signal = InterferenceSignal::kComputeP50;
+  // ... and only in a report in which the replicas were busy at least this
+  // fraction of the interval (batches per second × the observed compute p50,
+  // per replica). A batch that runs now and then runs on cold caches and a
+  // core that was asleep: on the 2-core development VM the wide zoo CNN's
+  // 32-row batches took 8.6 ms at 20 requests/s, 6.1 ms back to back, and
+  // its profiled p99 was 4.2 ms, so a lightly loaded instance was called
+  // Interfered and selection loaded more instances for a load one served
+  // easily. Slowness at such a load costs neither capacity nor the SLO.
+  // 0 counts every report that served queries.
+  double interference_min_busy = 0.25;
   // Consecutive reports with evidence before Active becomes Interfered.
   int32_t interfered_after_reports = 2;
   // Selection sends an Interfered instance no queries, so it produces no
@@ -142,7 +152,9 @@ struct InstanceStateStep {
 //     growing    = the instance was loaded in the previous report and
 //                  queue_length > previous queue_length (streak counted);
 //     overload   = saturated or growing_streak >= growing_queue_reports;
-//     slow       = served_qps > 0 and the signal > (1 + margin) × P99At(b);
+//     slow       = served_qps > 0, busy >= interference_min_busy and the
+//                  signal > (1 + margin) × P99At(b), where busy =
+//                  served_qps / max(1, mean_batch) × compute_p50 / replicas;
 //     calm (for Overloaded) = served_qps < release_fraction × saturation (or
 //                  saturation unknown) and the queue did not grow.
 //  3. From Inactive the instance first becomes Active, then the Active rules

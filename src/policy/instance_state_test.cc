@@ -221,6 +221,35 @@ TEST(InstanceStateTest, StreaksAndFigures) {
   EXPECT_EQ(step.history.interfered_streak, 1);
 }
 
+TEST(InstanceStateTest, SlownessAtALightLoadIsNotInterference) {
+  // busy = batches/s x observed compute p50 per replica: at batch 1 and
+  // 9.1 ms, a quarter of the time is 27.5 queries/s.
+  const double quarter_busy_qps = 0.25 / 0.0091;
+  ASSERT_LT(quarter_busy_qps, Sat());
+  auto at = [](double qps, int replicas = 1) {
+    InstanceObservation r = Slow(Report(0.5), 9.1);
+    r.served_qps = r.arrival_qps = qps;
+    r.replicas = replicas;
+    return r;
+  };
+  const InstanceHistory slow_once = In(S::kActive, 0, 0, 1);
+  InstanceStateStep step = NextInstanceState(slow_once, at(0.99 * quarter_busy_qps),
+                                             TestProfile(), kSlo);
+  EXPECT_EQ(step.state(), S::kActive);
+  EXPECT_EQ(step.history.interfered_streak, 0);
+  EXPECT_EQ(NextInstanceState(slow_once, at(1.01 * quarter_busy_qps), TestProfile(), kSlo).state(),
+            S::kInterfered);
+  // Two replicas share the batches: each is half as busy.
+  EXPECT_EQ(
+      NextInstanceState(slow_once, at(1.5 * quarter_busy_qps, 2), TestProfile(), kSlo).state(),
+      S::kActive);
+  // 0 counts every report that served queries.
+  InstanceStateOptions every_report;
+  every_report.interference_min_busy = 0;
+  EXPECT_EQ(NextInstanceState(slow_once, at(1), TestProfile(), kSlo, every_report).state(),
+            S::kInterfered);
+}
+
 TEST(InstanceStateTest, UnloadResetsHistory) {
   InstanceHistory h = In(S::kInterfered, 7, 2, 3, 1, 2);
   InstanceStateStep step = NextInstanceState(h, InstanceObservation{}, TestProfile(), kSlo);
