@@ -176,6 +176,16 @@ void ScalingLoop::Carry(const WorkerView& worker, const CatalogSnapshot& catalog
   const CatalogModel* model = catalog.FindModel(action.model);
   if (model == nullptr) return;
   const std::string& wid = worker.id;
+  if (action.kind == Kind::kRemoveReplica) {
+    // Too young to shrink: the policy asks again next round; until then
+    // nothing is done, logged or counted.
+    const CatalogVariant* v = model->FindVariant(action.from_variant);
+    if (v == nullptr) return;
+    const Nanos now = options_.clock->Now();
+    for (const InstanceView& inst : worker.instances) {
+      if (inst.key == v->spec.key && now - inst.phase_since < kMinInstanceAge) return;
+    }
+  }
   spdlog::info("model autoscaler on {}: {} {}: {}", wid, policy::ModelScaleActionKindName(action.kind),
                action.model, action.reason);
   Record(policy::ModelScaleActionKindName(action.kind));
@@ -185,15 +195,9 @@ void ScalingLoop::Carry(const WorkerView& worker, const CatalogSnapshot& catalog
     if (!action.from_variant.empty() && action.remove > 0) {
       drops.push_back({action.from_variant, action.remove});
     }
-    Nanos now = options_.clock->Now();
     for (const auto& [name, count] : drops) {
       const CatalogVariant* v = model->FindVariant(name);
       if (v == nullptr) continue;
-      bool young = false;
-      for (const InstanceView& inst : worker.instances) {
-        young |= inst.key == v->spec.key && now - inst.phase_since < kMinInstanceAge;
-      }
-      if (young && action.kind == Kind::kRemoveReplica) continue;
       int left = HeldOn(worker, v->spec.key).ready - count;
       if (left > 0) {
         options_.placer->LoadOn(wid, *v, left, nullptr);
@@ -254,20 +258,27 @@ void ScalingLoop::RunModelRound() {
   Nanos now = options_.clock->Now();
   const std::vector<WorkerView> workers = options_.cluster->Snapshot();
   const RefusedShares refused = TakeRefusedShares(workers, *catalog, now);
+  std::vector<policy::WorkerScalingSnapshot> snapshots;
   {
     absl::MutexLock lock(&mu_);
     last_refused_ = refused;
+    for (const WorkerView& worker : workers) {
+      snapshots.push_back({worker.id, WorkerSnapshot(worker, *catalog, refused)});
+    }
   }
-  for (const WorkerView& worker : workers) {
-    policy::ModelScalingSnapshot snapshot;
+  const std::set<std::pair<std::string, std::string>> vacated =
+      Consolidate(workers, snapshots, now);
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const WorkerView& worker = workers[i];
+    policy::ModelScalingSnapshot& snapshot = snapshots[i].snapshot;
     {
       absl::MutexLock lock(&mu_);
-      snapshot = WorkerSnapshot(worker, *catalog, refused);
       // Models with a move under way sit this round out.
       auto& models = snapshot.models;
       models.erase(std::remove_if(models.begin(), models.end(),
                                   [&](const policy::ScalingModel& m) {
-                                    return busy_.count({worker.id, m.model}) > 0;
+                                    return busy_.count({worker.id, m.model}) > 0 ||
+                                           vacated.count({worker.id, m.model}) > 0;
                                   }),
                    models.end());
     }
@@ -288,6 +299,52 @@ void ScalingLoop::RunModelRound() {
     }
     for (const policy::ModelScaleAction& action : decision->actions) Carry(worker, *catalog, action);
   }
+}
+
+std::set<std::pair<std::string, std::string>> ScalingLoop::Consolidate(
+    const std::vector<WorkerView>& workers,
+    const std::vector<policy::WorkerScalingSnapshot>& snapshots, Nanos now) {
+  policy::ConsolidationState previous;
+  {
+    absl::MutexLock lock(&mu_);
+    previous = consolidation_state_;
+  }
+  auto decision =
+      policy::DecideConsolidation(snapshots, previous, now, model_autoscaler_->options());
+  if (!decision.ok()) {
+    spdlog::warn("consolidation: {}", decision.status().message());
+    return {};
+  }
+  std::set<std::pair<std::string, std::string>> vacated;
+  std::vector<std::pair<std::string, VariantKey>> unloads;  // (worker, instance)
+  {
+    absl::MutexLock lock(&mu_);
+    consolidation_state_ = decision->state;
+    for (const policy::VacateAction& action : decision->actions) {
+      const WorkerView* worker = nullptr;
+      bool settled = true;  // no move of the model under way anywhere, no young instance here
+      for (const WorkerView& w : workers) {
+        settled &= busy_.count({w.id, action.model}) == 0;
+        if (w.id != action.worker) continue;
+        worker = &w;
+        for (const InstanceView& inst : w.instances) {
+          settled &= inst.key.model != action.model || now - inst.phase_since >= kMinInstanceAge;
+        }
+      }
+      if (worker == nullptr || !settled) continue;
+      spdlog::info("model autoscaler: giving {} up on {}: {}", action.model, action.worker,
+                   action.reason);
+      for (const InstanceView& inst : worker->instances) {
+        if (inst.key.model == action.model && inst.phase == InstancePhase::kReady) {
+          unloads.emplace_back(worker->id, inst.key);
+        }
+      }
+      vacated.insert({action.worker, action.model});
+    }
+  }
+  for (size_t i = 0; i < vacated.size(); ++i) Record("vacate");
+  for (const auto& [worker_id, key] : unloads) options_.placer->Unload(worker_id, key);
+  return vacated;
 }
 
 double ScalingLoop::SloOf(const CatalogSnapshot& catalog, const CatalogModel& model) const {

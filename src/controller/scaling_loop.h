@@ -30,6 +30,7 @@
 #include "controller/refused_demand.h"
 #include "controller/serving_metrics.h"
 #include "policy/autoscaling_cluster.h"
+#include "policy/autoscaling_consolidation.h"
 #include "policy/autoscaling_model.h"
 
 namespace maitre::controller {
@@ -79,6 +80,12 @@ class ScalingLoop {
                                               const CatalogSnapshot& catalog,
                                               const RefusedShares& refused)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs the consolidation policy over this round's snapshots and unloads
+  // what it gives up; returns the (worker, model) pairs it emptied.
+  std::set<std::pair<std::string, std::string>> Consolidate(
+      const std::vector<WorkerView>& workers,
+      const std::vector<policy::WorkerScalingSnapshot>& snapshots, Nanos now)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Carry(const WorkerView& worker, const CatalogSnapshot& catalog,
              const policy::ModelScaleAction& action);
   // Loads `variant` on `worker_id` with `replicas` replicas (a loaded
@@ -93,6 +100,7 @@ class ScalingLoop {
 
   absl::Mutex mu_;
   std::map<std::string, policy::ModelAutoscalerState> model_state_ ABSL_GUARDED_BY(mu_);
+  policy::ConsolidationState consolidation_state_ ABSL_GUARDED_BY(mu_);
   policy::ClusterAutoscalerState cluster_state_ ABSL_GUARDED_BY(mu_);
   // (worker, model) pairs with an action under way: not decided again until
   // it completes, so a round does not stack moves on a stale report.

@@ -3,7 +3,8 @@
 # reference ILP in its own library so that only its users link CBC.
 
 maitre_library(maitre_policy_autoscaling
-  SRCS autoscaling_model.cc autoscaling_cluster.cc placement.cc provisioning.cc
+  SRCS autoscaling_model.cc autoscaling_consolidation.cc autoscaling_cluster.cc placement.cc
+       provisioning.cc
   DEPS maitre_core absl::status absl::statusor absl::strings absl::str_format absl::span)
 
 maitre_library(maitre_policy_autoscaling_ilp
@@ -11,7 +12,8 @@ maitre_library(maitre_policy_autoscaling_ilp
   DEPS maitre_policy_autoscaling PkgConfig::CBC)
 
 maitre_test(autoscaling_test
-  SRCS autoscaling_model_test.cc autoscaling_model_property_test.cc autoscaling_ilp_test.cc
+  SRCS autoscaling_model_test.cc autoscaling_model_property_test.cc autoscaling_consolidation_test.cc
+       autoscaling_ilp_test.cc
        autoscaling_cluster_test.cc placement_test.cc provisioning_test.cc
   DEPS maitre_policy_autoscaling maitre_policy_autoscaling_ilp)
 

@@ -8,21 +8,14 @@
 #include <gtest/gtest.h>
 
 #include "policy/autoscaling_random.h"
+#include "policy/testing/scaling_variant.h"
 
 namespace maitre::policy {
 namespace {
 
-ScalingVariant V(std::string name, double qps, double cost, double load_s, int replicas = 0) {
-  ScalingVariant v;
-  v.variant = std::move(name);
-  v.saturation_qps = qps;
-  v.cost_per_s = cost;
-  v.load_s = load_s;
-  v.replicas = replicas;
-  v.accuracy = 0.9;
-  v.cores = 1;
-  v.memory_mb = 100;
-  return v;
+ScalingVariant V(std::string name, double qps, double cost, double load_s, int replicas = 0,
+                 double accuracy = 0.9) {
+  return testing::MakeVariant(std::move(name), qps, cost, load_s, replicas, accuracy);
 }
 
 ModelScalingSnapshot Worker(double cores, std::vector<ScalingVariant> variants, double load) {

@@ -318,18 +318,6 @@ std::vector<ModelScaleAction> ScaleUp(const ModelScalingSnapshot& s, const Scali
   return {action};
 }
 
-// The largest offered load over the last `window`, or nullopt when the
-// history does not reach back that far yet.
-std::optional<double> MaxLoadOver(const std::vector<ModelAutoscalerState::LoadSample>& history,
-                                  Nanos now, Nanos window) {
-  if (history.empty() || history.front().at > now - window) return std::nullopt;
-  double peak = 0;
-  for (const auto& sample : history) {
-    if (sample.at >= now - window) peak = std::max(peak, sample.load_qps);
-  }
-  return peak;
-}
-
 // A smaller setup that would have sufficed for long enough: the one that
 // saves the most. nullopt when none qualifies.
 std::optional<ModelScaleAction> ScaleDown(
@@ -349,7 +337,7 @@ std::optional<ModelScaleAction> ScaleDown(
     const ScalingVariant& from = m.variants[u];
     if (from.replicas == 0) continue;
     if (total - 1 >= o.min_replicas_per_model) {
-      std::optional<double> peak = MaxLoadOver(history, now, wait_for(from.load_s));
+      std::optional<double> peak = PeakLoadOver(history, now, wait_for(from.load_s));
       if (peak.has_value() &&
           capacity - from.saturation_qps >= o.scale_down_headroom * *peak - kEps) {
         moves.push_back({Kind::kRemoveReplica, u, 1, -1, 0, -from.cost_per_s});
@@ -361,7 +349,7 @@ std::optional<ModelScaleAction> ScaleDown(
       const ScalingVariant& to = m.variants[w];
       if (w == u || !MayAddReplicas(to, floor)) continue;
       std::optional<double> peak =
-          MaxLoadOver(history, now, wait_for(std::max(from.load_s, to.load_s)));
+          PeakLoadOver(history, now, wait_for(std::max(from.load_s, to.load_s)));
       if (!peak.has_value()) continue;
       for (int j = 1; j <= from.replicas; ++j) {
         std::optional<Move> mv = Switch(m, u, j, w, o.scale_down_headroom * *peak, o);
@@ -379,7 +367,7 @@ std::optional<ModelScaleAction> ScaleDown(
     if (from.empty() || !MayAddReplicas(to, floor)) continue;
     double load_s = to.load_s;
     for (int u : from) load_s = std::max(load_s, m.variants[u].load_s);
-    std::optional<double> peak = MaxLoadOver(history, now, wait_for(load_s));
+    std::optional<double> peak = PeakLoadOver(history, now, wait_for(load_s));
     if (!peak.has_value()) continue;
     std::optional<Move> mv = Consolidate(m, from, w, o.scale_down_headroom * *peak, o);
     if (!mv.has_value() || mv->cost >= -kEps * 1e-12 || !Fits(s, used, to, mv->add)) continue;
@@ -400,21 +388,14 @@ std::optional<ModelScaleAction> ScaleDown(
                       o.scale_down_headroom, peaks[best], Describe(m, mv), -mv.cost));
 }
 
-// Appends this second's load and forgets samples no rule will look at again,
-// keeping the newest sample at or before the horizon (it proves coverage).
+// Appends this second's load, keeping what the longest scale-down wait of
+// `m` will look at.
 std::vector<ModelAutoscalerState::LoadSample> UpdateHistory(
     std::vector<ModelAutoscalerState::LoadSample> history, const ScalingModel& m, Nanos now,
     const ModelAutoscalerOptions& o) {
-  if (!history.empty() && history.back().at > now) history.clear();  // the clock went back
-  if (!history.empty() && history.back().at == now) history.pop_back();
-  history.push_back({now, m.load_qps});
   Nanos horizon = o.min_scale_down_wait;
   for (const ScalingVariant& v : m.variants) horizon = std::max(horizon, FromSeconds(v.load_s));
-  horizon = std::min(horizon, o.history_limit);
-  size_t drop = 0;
-  while (drop + 1 < history.size() && history[drop + 1].at <= now - horizon) ++drop;
-  history.erase(history.begin(), history.begin() + drop);
-  return history;
+  return AppendLoadSample(std::move(history), m.load_qps, now, std::min(horizon, o.history_limit));
 }
 
 }  // namespace
@@ -499,6 +480,29 @@ ScalingVariant MakeScalingVariant(std::string variant, double accuracy, const Pr
   return v;
 }
 
+std::optional<double> PeakLoadOver(const std::vector<ModelAutoscalerState::LoadSample>& history,
+                                   Nanos now, Nanos window) {
+  if (history.empty() || history.front().at > now - window) return std::nullopt;
+  double peak = 0;
+  for (const auto& sample : history) {
+    if (sample.at >= now - window) peak = std::max(peak, sample.load_qps);
+  }
+  return peak;
+}
+
+std::vector<ModelAutoscalerState::LoadSample> AppendLoadSample(
+    std::vector<ModelAutoscalerState::LoadSample> history, double load_qps, Nanos now,
+    Nanos horizon) {
+  if (!history.empty() && history.back().at > now) history.clear();  // the clock went back
+  if (!history.empty() && history.back().at == now) history.pop_back();
+  history.push_back({now, load_qps});
+  // The newest sample at or before the horizon stays: it proves coverage.
+  size_t drop = 0;
+  while (drop + 1 < history.size() && history[drop + 1].at <= now - horizon) ++drop;
+  history.erase(history.begin(), history.begin() + drop);
+  return history;
+}
+
 double ModelCapacityQps(const ScalingModel& model) {
   double qps = 0;
   for (const ScalingVariant& v : model.variants) qps += (v.replicas + v.loading) * v.saturation_qps;
@@ -529,7 +533,8 @@ absl::StatusOr<std::unique_ptr<ModelAutoscaler>> ModelAutoscaler::Create(
         "scale_down_headroom must be at least slack, or a scale-down would trigger a scale-up");
   }
   if (!(options.lambda_per_s >= 0)) return absl::InvalidArgumentError("lambda must be >= 0");
-  if (options.min_scale_down_wait < 0 || options.history_limit < 0) {
+  if (options.min_scale_down_wait < 0 || options.min_consolidation_wait < 0 ||
+      options.history_limit < 0) {
     return absl::InvalidArgumentError("waits must be non-negative");
   }
   if (options.min_replicas_per_model < 0 || options.max_accuracy_drop < 0) {

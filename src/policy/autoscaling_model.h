@@ -124,6 +124,10 @@ struct ModelAutoscalerOptions {
   Nanos min_scale_down_wait = 3 * kSecond;
   // Never scale a model on this worker below this many replicas.
   int min_replicas_per_model = 1;
+  // Giving a model up on a worker entirely (autoscaling_consolidation.h)
+  // waits at least this long: getting it back can take a worker's launch
+  // as well as a load, since the emptied worker may be retired.
+  Nanos min_consolidation_wait = 30 * kSecond;
   // See ScalingModel::min_accuracy.
   double max_accuracy_drop = 0;
   // Vertical moves. `allow_upgrade` lets a scale-up add another variant or
@@ -233,6 +237,16 @@ double AccuracyFloor(const ScalingModel& model, double max_accuracy_drop);
 bool MayAddReplicas(const ScalingVariant& variant, double accuracy_floor);
 // InvalidArgument for negative figures or duplicate models or variants.
 absl::Status ValidateScalingSnapshot(const ModelScalingSnapshot& snapshot);
+
+// The largest load in `history` over the last `window`, or nullopt when the
+// history does not reach back that far yet.
+std::optional<double> PeakLoadOver(const std::vector<ModelAutoscalerState::LoadSample>& history,
+                                   Nanos now, Nanos window);
+// `history` with `load_qps` at `now` appended, less the samples no wait of
+// up to `horizon` will look at again.
+std::vector<ModelAutoscalerState::LoadSample> AppendLoadSample(
+    std::vector<ModelAutoscalerState::LoadSample> history, double load_qps, Nanos now,
+    Nanos horizon);
 
 // Σ saturation qps of ready and loading replicas of `model`.
 double ModelCapacityQps(const ScalingModel& model);

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "policy/testing/scaling_variant.h"
 #include "policy/testing/test_profiles.h"
 
 namespace maitre::policy {
@@ -12,16 +13,7 @@ using Kind = ModelScaleAction::Kind;
 
 ScalingVariant V(std::string name, double qps, double cost, double load_s, int replicas = 0,
                  double accuracy = 0.9) {
-  ScalingVariant v;
-  v.variant = std::move(name);
-  v.saturation_qps = qps;
-  v.cost_per_s = cost;
-  v.load_s = load_s;
-  v.replicas = replicas;
-  v.accuracy = accuracy;
-  v.cores = 1;
-  v.memory_mb = 100;
-  return v;
+  return testing::MakeVariant(std::move(name), qps, cost, load_s, replicas, accuracy);
 }
 
 ModelScalingSnapshot Worker(double cores, std::vector<ScalingVariant> variants, double load) {

@@ -5,6 +5,7 @@
 // the time they are paid for.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "sim/experiment.h"
@@ -170,6 +171,32 @@ TEST(ClusterTest, UpgradeLoadsBeforeItUnloads) {
   EXPECT_EQ(Find(all, 1)->ready, 1);
   ASSERT_TRUE(sim->CheckLiveState().ok());
   ASSERT_TRUE(sim->Run().ok());
+  ExpectEveryQueryResolved(*sim);
+}
+
+TEST(ClusterTest, AModelSpreadOverTwoWorkersUnderAPeakEndsOnOne) {
+  // 300 qps for 20 s needs five "slow" replicas (64 qps each) and one worker
+  // has two cores: the horizontal autoscaler fills it and places the rest on
+  // the second worker. At 10 qps each worker would keep its last replica
+  // (min_replicas_per_model); consolidation gives the model up on one.
+  Params p;
+  p.trace = "generator: piecewise\n  schedule: [{at_s: 0, rate_qps: 300}, {at_s: 20, rate_qps: 10}]";
+  p.model = "horizontal";
+  p.workers = 2;
+  p.duration = 60;
+  auto sim = Build(p);
+  auto workers_holding = [&sim] {
+    std::set<int32_t> holding;
+    for (const auto& i : sim->Instances()) {
+      if (i.alive && i.ready + i.loading > 0) holding.insert(i.worker);
+    }
+    return holding.size();
+  };
+  ASSERT_TRUE(sim->RunUntil(20 * kSecond).ok());
+  EXPECT_EQ(workers_holding(), 2u);
+  ASSERT_TRUE(sim->Run().ok());
+  EXPECT_EQ(workers_holding(), 1u);
+  EXPECT_EQ(sim->control_counters().vacated, 1);
   ExpectEveryQueryResolved(*sim);
 }
 

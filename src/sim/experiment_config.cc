@@ -661,7 +661,8 @@ class Parser {
       } else {
         MAITRE_RETURN_IF_ERROR(CheckMap(m, mp,
                                         {"name", "slack", "scale_down_headroom", "lambda_per_s",
-                                         "min_scale_down_wait_s", "min_replicas_per_model",
+                                         "min_scale_down_wait_s", "min_consolidation_wait_s",
+                                         "min_replicas_per_model",
                                          "max_accuracy_drop", "interval_s"}));
         MAITRE_RETURN_IF_ERROR(ReadString(m, mp, "name", &name, true));
         int64_t min_replicas = o.min_replicas_per_model;
@@ -669,6 +670,8 @@ class Parser {
         MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "scale_down_headroom", &o.scale_down_headroom));
         MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "lambda_per_s", &o.lambda_per_s));
         MAITRE_RETURN_IF_ERROR(ReadSeconds(m, mp, "min_scale_down_wait_s", &o.min_scale_down_wait));
+        MAITRE_RETURN_IF_ERROR(
+            ReadSeconds(m, mp, "min_consolidation_wait_s", &o.min_consolidation_wait));
         MAITRE_RETURN_IF_ERROR(ReadInt(m, mp, "min_replicas_per_model", &min_replicas));
         MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "max_accuracy_drop", &o.max_accuracy_drop));
         MAITRE_RETURN_IF_ERROR(ReadSeconds(m, mp, "interval_s", &c.model_interval));

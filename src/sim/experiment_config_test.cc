@@ -191,7 +191,7 @@ policies:
   routing: selection
   selection: {loads: true, allow_degraded: false}
   model_autoscaler: {name: horizontal, lambda_per_s: 0.2, min_scale_down_wait_s: 5,
-                     interval_s: 2}
+                     min_consolidation_wait_s: 45, interval_s: 2}
   cluster_autoscaler: {name: on, idle_cooldown_s: 30, min_workers: 2, interval_s: 4}
   report_interval_s: 0.5
 )";
@@ -216,6 +216,7 @@ TEST(ExperimentConfigManagedTest, ParsesTheControlPlane) {
   EXPECT_EQ(c.model_autoscaling, ModelAutoscaling::kHorizontal);
   EXPECT_EQ(c.model_autoscaler.lambda_per_s, 0.2);
   EXPECT_EQ(c.model_autoscaler.min_scale_down_wait, 5 * kSecond);
+  EXPECT_EQ(c.model_autoscaler.min_consolidation_wait, 45 * kSecond);
   EXPECT_EQ(c.model_interval, 2 * kSecond);
   EXPECT_TRUE(c.cluster_autoscaling);
   EXPECT_EQ(c.cluster_autoscaler.idle_cooldown, 30 * kSecond);

@@ -168,6 +168,7 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
                     {"loads_by_placement", c.loads_by_placement},
                     {"loads_refused", c.loads_refused},
                     {"replicas_removed", c.replicas_removed},
+                    {"vacated", c.vacated},
                     {"workers_added", c.workers_added},
                     {"workers_removed", c.workers_removed},
                     {"state_changes", c.state_changes}};

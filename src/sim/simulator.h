@@ -52,6 +52,7 @@
 #include "core/variant.h"
 #include "core/worker_type.h"
 #include "policy/autoscaling_cluster.h"
+#include "policy/autoscaling_consolidation.h"
 #include "policy/autoscaling_model.h"
 #include "policy/batching.h"
 #include "policy/instance_state.h"
@@ -157,6 +158,7 @@ struct ControlCounters {
   int64_t loads_by_placement = 0;    // replicas placed elsewhere for kNeedsPlacement
   int64_t loads_refused = 0;         // a worker without the cores for a selection load
   int64_t replicas_removed = 0;
+  int64_t vacated = 0;  // (worker, model) pairs given up by consolidation
   int64_t model_actions[6] = {0, 0, 0, 0, 0, 0};  // by ModelScaleAction::Kind
   int64_t workers_added = 0;
   int64_t workers_removed = 0;
@@ -374,6 +376,11 @@ class Simulator {
   std::vector<policy::ClusterDemand> ClusterDemands() const;
   void AttributeRefused();
   void Report(int32_t w, Nanos interval);
+  // The model autoscaler's view of worker w.
+  policy::ModelScalingSnapshot ScalingSnapshot(int32_t w) const;
+  // Consolidation across workers (policy/autoscaling_consolidation.h), run
+  // at the start of every model round.
+  void Consolidate();
   void RunModelAutoscaler(int32_t w);
   void RunClusterAutoscaler();
   void PlaceElsewhere(int32_t source, const policy::ModelScaleAction& action);
@@ -392,6 +399,7 @@ class Simulator {
   std::unique_ptr<SelectionRouter> selection_;         // managed clusters
   std::unique_ptr<policy::ModelAutoscaler> model_autoscaler_;
   std::unique_ptr<policy::ClusterAutoscaler> cluster_autoscaler_;
+  policy::ConsolidationState consolidation_state_;
   policy::ClusterAutoscalerState cluster_state_;
   std::vector<Instance> instances_;
   std::vector<Replica> replicas_;

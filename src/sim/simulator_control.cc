@@ -411,6 +411,7 @@ void Simulator::OnControl() {
   last_report_ = now_;
   if (model_autoscaler_ != nullptr && now_ >= next_model_round_) {
     next_model_round_ += setup_.control.model_interval;
+    Consolidate();
     for (size_t w = 0; w < workers_.size() && status_.ok(); ++w) {
       if (workers_[w].up && !workers_[w].removed) RunModelAutoscaler(static_cast<int32_t>(w));
     }
@@ -498,8 +499,8 @@ void Simulator::Report(int32_t w, Nanos interval) {
   selection_->UpdateWorker(w, worker.utilisation, FreeMemoryForSelection(worker));
 }
 
-void Simulator::RunModelAutoscaler(int32_t w) {
-  Worker& worker = workers_[w];
+policy::ModelScalingSnapshot Simulator::ScalingSnapshot(int32_t w) const {
+  const Worker& worker = workers_[w];
   const WorkerType& type = setup_.worker_types[worker.type].type;
   policy::ModelScalingSnapshot snapshot;
   snapshot.cores = type.cores;
@@ -520,7 +521,6 @@ void Simulator::RunModelAutoscaler(int32_t w) {
       models.push_back(v.key.model);
     }
   }
-  if (models.empty()) return;
   for (const std::string& model : models) {
     policy::ScalingModel m;
     m.model = model;
@@ -545,6 +545,41 @@ void Simulator::RunModelAutoscaler(int32_t w) {
       m.min_accuracy = setup_.apps[app].min_accuracy;
     snapshot.models.push_back(std::move(m));
   }
+  return snapshot;
+}
+
+void Simulator::Consolidate() {
+  std::vector<policy::WorkerScalingSnapshot> snapshots;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (!workers_[w].up || workers_[w].removed) continue;
+    snapshots.push_back({workers_[w].id, ScalingSnapshot(static_cast<int32_t>(w))});
+  }
+  auto decision = policy::DecideConsolidation(snapshots, consolidation_state_, now_,
+                                              model_autoscaler_->options());
+  if (!decision.ok()) {
+    Fail(absl::InternalError(absl::StrCat("consolidation: ", decision.status().message())));
+    return;
+  }
+  consolidation_state_ = std::move(decision->state);
+  for (const policy::VacateAction& a : decision->actions) {
+    ++control_.vacated;
+    Log(absl::StrCat(a.worker, " model autoscaler: ", a.reason));
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      if (workers_[w].id != a.worker) continue;
+      for (const auto& [variant, count] : a.replicas) {
+        const int32_t v = VariantOnType(a.model, variant, workers_[w].type);
+        if (int32_t i = v >= 0 ? InstanceOf(static_cast<int32_t>(w), v) : -1; i >= 0) {
+          RemoveReplicas(i, count);
+        }
+      }
+    }
+  }
+}
+
+void Simulator::RunModelAutoscaler(int32_t w) {
+  Worker& worker = workers_[w];
+  policy::ModelScalingSnapshot snapshot = ScalingSnapshot(w);
+  if (snapshot.models.empty()) return;
   auto decision = model_autoscaler_->Decide(snapshot, worker.autoscaler_state, now_);
   if (!decision.ok()) {
     Fail(absl::InternalError(

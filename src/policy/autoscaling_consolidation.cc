@@ -1,0 +1,130 @@
+#include "policy/autoscaling_consolidation.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace maitre::policy {
+namespace {
+
+constexpr double kEps = 1e-9;
+
+// One model's replicas on one worker.
+struct Holding {
+  const std::string* worker = nullptr;
+  const ScalingModel* model = nullptr;
+  double capacity_qps = 0;
+  double cost_per_s = 0;   // of its ready and loading replicas
+  double load_s = 0;       // the longest load time among its running variants
+  double best_accuracy = -std::numeric_limits<double>::infinity();
+  int replicas = 0;  // ready and loading
+  bool loading = false;
+};
+
+// A worker's replicas share its cores: where selection loaded more than the
+// cores hold (it does not count cores), they deliver the cores' worth.
+Holding Summarise(const std::string& worker, const ModelScalingSnapshot& s,
+                  const ScalingModel& m) {
+  const double used = UsedCores(s);
+  const double share = s.cores > 0 && used > s.cores ? s.cores / used : 1.0;
+  Holding h{&worker, &m, ModelCapacityQps(m) * share};
+  for (const ScalingVariant& v : m.variants) {
+    int held = v.replicas + v.loading;
+    if (held == 0) continue;
+    h.replicas += held;
+    h.cost_per_s += held * v.cost_per_s;
+    h.load_s = std::max(h.load_s, v.load_s);
+    h.best_accuracy = std::max(h.best_accuracy, v.accuracy);
+    h.loading |= v.loading > 0;
+  }
+  return h;
+}
+
+}  // namespace
+
+absl::StatusOr<ConsolidationDecision> DecideConsolidation(
+    const std::vector<WorkerScalingSnapshot>& workers, const ConsolidationState& previous,
+    Nanos now, const ModelAutoscalerOptions& o) {
+  std::set<std::string> names;
+  std::map<std::string, std::vector<Holding>> by_model;
+  for (const WorkerScalingSnapshot& w : workers) {
+    if (!names.insert(w.worker).second) {
+      return absl::InvalidArgumentError(absl::StrCat("worker ", w.worker, " appears twice"));
+    }
+    if (absl::Status valid = ValidateScalingSnapshot(w.snapshot); !valid.ok()) return valid;
+    for (const ScalingModel& m : w.snapshot.models) {
+      by_model[m.model].push_back(Summarise(w.worker, w.snapshot, m));
+    }
+  }
+
+  ConsolidationDecision decision;
+  for (const auto& [model, holdings] : by_model) {
+    double load = 0, capacity = 0;
+    const Nanos min_wait = std::max(o.min_scale_down_wait, o.min_consolidation_wait);
+    Nanos horizon = min_wait;
+    for (const Holding& h : holdings) {
+      load += h.model->load_qps;
+      capacity += h.capacity_qps;
+      horizon = std::max(horizon, FromSeconds(h.load_s));
+    }
+    auto it = previous.history.find(model);
+    std::vector<ModelAutoscalerState::LoadSample>& history = decision.state.history[model] =
+        AppendLoadSample(it != previous.history.end() ? it->second
+                                                      : std::vector<ModelAutoscalerState::LoadSample>{},
+                         load, now, std::min(horizon, o.history_limit));
+
+    std::vector<const Holding*> held;  // workers that hold replicas of the model
+    bool loading = false;
+    for (const Holding& h : holdings) {
+      loading |= h.loading;
+      if (h.replicas > 0) held.push_back(&h);
+    }
+    if (loading || held.size() < 2) continue;
+
+    const Holding* best = nullptr;
+    double best_peak = 0;
+    const int last_replicas = std::max(1, o.min_replicas_per_model);
+    for (const Holding* h : held) {
+      // Replicas above the last ones are the per-worker policy's to remove,
+      // one at a time.
+      if (h->replicas > last_replicas) continue;
+      double rest_accuracy = -std::numeric_limits<double>::infinity();
+      for (const Holding* other : held) {
+        if (other != h) rest_accuracy = std::max(rest_accuracy, other->best_accuracy);
+      }
+      if (rest_accuracy < h->best_accuracy - kEps) continue;
+      Nanos wait = std::min(std::max(min_wait, FromSeconds(h->load_s)), o.history_limit);
+      std::optional<double> peak = PeakLoadOver(history, now, wait);
+      if (!peak.has_value() || capacity - h->capacity_qps < o.scale_down_headroom * *peak - kEps) {
+        continue;
+      }
+      auto rank = [](const Holding* x) {
+        return std::make_tuple(-x->cost_per_s, x->capacity_qps, *x->worker);
+      };
+      if (best == nullptr || rank(h) < rank(best)) {
+        best = h;
+        best_peak = *peak;
+      }
+    }
+    if (best == nullptr) continue;
+    VacateAction action;
+    action.model = model;
+    action.worker = *best->worker;
+    action.saves_per_s = best->cost_per_s;
+    for (const ScalingVariant& v : best->model->variants) {
+      if (v.replicas > 0) action.replicas.push_back({v.variant, v.replicas});
+    }
+    action.reason = absl::StrFormat(
+        "its other workers serve %.1f qps, >= %.2f x the peak load %.1f qps of the wait; its "
+        "replicas here cost %.3g $/s",
+        capacity - best->capacity_qps, o.scale_down_headroom, best_peak, action.saves_per_s);
+    decision.actions.push_back(std::move(action));
+  }
+  return decision;
+}
+
+}  // namespace maitre::policy

@@ -1,0 +1,80 @@
+// Consolidation across workers: the scale-down the per-worker model
+// autoscaler cannot make. That policy sees one worker and keeps at least
+// `min_replicas_per_model` replicas of every model the worker serves, so a
+// model that spilled onto a second worker under a peak (kNeedsPlacement)
+// would keep an instance on both for good, each half idle, and the load
+// split between them. This policy, run in the same round over every
+// worker's snapshot, lets a worker give a model up entirely once the
+// model's other workers alone would have carried its whole load with the
+// scale-down headroom over the wait (the load time of what goes, at least
+// `min_scale_down_wait` and `min_consolidation_wait`) — the per-worker rule,
+// applied to the model cluster-wide.
+//
+// A worker's capacity for the model is its replicas' saturation throughput,
+// scaled down when its replicas (of every model, and reservations) take
+// more cores than it has: selection loads instances without counting cores.
+//
+// Only a worker down to its last replicas of the model (the per-worker
+// `min_replicas_per_model`, at least one) may give it up: the per-worker
+// policy removes the others one at a time, and a worker's whole share at
+// once was too large a step under a fluctuating load (in the simulator's
+// infaas-autoscaling experiment it raised violations from 0.18 to 0.26).
+//
+// At most one worker gives a model up per round; never while any replica of
+// the model is loading (a transition is under way); never the model's last
+// worker; and never a worker whose departure would lower the best accuracy
+// the model is served at. Among the workers that qualify, the one whose
+// replicas cost the most goes (ties: the one with less capacity, then by
+// name), so the cluster keeps the cheapest setup that suffices.
+//
+// Pure, like every policy: the caller passes the snapshots, the state the
+// last call returned, and `now`. The rules are in docs/policies.md, "Model
+// autoscaler", "Consolidation across workers".
+//
+// Thread-safety: a free function over value types.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/time.h"
+#include "policy/autoscaling_model.h"
+
+namespace maitre::policy {
+
+// One worker's snapshot, as the model autoscaler gets it, and its name.
+struct WorkerScalingSnapshot {
+  std::string worker;
+  ModelScalingSnapshot snapshot;
+};
+
+// What the policy remembers: each model's load over the whole cluster.
+struct ConsolidationState {
+  std::map<std::string, std::vector<ModelAutoscalerState::LoadSample>> history;  // by model
+};
+
+// Unload every replica of `model` on `worker`: these (variant, ready replicas).
+struct VacateAction {
+  std::string model;
+  std::string worker;
+  std::vector<std::pair<std::string, int>> replicas;
+  double saves_per_s = 0;  // Σ C of the replicas, $/s
+  std::string reason;      // one sentence for logs
+};
+
+struct ConsolidationDecision {
+  std::vector<VacateAction> actions;  // at most one per model, ordered by model
+  ConsolidationState state;           // pass back on the next call
+};
+
+// Uses `options`' scale_down_headroom, min_scale_down_wait,
+// min_consolidation_wait, min_replicas_per_model and history_limit. InvalidArgument for a malformed snapshot (as
+// ValidateScalingSnapshot) or a worker named twice.
+absl::StatusOr<ConsolidationDecision> DecideConsolidation(
+    const std::vector<WorkerScalingSnapshot>& workers, const ConsolidationState& previous,
+    Nanos now, const ModelAutoscalerOptions& options);
+
+}  // namespace maitre::policy
