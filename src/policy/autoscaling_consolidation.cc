@@ -61,10 +61,11 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
     }
   }
 
+  const Nanos min_wait = std::max(o.min_scale_down_wait, o.min_consolidation_wait);
+  const int last_replicas = std::max(1, o.min_replicas_per_model);
   ConsolidationDecision decision;
   for (const auto& [model, holdings] : by_model) {
     double load = 0, capacity = 0;
-    const Nanos min_wait = std::max(o.min_scale_down_wait, o.min_consolidation_wait);
     Nanos horizon = min_wait;
     for (const Holding& h : holdings) {
       load += h.model->load_qps;
@@ -87,7 +88,6 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
 
     const Holding* best = nullptr;
     double best_peak = 0;
-    const int last_replicas = std::max(1, o.min_replicas_per_model);
     for (const Holding* h : held) {
       // Replicas above the last ones are the per-worker policy's to remove,
       // one at a time.

@@ -15,10 +15,9 @@
 // more cores than it has: selection loads instances without counting cores.
 //
 // Only a worker down to its last replicas of the model (the per-worker
-// `min_replicas_per_model`, at least one) may give it up: the per-worker
-// policy removes the others one at a time, and a worker's whole share at
-// once was too large a step under a fluctuating load (in the simulator's
-// infaas-autoscaling experiment it raised violations from 0.18 to 0.26).
+// `min_replicas_per_model`, at least one) may give it up: the replicas above
+// those are the per-worker policy's to remove, one at a time, and this
+// policy does only what that one cannot.
 //
 // At most one worker gives a model up per round; never while any replica of
 // the model is loading (a transition is under way); never the model's last
