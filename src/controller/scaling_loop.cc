@@ -16,6 +16,13 @@ constexpr Nanos kObservedMemory = 30 * kSecond;
 // would only make the two fight.
 constexpr Nanos kMinInstanceAge = 30 * kSecond;
 
+// Whether an instance's reported arrivals are load to scale for. One being
+// unloaded (or that failed) takes no more queries: its last report's
+// arrivals go elsewhere now, and counting them would load it again.
+bool TakesQueries(const InstanceView& inst) {
+  return inst.phase == InstancePhase::kReady || inst.phase == InstancePhase::kLoading;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ScalingLoop>> ScalingLoop::Create(Options options) {
@@ -128,7 +135,9 @@ policy::ModelScalingSnapshot ScalingLoop::WorkerSnapshot(const WorkerView& worke
   snapshot.cores = worker.type.cores;
   snapshot.memory_mb = static_cast<double>(worker.type.memory_mb);
   std::map<std::string, double> offered;  // by model: arrivals at this worker
-  for (const InstanceView& inst : worker.instances) offered[inst.key.model] += inst.stats.arrival_qps;
+  for (const InstanceView& inst : worker.instances) {
+    if (TakesQueries(inst)) offered[inst.key.model] += inst.stats.arrival_qps;
+  }
   for (const auto& [where, qps] : refused) {
     if (where.first == worker.id) offered[where.second] += qps;
   }
@@ -361,7 +370,7 @@ std::vector<policy::ClusterDemand> ScalingLoop::ClusterDemands(
       const CatalogModel* model = catalog.FindModel(inst.key.model);
       const CatalogVariant* v = model != nullptr ? model->FindVariant(inst.key.variant) : nullptr;
       const Profile* p = v != nullptr ? v->ProfileOn(w.type.name) : nullptr;
-      if (p == nullptr) continue;
+      if (p == nullptr || !TakesQueries(inst)) continue;
       const HeldReplicas held = HeldOn(w, inst.key);
       policy::ClusterDemand& d = by_model[model->name];
       d.model = model->name;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "controller/registry/registry.h"
 #include "core/work_queue.h"
@@ -74,10 +75,12 @@ class ConsolidationLoopTest : public ::testing::Test {
 
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // One second: each worker reports `qps` for its instance, then a round.
+  // One second: each worker whose instance is ready reports `qps` for it (an
+  // instance being unloaded takes no queries), then a round.
   void Second(double qps) {
     clock_.Advance(kSecond);
     for (const std::string& id : workers_) {
+      if (!Ready(id)) continue;
       WorkerReport report;
       report.worker_id = id;
       InstanceStats stats;
@@ -91,14 +94,23 @@ class ConsolidationLoopTest : public ::testing::Test {
     loop_->RunModelRound();
   }
 
+  // The phase of the variant's instance on a worker; nullopt when it has none.
+  std::optional<InstancePhase> Phase(const std::string& worker_id) const {
+    for (const WorkerView& w : cluster_->Snapshot()) {
+      for (const InstanceView& inst : w.instances) {
+        if (w.id == worker_id && inst.key == kKey) return inst.phase;
+      }
+    }
+    return std::nullopt;
+  }
+  bool Ready(const std::string& worker_id) const {
+    return Phase(worker_id) == InstancePhase::kReady;
+  }
+
   // Workers whose instance of the variant is still ready.
   int ReadyWorkers() const {
     int n = 0;
-    for (const WorkerView& w : cluster_->Snapshot()) {
-      for (const InstanceView& inst : w.instances) {
-        n += inst.key == kKey && inst.phase == InstancePhase::kReady;
-      }
-    }
+    for (const std::string& id : workers_) n += Ready(id);
     return n;
   }
 
@@ -123,9 +135,14 @@ TEST_F(ConsolidationLoopTest, AQuietModelOnTwoWorkersEndsOnOneAfterTheWait) {
     ASSERT_EQ(ReadyWorkers(), 2) << "at " << s << " s";
   }
   for (int s = 31; s <= 33 && ReadyWorkers() == 2; ++s) Second(20);
-  EXPECT_EQ(ReadyWorkers(), 1);
-  // The one left is kept: it is the model's last worker.
-  for (int s = 0; s < 40; ++s) Second(20);
+  ASSERT_EQ(ReadyWorkers(), 1);
+  const std::string vacated = Ready(workers_[0]) ? workers_[1] : workers_[0];
+  // The one left is kept: it is the model's last worker. The one given up
+  // is not loaded again: its last report's load was not the worker's to serve.
+  for (int s = 0; s < 40; ++s) {
+    Second(20);
+    ASSERT_EQ(Phase(vacated), InstancePhase::kUnloading) << "at " << s << " s";
+  }
   EXPECT_EQ(ReadyWorkers(), 1);
 }
 
