@@ -1,6 +1,9 @@
 #include "controller/dispatcher.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "core/cores.h"
 #include "core/logging.h"
 #include "controller/model_views.h"
 
@@ -49,9 +52,17 @@ std::string DeadlinePassed(Nanos deadline, Nanos received, absl::string_view ans
 
 }  // namespace
 
-Dispatcher::Dispatcher(Options options)
-    : options_(options), deadline_timer_(std::make_unique<TimerThread>(options.clock)) {
-  // Expired queries are answered from this thread; in a burst on a small
+Dispatcher::Dispatcher(Options options) : options_(options) {
+  const std::vector<int> cores = AllowedCores();
+  const int lanes =
+      std::clamp(static_cast<int>(cores.size()), 1, std::max(1, options_.deadline_timer_lanes));
+  deadline_timer_ = std::make_unique<TimerThread>(options_.clock, lanes);
+  if (lanes > 1) {
+    if (absl::Status s = deadline_timer_->PinLanes(cores); !s.ok()) {
+      spdlog::info("dispatcher: {}", s.message());
+    }
+  }
+  // Expired queries are answered from these threads; in a burst on a small
   // host an ordinary thread's wake-up could wait behind the busy ones.
   if (absl::Status s = deadline_timer_->RaiseToRealtime(); !s.ok()) {
     spdlog::info("dispatcher: {}; 504s may leave late on a busy host", s.message());
@@ -124,6 +135,10 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
 
 void Dispatcher::Expire(const std::shared_ptr<Query>& query) {
   if (query->finished.load(std::memory_order_acquire)) return;
+  // The timer has let go of this entry (another lane's copy does nothing),
+  // so Finish need not cancel it: cancelling takes every lane's lock, which
+  // a stalled thread may hold.
+  query->deadline_timer_seq.store(0, std::memory_order_relaxed);
   std::string answerer = "any instance";
   {
     absl::MutexLock lock(&query->sent_mu);

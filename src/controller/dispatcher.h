@@ -58,6 +58,10 @@ class Dispatcher {
     // Workers aim to answer this long before a query's deadline: the reply's
     // trip back plus scheduling delay on a busy host.
     Nanos reply_margin = kMillisecond;
+    // Lanes of the deadline timer, each pinned to its own core of those the
+    // process may use (as many as there are, up to this): a 504 then leaves
+    // on time while one core stalls (core/timer_thread.h).
+    int deadline_timer_lanes = 2;
   };
 
   explicit Dispatcher(Options options);
@@ -87,7 +91,7 @@ class Dispatcher {
   void Expire(const std::shared_ptr<Query>& query);
 
   const Options options_;
-  // Answers each query at its deadline from a thread of its own, rather
+  // Answers each query at its deadline from threads of its own, rather
   // than waiting for the transport's deadline callback, which on a busy
   // host queues behind a burst of other completions.
   std::unique_ptr<TimerThread> deadline_timer_;

@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
 
 #include "gtest/gtest.h"
 
@@ -92,6 +95,64 @@ TEST(TimerThreadTest, ACancelledClosureNeverRunsAndLeavesNothingBehind) {
   clock.Set(20);
   EXPECT_TRUE(Eventually([&] { return fired.load() == 11; }));
   EXPECT_EQ(timer.pending(), 0u);
+}
+
+// With two lanes every closure is queued on both and still runs exactly
+// once; cancelling takes it off both.
+TEST(TimerThreadTest, LanesRunEachClosureOnceAndCancelFromAll) {
+  ManualClock clock(0);
+  TimerThread timer(&clock, 2);
+  ASSERT_EQ(timer.lanes(), 2);
+  std::atomic<int> runs[20] = {};
+  std::vector<TimerThread::Handle> handles;
+  for (int i = 0; i < 20; ++i) {
+    handles.push_back(timer.Schedule(10 + i % 3, [&runs, i] { runs[i].fetch_add(1); }));
+  }
+  timer.Cancel(handles[7]);
+  EXPECT_EQ(timer.pending(), 19u);
+  clock.Set(20);
+  ASSERT_TRUE(Eventually([&] { return timer.pending() == 0; }));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(runs[i].load(), i == 7 ? 0 : 1) << "closure " << i;
+}
+
+// A lane whose thread does not run (here: held inside a closure, as a
+// stalled core would hold it) does not hold back a closure the other lane
+// can run.
+TEST(TimerThreadTest, OneStalledLaneDoesNotDelayTheOther) {
+  ManualClock clock(0);
+  TimerThread timer(&clock, 2);
+  absl::Notification release;
+  std::atomic<int> entered{0};
+  std::atomic<int> later{0};
+  // Whichever lane takes this first is stuck in it until released.
+  timer.Schedule(10, [&] {
+    entered.fetch_add(1);
+    release.WaitForNotification();
+  });
+  timer.Schedule(20, [&] { later.fetch_add(1); });
+  clock.Set(10);
+  ASSERT_TRUE(Eventually([&] { return entered.load() == 1; }));
+  clock.Set(20);
+  EXPECT_TRUE(Eventually([&] { return later.load() == 1; }))
+      << "the free lane ran the later closure while the other was stuck";
+  release.Notify();
+  ASSERT_TRUE(Eventually([&] { return timer.pending() == 0; }));
+  EXPECT_EQ(entered.load(), 1);
+  EXPECT_EQ(later.load(), 1);
+}
+
+TEST(TimerThreadTest, LanesPinToTheCoresGiven) {
+  TimerThread timer(SteadyClock::Get(), 2);
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  ASSERT_TRUE(timer.PinLanes({first, first}).ok());
+  std::atomic<int> core{-1};
+  timer.Schedule(0, [&] { core.store(sched_getcpu()); });
+  ASSERT_TRUE(Eventually([&] { return core.load() != -1; }));
+  EXPECT_EQ(core.load(), first);
+  EXPECT_EQ(timer.PinLanes({CPU_SETSIZE + 1}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 // Closures run at real-time priority when the process may raise it (root in

@@ -1,6 +1,5 @@
 #include "worker/worker_main.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,8 +10,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "core/cores.h"
 #include "core/stop_signal.h"
 #include "core/work_queue.h"
 #include "runtime/executor.h"
@@ -53,16 +52,6 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-void PinToCores(const std::vector<int>& cores) {
-  if (cores.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cores) CPU_SET(c, &set);
-  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-    spdlog::warn("worker: could not pin to cores {}", absl::StrJoin(cores, ","));
-  }
-}
-
 std::string HostOf(const std::string& address) {
   return address.substr(0, address.rfind(':'));
 }
@@ -73,7 +62,9 @@ int RunWorker(const WorkerOptions& options) {
   // OpenBLAS threads fight torch's own; the worker's parallelism is torch's.
   setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
   SignalWatcher signals;
-  PinToCores(options.cores);
+  if (absl::Status s = PinCallingThread(options.cores); !s.ok()) {
+    spdlog::warn("worker: {}", s.message());
+  }
 
   std::string cache_dir = options.cache_dir;
   if (cache_dir.empty()) {
