@@ -24,6 +24,7 @@ absl::Status CheckOptions(const MeasureOptions& o) {
         "need warmup >= 0 and 1 <= min_repetitions <= max_repetitions");
   }
   if (o.rounds < 1) return absl::InvalidArgumentError("need at least one round");
+  if (o.round_pause < 0) return absl::InvalidArgumentError("round_pause must not be negative");
   if (o.attempts < 1) return absl::InvalidArgumentError("need at least one attempt");
   return absl::OkStatus();
 }
@@ -101,6 +102,7 @@ absl::StatusOr<std::vector<LatencyPoint>> MeasureLatencies(Executor& executor,
   for (const LatencyPoint& p : best) reached.push_back(p.batch);
   for (int attempt = 1;; ++attempt) {
     for (int round = attempt == 1 ? 1 : 0; round < options.rounds; ++round) {
+      if (options.round_pause > 0) clock.SleepUntil(clock.Now() + options.round_pause);
       MAITRE_ASSIGN_OR_RETURN(std::vector<LatencyPoint> again, sweep(reached, false));
       for (size_t i = 0; i < best.size(); ++i) {
         if (again[i].p50_ms < best[i].p50_ms) best[i] = again[i];

@@ -38,6 +38,9 @@ struct MeasureOptions {
   // that stays busy is the instance state machine's business (Interfered),
   // not the profile's. Later rounds time the batch sizes the first reached.
   int rounds = 1;
+  // A pause before each round after the first, so that the rounds sample
+  // moments further apart than one slow stretch of the host.
+  Nanos round_pause = 0;
   // Rounds follow each other within a second or two, so they cannot see
   // through a host that runs slow for longer. When `host_slowdown` is set
   // (how much slower than usual the host runs now; 1 = usual; see

@@ -1,5 +1,10 @@
 #include "runtime/measure.h"
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/testing/fake_executor.h"
@@ -90,6 +95,44 @@ TEST(MeasureTest, RoundsKeepEachBatchsLeastDisturbedRound) {
   points = MeasureLatencies(executor, OneRow(), options);
   ASSERT_TRUE(points.ok());
   EXPECT_DOUBLE_EQ((*points)[0].p50_ms, 30);
+}
+
+// Each round after the first starts at least round_pause after the one
+// before it, so that the rounds are not all inside one slow stretch.
+TEST(MeasureTest, RoundsArePausedApart) {
+  ManualClock clock;
+  std::vector<Nanos> run_at;
+  testing::FakeExecutor executor({testing::EchoClassifier(10), &clock, [&](int64_t) {
+                                    run_at.push_back(clock.Now());
+                                    return 10 * kMillisecond;
+                                  }});
+  MeasureOptions options;
+  options.batch_sizes = {1};
+  options.warmup = 0;
+  options.min_repetitions = 1;
+  options.min_time_per_batch = 0;
+  options.rounds = 3;
+  options.round_pause = 5 * kSecond;
+  options.clock = &clock;
+  // The manual clock moves only when told to: move it while the rounds wait.
+  std::atomic<bool> done{false};
+  std::thread mover([&] {
+    while (!done.load()) {
+      clock.Advance(100 * kMillisecond);
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  });
+  auto points = MeasureLatencies(executor, OneRow(), options);
+  done = true;
+  mover.join();
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(run_at.size(), 3u);
+  EXPECT_GE(run_at[1] - run_at[0], 5 * kSecond);
+  EXPECT_GE(run_at[2] - run_at[1], 5 * kSecond);
+
+  options.round_pause = -1;
+  EXPECT_EQ(MeasureLatencies(executor, OneRow(), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MeasureTest, MeasuresAgainWhileTheHostRanSlow) {

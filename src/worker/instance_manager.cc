@@ -224,6 +224,7 @@ absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
   measure.warmup = options.warmup;
   measure.min_repetitions = options.repetitions;
   measure.rounds = std::max(1, options.rounds);
+  measure.round_pause = options.round_pause;
   measure.min_time_per_batch = options.min_time_per_batch / measure.rounds;
   measure.clock = options_.clock;
   std::vector<Tensor> sample = options.sample.empty() ? ZeroRow(spec.spec) : options.sample;

@@ -46,6 +46,7 @@ struct ProfileOptions {
   // Sweeps over the batch sizes; each point keeps its least disturbed one
   // (runtime::MeasureOptions::rounds).
   int rounds = 3;
+  Nanos round_pause = kSecond;  // runtime::MeasureOptions::round_pause
   // A reference kernel (runtime::HostSpeedProbe) says whether the host ran
   // slow; if so the rounds are repeated (runtime::MeasureOptions::attempts,
   // with its threshold and pause).
