@@ -117,13 +117,15 @@ class ConsolidationLoopTest : public ::testing::Test {
   const VariantKey kKey{"m", "opencv"};
   std::filesystem::path dir_;
   ManualClock clock_{1000 * kSecond};
-  WorkQueue control_{1};
   std::unique_ptr<registry::Registry> registry_;
   Catalog catalog_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<ScalingLoop> loop_;
   std::vector<std::string> workers_;
+  // Last, so it is destroyed first: its destructor runs the unloads still
+  // queued, which use the cluster.
+  WorkQueue control_{1};
 };
 
 TEST_F(ConsolidationLoopTest, AQuietModelOnTwoWorkersEndsOnOneAfterTheWait) {
