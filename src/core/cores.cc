@@ -2,7 +2,6 @@
 
 #include <sched.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -21,7 +20,7 @@ std::vector<int> AllowedCores() {
   return cores;
 }
 
-absl::Status PinCallingThread(const std::vector<int>& cores) {
+absl::Status PinThread(pthread_t thread, const std::vector<int>& cores) {
   if (cores.empty()) return absl::OkStatus();
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -29,9 +28,9 @@ absl::Status PinCallingThread(const std::vector<int>& cores) {
     if (c < 0 || c >= CPU_SETSIZE) return absl::InvalidArgumentError(absl::StrCat("no core ", c));
     CPU_SET(c, &set);
   }
-  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+  if (const int rc = pthread_setaffinity_np(thread, sizeof(set), &set); rc != 0) {
     return absl::InvalidArgumentError(absl::StrCat("cannot pin to cores ", absl::StrJoin(cores, ","),
-                                                   ": ", std::strerror(errno)));
+                                                   ": ", std::strerror(rc)));
   }
   return absl::OkStatus();
 }

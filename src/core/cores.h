@@ -6,6 +6,8 @@
 // own affinity).
 #pragma once
 
+#include <pthread.h>
+
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,8 +18,11 @@ namespace maitre {
 // the kernel will not say).
 std::vector<int> AllowedCores();
 
-// Restricts the calling thread (and threads it starts afterwards) to
-// `cores`; an empty list changes nothing.
-absl::Status PinCallingThread(const std::vector<int>& cores);
+// Restricts `thread` (and threads it starts afterwards) to `cores`; an
+// empty list changes nothing.
+absl::Status PinThread(pthread_t thread, const std::vector<int>& cores);
+inline absl::Status PinCallingThread(const std::vector<int>& cores) {
+  return PinThread(pthread_self(), cores);
+}
 
 }  // namespace maitre

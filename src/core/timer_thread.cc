@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/cores.h"
+#include "core/status_macros.h"
 
 namespace maitre {
 
@@ -38,17 +40,7 @@ absl::Status TimerThread::RaiseToRealtime() {
 
 absl::Status TimerThread::PinLanes(const std::vector<int>& cpus) {
   for (size_t i = 0; i < lanes_.size() && i < cpus.size(); ++i) {
-    if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) {
-      return absl::InvalidArgumentError(absl::StrCat("no core ", cpus[i]));
-    }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpus[i], &set);
-    const int rc = pthread_setaffinity_np(lanes_[i]->thread.native_handle(), sizeof(set), &set);
-    if (rc != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot pin timer lane ", i, " to core ",
-                                                     cpus[i], ": ", std::strerror(rc)));
-    }
+    MAITRE_RETURN_IF_ERROR(PinThread(lanes_[i]->thread.native_handle(), {cpus[i]}));
   }
   return absl::OkStatus();
 }

@@ -67,10 +67,14 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
   for (const auto& [model, holdings] : by_model) {
     double load = 0, capacity = 0;
     Nanos horizon = min_wait;
+    bool loading = false;
+    std::vector<const Holding*> held;  // workers that hold replicas of the model
     for (const Holding& h : holdings) {
       load += h.model->load_qps;
       capacity += h.capacity_qps;
       horizon = std::max(horizon, FromSeconds(h.load_s));
+      loading |= h.loading;
+      if (h.replicas > 0) held.push_back(&h);
     }
     auto it = previous.history.find(model);
     std::vector<ModelAutoscalerState::LoadSample>& history = decision.state.history[model] =
@@ -78,12 +82,6 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
                                                       : std::vector<ModelAutoscalerState::LoadSample>{},
                          load, now, std::min(horizon, o.history_limit));
 
-    std::vector<const Holding*> held;  // workers that hold replicas of the model
-    bool loading = false;
-    for (const Holding& h : holdings) {
-      loading |= h.loading;
-      if (h.replicas > 0) held.push_back(&h);
-    }
     if (loading || held.size() < 2) continue;
 
     const Holding* best = nullptr;

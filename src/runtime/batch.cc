@@ -80,6 +80,11 @@ absl::StatusOr<std::vector<Tensor>> ConcatRows(
   return joined;
 }
 
+absl::StatusOr<std::vector<Tensor>> TileRows(const std::vector<Tensor>& request, int copies) {
+  if (copies < 1) return absl::InvalidArgumentError("a batch needs at least one copy");
+  return ConcatRows(std::vector<const std::vector<Tensor>*>(static_cast<size_t>(copies), &request));
+}
+
 absl::StatusOr<std::vector<std::vector<Tensor>>> SplitRows(
     const std::vector<Tensor>& outputs, const std::vector<int64_t>& rows_per_request) {
   int64_t total = 0;

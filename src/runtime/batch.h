@@ -18,10 +18,13 @@ namespace maitre::runtime {
 // same number of tensors, and the k-th tensor of each must agree in name,
 // dtype and every dimension after the first; each must be valid
 // (Tensor::Validate) and have at least one dimension. The result's k-th
-// tensor has the k-th name and the summed batch. Tiling one row set to a
-// batch of n is ConcatRows with n pointers to the same request.
+// tensor has the k-th name and the summed batch.
 absl::StatusOr<std::vector<Tensor>> ConcatRows(
     const std::vector<const std::vector<Tensor>*>& requests);
+
+// One request's rows repeated `copies` times (>= 1): a batch of that size
+// made of one example, as the profiler and a replica's warm-up run.
+absl::StatusOr<std::vector<Tensor>> TileRows(const std::vector<Tensor>& request, int copies);
 
 // The inverse of ConcatRows: every output's first dimension must equal the
 // sum of rows_per_request (each >= 0); request i receives rows

@@ -42,6 +42,15 @@ TEST(BatchTest, ConcatTilesOneRequest) {
   EXPECT_EQ(Values((*tiled)[0]), (std::vector<float>{1, 2, 1, 2, 1, 2}));
 }
 
+TEST(BatchTest, TileRowsRepeatsOneRequest) {
+  std::vector<Tensor> row = {Rows("x", {1, 2}, {1, 2})};
+  absl::StatusOr<std::vector<Tensor>> tiled = TileRows(row, 3);
+  ASSERT_TRUE(tiled.ok()) << tiled.status();
+  EXPECT_EQ((*tiled)[0].shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(Values((*tiled)[0]), (std::vector<float>{1, 2, 1, 2, 1, 2}));
+  EXPECT_EQ(TileRows(row, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(BatchTest, ConcatRefusesMismatches) {
   std::vector<Tensor> base = {Rows("x", {1, 2}, {1, 2})};
   std::vector<Tensor> other_name = {Rows("z", {1, 2}, {1, 2})};

@@ -70,8 +70,7 @@ absl::StatusOr<std::vector<LatencyPoint>> MeasureLatencies(Executor& executor,
     std::vector<LatencyPoint> points;
     std::vector<double> samples_ms;
     for (int batch : sizes) {
-      std::vector<const std::vector<Tensor>*> tiles(static_cast<size_t>(batch), &row);
-      MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, ConcatRows(tiles));
+      MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, TileRows(row, batch));
       for (int i = 0; i < options.warmup; ++i) {
         MAITRE_RETURN_IF_ERROR(RunOnce(executor, inputs, batch));
       }

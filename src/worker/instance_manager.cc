@@ -42,17 +42,16 @@ namespace {
 // batch fails those queries whether warmed or not.
 void WarmUp(runtime::Executor& executor, const ModelSpec& spec, int max_batch,
             const Clock& clock) {
-  constexpr Nanos kCeiling = 250 * kMillisecond;
+  const Nanos ceiling = FromMillis(ProfileOptions().latency_ceiling_ms);
   const std::vector<Tensor> row = ZeroRow(spec);
   for (int batch = 1; batch <= max_batch; batch *= 2) {
-    std::vector<const std::vector<Tensor>*> tiles(static_cast<size_t>(batch), &row);
-    absl::StatusOr<std::vector<Tensor>> inputs = runtime::ConcatRows(tiles);
+    absl::StatusOr<std::vector<Tensor>> inputs = runtime::TileRows(row, batch);
     if (!inputs.ok()) return;
     Nanos start = clock.Now();
     for (int i = 0; i < 2; ++i) {
       if (!executor.Run(*inputs).ok()) return;
     }
-    if (clock.Now() - start > 2 * kCeiling) return;
+    if (clock.Now() - start > 2 * ceiling) return;
   }
 }
 
