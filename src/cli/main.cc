@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--default-timeout", serve.default_timeout_s,
                         "Seconds a query without a latency objective may take")
       ->capture_default_str();
+  serve_cmd->add_option("--profile-sweeps", serve.profile_sweeps,
+                        "Sweeps per profile, a minute apart, keeping the fastest (1: measure "
+                        "at once)")
+      ->check(CLI::Range(1, 10))
+      ->capture_default_str();
   serve_cmd->callback([&] {
     serve.max_body_bytes = max_body_mb << 20;
     exit_code = maitre::controller::RunServe(serve);

@@ -39,8 +39,10 @@ absl::Status Catalog::Reload(const registry::Registry& registry) {
     snapshot->apps[app.name] = CatalogApp{app.name, app.defaults, {}};
   }
   std::map<VariantKey, std::map<std::string, Profile>> profiles;
+  std::map<VariantKey, std::map<std::string, int>> sweeps_left;
   for (ProfileRecord& p : registry.ListProfiles()) {
     profiles[p.key][p.worker_type] = std::move(p.profile);
+    if (p.sweeps_left > 0) sweeps_left[p.key][p.worker_type] = p.sweeps_left;
   }
   for (const registry::ModelRecord& record : registry.ListModels()) {
     CatalogModel model;
@@ -69,6 +71,9 @@ absl::Status Catalog::Reload(const registry::Registry& registry) {
       variant.state = v.state;
       variant.detail = v.detail;
       if (auto it = profiles.find(v.key); it != profiles.end()) variant.profiles = it->second;
+      if (auto it = sweeps_left.find(v.key); it != sweeps_left.end()) {
+        variant.sweeps_left = it->second;
+      }
       model.variants.push_back(std::move(variant));
     }
     if (auto app = snapshot->apps.find(record.app); app != snapshot->apps.end()) {

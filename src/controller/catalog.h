@@ -25,11 +25,18 @@ struct CatalogVariant {
   registry::VariantState state = registry::VariantState::kPending;
   std::string detail;
   std::map<std::string, Profile> profiles;  // by worker type
+  // Profiles the profiler is still refining, by worker type: how many more
+  // sweeps it will fold in (absent: final).
+  std::map<std::string, int> sweeps_left;
 
   bool ready() const { return state == registry::VariantState::kReady; }
   const Profile* ProfileOn(const std::string& worker_type) const {
     auto it = profiles.find(worker_type);
     return it == profiles.end() ? nullptr : &it->second;
+  }
+  int SweepsLeftOn(const std::string& worker_type) const {
+    auto it = sweeps_left.find(worker_type);
+    return it == sweeps_left.end() ? 0 : it->second;
   }
 };
 

@@ -105,6 +105,7 @@ class GrpcWorkerApi final : public WorkerApi {
     request.set_latency_ceiling_ms(profile_request.latency_ceiling_ms);
     request.set_warmup(profile_request.warmup);
     request.set_repetitions(profile_request.repetitions);
+    request.set_rounds(profile_request.rounds);
     for (Tensor t : profile_request.sample) rpc::ToProto(std::move(t), request.add_sample());
     v1::ProfileResponse response;
     grpc::ClientContext context;

@@ -362,6 +362,7 @@ class Frontend {
                                {"p50_batch1_ms", profile.LatencyAt(1)},
                                {"max_throughput_qps", best_qps},
                                {"price_per_hour", type ? type->price_per_hour : 0.0},
+                               {"sweeps_left", v.SweepsLeftOn(type_name)},
                                {"points", points}};
       }
       variants.push_back({{"variant", v.spec.key.variant},

@@ -38,6 +38,11 @@ bool Consistent(const Profile& profile) {
 
 constexpr int kProfileAttempts = 3;
 
+// What retry_after_ and last_sweep_ are keyed by.
+std::string PairKey(const VariantKey& key, const std::string& worker_type) {
+  return absl::StrCat(key.ToString(), "@", worker_type);
+}
+
 bool Transient(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded ||
@@ -244,53 +249,110 @@ bool VariantPipeline::MeasureAccuracy(const ModelRecord& model, VariantRecord va
   return true;
 }
 
+absl::StatusOr<Profile> VariantPipeline::MeasureSweep(const ModelRecord& model,
+                                                       const VariantRecord& variant,
+                                                       const std::string& type, int sweep,
+                                                       int sweeps) {
+  std::shared_ptr<WorkerApi> worker = WorkerOfType(type);
+  if (worker == nullptr) return absl::UnavailableError(absl::StrCat("no ", type, " worker"));
+  ProfileRequest request;
+  request.batch_sizes = options_.profiling.batch_sizes;
+  request.latency_ceiling_ms = options_.profiling.latency_ceiling_ms;
+  request.warmup = options_.profiling.warmup;
+  request.repetitions = options_.profiling.repetitions;
+  // With several sweeps, each is one round and the pipeline spreads them
+  // out; with one, the worker's own rounds (a second apart) are all there is.
+  request.rounds = options_.profiling.sweeps > 1 ? 1 : 0;
+  spdlog::info("variant pipeline: profiling {} on {} (sweep {} of {})", variant.key.ToString(),
+               type, sweep, sweeps);
+  absl::StatusOr<Profile> profile;
+  for (int attempt = 1; attempt <= kProfileAttempts; ++attempt) {
+    {
+      absl::MutexLockMaybe measuring(options_.measurement_mu);
+      profile = worker->ProfileVariant(SpecOf(model, variant), request);
+    }
+    if (!profile.ok() || Consistent(*profile)) break;
+    spdlog::warn("variant pipeline: the profile of {} on {} is inconsistent (a larger batch "
+                 "ran much faster: the cores were busy); measuring again",
+                 variant.key.ToString(), type);
+  }
+  last_sweep_[PairKey(variant.key, type)] = SteadyClock::Get()->Now();
+  return profile;
+}
+
+void VariantPipeline::StoreSweep(const VariantRecord& variant, const std::string& type,
+                                 absl::StatusOr<Profile> profile, int sweeps_left) {
+  const std::string retry_key = PairKey(variant.key, type);
+  const Nanos now = SteadyClock::Get()->Now();
+  if (!profile.ok()) {
+    spdlog::warn("variant pipeline: profiling {} on {} failed: {}", variant.key.ToString(), type,
+                 profile.status().message());
+    // A worker that went away is retried soon; anything else much later.
+    retry_after_[retry_key] = now + (Transient(profile.status()) ? kRetryPause : 60 * kSecond);
+    return;
+  }
+  absl::Status stored = options_.registry->PutProfile(
+      ProfileRecord{variant.key, type, variant.accuracy, *std::move(profile), sweeps_left});
+  if (!stored.ok()) {
+    spdlog::error("variant pipeline: storing the profile of {}: {}", variant.key.ToString(),
+                  stored.message());
+    retry_after_[retry_key] = now + 60 * kSecond;
+  }
+  (void)options_.catalog->Reload(*options_.registry);
+}
+
 bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantRecord& variant,
                                      const std::vector<ProfileRecord>& profiles) {
-  Nanos now = SteadyClock::Get()->Now();
+  const Nanos now = SteadyClock::Get()->Now();
   for (const WorkerType& type : options_.cluster->types().types()) {
     bool done = false;
     for (const ProfileRecord& p : profiles) {
       done |= p.key == variant.key && p.worker_type == type.name;
     }
-    std::string retry_key = absl::StrCat(variant.key.ToString(), "@", type.name);
-    if (done || retry_after_[retry_key] > now) continue;
-    std::shared_ptr<WorkerApi> worker = WorkerOfType(type.name);
-    if (worker == nullptr) continue;  // no worker of this type yet
-    ProfileRequest request;
-    request.batch_sizes = options_.profiling.batch_sizes;
-    request.latency_ceiling_ms = options_.profiling.latency_ceiling_ms;
-    request.warmup = options_.profiling.warmup;
-    request.repetitions = options_.profiling.repetitions;
-    spdlog::info("variant pipeline: profiling {} on {}", variant.key.ToString(), type.name);
-    absl::StatusOr<Profile> profile;
-    for (int attempt = 1; attempt <= kProfileAttempts; ++attempt) {
-      {
-        absl::MutexLockMaybe measuring(options_.measurement_mu);
-        profile = worker->ProfileVariant(SpecOf(model, variant), request);
-      }
-      if (!profile.ok() || Consistent(*profile)) break;
-      spdlog::warn("variant pipeline: the profile of {} on {} is inconsistent (a larger batch "
-                   "ran much faster: the cores were busy); measuring again",
-                   variant.key.ToString(), type.name);
-    }
-    if (!profile.ok()) {
-      spdlog::warn("variant pipeline: profiling {} on {} failed: {}", variant.key.ToString(),
-                   type.name, profile.status().message());
-      // A worker that went away is retried soon; anything else much later.
-      retry_after_[retry_key] = now + (Transient(profile.status()) ? kRetryPause : 60 * kSecond);
-      return true;
-    }
-    absl::Status stored = options_.registry->PutProfile(
-        ProfileRecord{variant.key, type.name, variant.accuracy, *std::move(profile)});
-    if (!stored.ok()) {
-      spdlog::error("variant pipeline: storing the profile of {}: {}", variant.key.ToString(),
-                    stored.message());
-      retry_after_[retry_key] = now + 60 * kSecond;
-    }
-    (void)options_.catalog->Reload(*options_.registry);
+    if (done || retry_after_[PairKey(variant.key, type.name)] > now) continue;
+    if (WorkerOfType(type.name) == nullptr) continue;  // no worker of this type yet
+    const int sweeps = std::max(1, options_.profiling.sweeps);
+    StoreSweep(variant, type.name, MeasureSweep(model, variant, type.name, 1, sweeps), sweeps - 1);
     return true;
   }
   return false;
+}
+
+bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
+                                    const std::vector<ProfileRecord>& profiles) {
+  const Nanos now = SteadyClock::Get()->Now();
+  // The profile with the most sweeps left goes first, so the sweeps go
+  // round every profile in turn and each profile's are far apart.
+  const ProfileRecord* next = nullptr;
+  for (const ProfileRecord& p : profiles) {
+    if (p.sweeps_left <= 0 || (next != nullptr && p.sweeps_left <= next->sweeps_left)) continue;
+    const std::string key = PairKey(p.key, p.worker_type);
+    if (retry_after_[key] > now) continue;
+    if (auto last = last_sweep_.find(key);
+        last != last_sweep_.end() && now - last->second < options_.profiling.sweep_spacing) {
+      continue;
+    }
+    if (WorkerOfType(p.worker_type) == nullptr) continue;
+    next = &p;
+  }
+  if (next == nullptr) return false;
+  for (const ModelRecord& model : models) {
+    if (model.name != next->key.model) continue;
+    for (const VariantRecord& v : options_.registry->ListVariants(model.name)) {
+      if (v.key.variant != next->key.variant || v.state != VariantState::kReady) continue;
+      // The registry may hold sweeps left from a run with more sweeps.
+      const int sweeps = std::max(options_.profiling.sweeps, next->sweeps_left + 1);
+      absl::StatusOr<Profile> measured =
+          MeasureSweep(model, v, next->worker_type, sweeps - next->sweeps_left + 1, sweeps);
+      if (measured.ok()) measured = Profile::FastestOf(next->profile, *measured);
+      StoreSweep(v, next->worker_type, std::move(measured), next->sweeps_left - 1);
+      return true;
+    }
+  }
+  // Its variant is not ready (it failed since): look again later, and let
+  // the other profiles go first.
+  retry_after_[PairKey(next->key, next->worker_type)] = now + 60 * kSecond;
+  return true;
 }
 
 bool VariantPipeline::Step() {
@@ -315,7 +377,8 @@ bool VariantPipeline::Step() {
       if (ProfileMissing(model, v, profiles)) return true;
     }
   }
-  return false;
+  // Every profile has its first sweep; now the later ones.
+  return RefineProfile(models, profiles);
 }
 
 }  // namespace maitre::controller

@@ -14,12 +14,18 @@ void ForEachModel(const CatalogSnapshot& catalog, const std::string& app, F f) {
   }
 }
 
-std::string StateOf(const CatalogVariant& v, bool profiled) {
+std::string StateOf(const CatalogVariant& v, const std::string& worker_type) {
   if (!v.ready()) {
     std::string state(registry::VariantStateName(v.state));
     return v.detail.empty() ? state : state + ": " + v.detail;
   }
-  return profiled ? "ready" : "ready, no profile here yet";
+  if (v.ProfileOn(worker_type) == nullptr) return "ready, no profile here yet";
+  const int sweeps = v.SweepsLeftOn(worker_type);
+  if (sweeps > 0) {
+    return absl::StrFormat("ready, profile refining (%d more sweep%s)", sweeps,
+                           sweeps == 1 ? "" : "s");
+  }
+  return "ready";
 }
 
 }  // namespace
@@ -37,7 +43,7 @@ std::string VariantTable(const CatalogSnapshot& catalog, const std::string& app,
         std::string price = absl::StrFormat("$%.4f", type.price_per_hour);
         if (p == nullptr) {
           table.Add({model.name, v.spec.key.variant, type.name, accuracy, "-", "-", "-", "-",
-                     price, StateOf(v, false)});
+                     price, StateOf(v, type.name)});
           continue;
         }
         double best_qps = 0;
@@ -47,7 +53,7 @@ std::string VariantTable(const CatalogSnapshot& catalog, const std::string& app,
         table.Add({model.name, v.spec.key.variant, type.name, accuracy,
                    absl::StrFormat("%.1f", p->load_ms()),
                    absl::StrFormat("%.3f", p->LatencyAt(1)), absl::StrFormat("%.0f", best_qps),
-                   absl::StrFormat("%.1f", p->memory_mb()), price, StateOf(v, true)});
+                   absl::StrFormat("%.1f", p->memory_mb()), price, StateOf(v, type.name)});
       }
     }
   });
@@ -59,7 +65,7 @@ std::string VariantProfileCsv(const CatalogSnapshot& catalog, const std::string&
   ForEachModel(catalog, app, [&](const CatalogModel& model) {
     for (const CatalogVariant& v : model.variants) {
       for (const auto& [type, profile] : v.profiles) {
-        records.push_back(ProfileRecord{v.spec.key, type, v.accuracy, profile});
+        records.push_back(ProfileRecord{v.spec.key, type, v.accuracy, profile, 0});
       }
     }
   });

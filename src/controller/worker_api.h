@@ -37,6 +37,7 @@ struct ProfileRequest {
   double latency_ceiling_ms = 0;  // 0: the worker's default
   int warmup = 0;
   int repetitions = 0;
+  int rounds = 0;                // sweeps within the call; 0: the worker's default
   std::vector<Tensor> sample;    // one example row, or empty for zeros
 };
 

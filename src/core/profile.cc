@@ -32,6 +32,27 @@ absl::StatusOr<Profile> Profile::Create(std::vector<LatencyPoint> points, double
   return profile;
 }
 
+Profile Profile::FastestOf(const Profile& a, const Profile& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  Profile merged;
+  auto x = a.points_.begin(), y = b.points_.begin();
+  while (x != a.points_.end() || y != b.points_.end()) {
+    if (y == b.points_.end() || (x != a.points_.end() && x->batch < y->batch)) {
+      merged.points_.push_back(*x++);
+    } else if (x == a.points_.end() || y->batch < x->batch) {
+      merged.points_.push_back(*y++);
+    } else {
+      merged.points_.push_back(y->p50_ms < x->p50_ms ? *y : *x);
+      ++x;
+      ++y;
+    }
+  }
+  merged.load_ms_ = std::min(a.load_ms_, b.load_ms_);
+  merged.memory_mb_ = std::max(a.memory_mb_, b.memory_mb_);
+  return merged;
+}
+
 double Profile::Interpolate(int batch, bool p99) const {
   if (points_.empty()) return 0;
   auto value = [p99](const LatencyPoint& p) { return p99 ? p.p99_ms : p.p50_ms; };

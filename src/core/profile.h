@@ -25,6 +25,14 @@ class Profile {
   static absl::StatusOr<Profile> Create(std::vector<LatencyPoint> points, double load_ms,
                                         double memory_mb);
 
+  // Two measurements of the same variant on the same worker type, taken at
+  // different times, combined: at each batch size the one with the lower p50
+  // (with its own p99), whatever else ran on the host only ever adds time;
+  // a batch size only one of them reached is kept from that one. Load time
+  // is the lower of the two, memory the higher (a process that loaded the
+  // variant before reuses memory, so a later measurement can see less).
+  static Profile FastestOf(const Profile& a, const Profile& b);
+
   bool empty() const { return points_.empty(); }
   const std::vector<LatencyPoint>& points() const { return points_; }
   double load_ms() const { return load_ms_; }

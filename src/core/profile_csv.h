@@ -20,6 +20,10 @@ struct ProfileRecord {
   std::string worker_type;
   double accuracy = 0;
   Profile profile;
+  // How many more measurements, taken later, the profiler still means to
+  // fold in (Profile::FastestOf); 0 when the profile is final, as imported
+  // ones are. Not part of the CSV.
+  int sweeps_left = 0;
 };
 
 inline constexpr char kProfileCsvHeader[] =

@@ -18,6 +18,26 @@ TEST(ProfileTest, CreateValidates) {
   EXPECT_FALSE(Profile::Create({{1, 1, 1}}, -1, 0).ok());
 }
 
+TEST(ProfileTest, FastestOfKeepsTheLowerP50AtEachBatchAndEveryBatchEitherReached) {
+  // A slow measurement that stopped at batch 4, and a faster one, except at
+  // batch 2, that went on to 8.
+  Profile slow = *Profile::Create({{1, 3, 9}, {2, 3.5, 4}, {4, 7, 8}}, 30, 100);
+  Profile fast = *Profile::Create({{1, 2, 2.5}, {2, 4, 5}, {4, 5, 6}, {8, 9, 11}}, 40, 120);
+  for (const Profile& merged : {Profile::FastestOf(slow, fast), Profile::FastestOf(fast, slow)}) {
+    ASSERT_EQ(merged.points().size(), 4u);
+    EXPECT_DOUBLE_EQ(merged.LatencyAt(1), 2);
+    EXPECT_DOUBLE_EQ(merged.P99At(1), 2.5);  // the p99 comes with its p50
+    EXPECT_DOUBLE_EQ(merged.LatencyAt(2), 3.5);
+    EXPECT_DOUBLE_EQ(merged.P99At(2), 4);
+    EXPECT_DOUBLE_EQ(merged.LatencyAt(4), 5);
+    EXPECT_EQ(merged.max_batch(), 8);
+    EXPECT_DOUBLE_EQ(merged.load_ms(), 30);
+    EXPECT_DOUBLE_EQ(merged.memory_mb(), 120);
+  }
+  EXPECT_DOUBLE_EQ(Profile::FastestOf(Profile(), fast).LatencyAt(8), 9);
+  EXPECT_DOUBLE_EQ(Profile::FastestOf(slow, Profile()).LatencyAt(4), 7);
+}
+
 TEST(ProfileTest, LatencyInterpolatesAndExtrapolates) {
   Profile p = Make();
   EXPECT_DOUBLE_EQ(p.LatencyAt(1), 2);

@@ -195,6 +195,7 @@ void WorkerService::Profile(Call<v1::ProfileRequest, v1::ProfileResponse>* call)
     if (request.latency_ceiling_ms() > 0) options.latency_ceiling_ms = request.latency_ceiling_ms();
     if (request.warmup() > 0) options.warmup = request.warmup();
     if (request.repetitions() > 0) options.repetitions = request.repetitions();
+    if (request.rounds() > 0) options.rounds = request.rounds();
     for (const v1::Tensor& t : request.sample()) options.sample.push_back(rpc::FromProto(t));
     absl::StatusOr<::maitre::Profile> profile;
     registration_cpu_.Run([&] { profile = manager_->ProfileVariant(*spec, options); });

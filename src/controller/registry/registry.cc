@@ -102,6 +102,10 @@ absl::Status ValidateProfile(const ProfileRecord& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("the profile of ", p.key.ToString(), " on ", p.worker_type, " has no points"));
   }
+  if (p.sweeps_left < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the profile of ", p.key.ToString(), " on ",
+                                                   p.worker_type, " has negative sweeps left"));
+  }
   return ValidateFraction(absl::StrCat("accuracy of ", p.key.ToString()), p.accuracy);
 }
 
@@ -563,17 +567,18 @@ absl::Status Registry::UpsertProfileLocked(const ProfileRecord& p) {
     MAITRE_ASSIGN_OR_RETURN(
         Statement st,
         db_->Prepare(
-            "INSERT INTO profiles(model, variant, worker_type, accuracy, load_ms, memory_mb)"
-            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            "INSERT INTO profiles(model, variant, worker_type, accuracy, load_ms, memory_mb,"
+            " sweeps_left) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
             " ON CONFLICT(model, variant, worker_type) DO UPDATE SET"
             " accuracy = excluded.accuracy, load_ms = excluded.load_ms,"
-            " memory_mb = excluded.memory_mb"));
+            " memory_mb = excluded.memory_mb, sweeps_left = excluded.sweeps_left"));
     MAITRE_RETURN_IF_ERROR(st.BindText(p.key.model)
                                .BindText(p.key.variant)
                                .BindText(p.worker_type)
                                .BindDouble(p.accuracy)
                                .BindDouble(p.profile.load_ms())
                                .BindDouble(p.profile.memory_mb())
+                               .BindInt(p.sweeps_left)
                                .Run());
   }
   {
@@ -619,7 +624,7 @@ std::vector<ProfileRecord> Registry::ListProfiles(absl::string_view model) const
   absl::MutexLock lock(&mu_);
   auto st = db_->Prepare(
       "SELECT p.model, p.variant, p.worker_type, p.accuracy, p.load_ms, p.memory_mb,"
-      " pt.batch, pt.p50_ms, pt.p99_ms"
+      " pt.batch, pt.p50_ms, pt.p99_ms, p.sweeps_left"
       " FROM profiles p JOIN profile_points pt"
       " ON pt.model = p.model AND pt.variant = p.variant AND pt.worker_type = p.worker_type"
       " WHERE ?1 = '' OR p.model = ?1"
@@ -663,6 +668,7 @@ std::vector<ProfileRecord> Registry::ListProfiles(absl::string_view model) const
       current.accuracy = st->Double(3);
       load_ms = st->Double(4);
       memory_mb = st->Double(5);
+      current.sweeps_left = static_cast<int>(st->Int(9));
     }
     points.push_back(LatencyPoint{static_cast<int>(st->Int(6)), st->Double(7), st->Double(8)});
   }

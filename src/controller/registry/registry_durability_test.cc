@@ -60,8 +60,9 @@ ALTER TABLE apps ADD COLUMN note TEXT NOT NULL DEFAULT '';
 )sql"};
 }
 
-// Fills a registry with one of everything.
-void Populate(Registry& r) {
+// Fills a registry with one of everything (profiles need the schema's
+// latest profile columns).
+void Populate(Registry& r, bool with_profiles = true) {
   AppRecord app{"fashion", {}};
   app.defaults.latency_ms = 25;
   ASSERT_TRUE(r.PutApp(app).ok());
@@ -70,6 +71,7 @@ void Populate(Registry& r) {
   ASSERT_TRUE(r.RegisterModel(model, {MakeVariant("fmnist-cnn", "torch"),
                                       MakeVariant("fmnist-cnn", "opencv", Runtime::kOpenCv)})
                   .ok());
+  if (!with_profiles) return;
   ASSERT_TRUE(r.PutProfile(MakeProfile("fmnist-cnn", "torch", "cpu-1", 1.5)).ok());
   ASSERT_TRUE(r.PutProfile(MakeProfile("fmnist-cnn", "opencv", "cpu-2", 0.75, 8)).ok());
 }
@@ -146,7 +148,7 @@ TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveAResta
   std::string models;
   {
     auto r = MustOpen({path, before_jobs});
-    Populate(*r);
+    Populate(*r, /*with_profiles=*/false);
     models = Dump(*r);
   }
   ASSERT_FALSE(TableExists(path, "jobs"));
@@ -172,6 +174,36 @@ TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveAResta
   EXPECT_EQ(back->state, "running");
   EXPECT_EQ(back->files[0].done_rows, 64);
   EXPECT_EQ(back->files[0].correct, 50);
+}
+
+TEST(RegistryDurabilityTest, ProfilesFromBeforeSweepsAreFinal) {
+  TempDir tmp;
+  std::string path = tmp.File("registry.db");
+  std::vector<Migration> before_sweeps;
+  for (const Migration& m : SchemaMigrations()) {
+    if (m.description == "profiles: sweeps left") break;
+    before_sweeps.push_back(m);
+  }
+  ASSERT_LT(before_sweeps.size(), SchemaMigrations().size());
+  {
+    auto r = MustOpen({path, before_sweeps});
+    Populate(*r, /*with_profiles=*/false);
+  }
+  // Written as that schema's code wrote them.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO profiles VALUES ('fmnist-cnn', 'torch', 'cpu-1', 0.9, 12, 80);"
+                         "INSERT INTO profile_points VALUES"
+                         " ('fmnist-cnn', 'torch', 'cpu-1', 1, 0.2, 0.3);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto r = MustOpen({path});
+  std::vector<ProfileRecord> profiles = r->ListProfiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].sweeps_left, 0);
+  EXPECT_DOUBLE_EQ(profiles[0].profile.LatencyAt(1), 0.2);
 }
 
 TEST(RegistryDurabilityTest, AFailedMigrationLeavesTheFileAsItWas) {

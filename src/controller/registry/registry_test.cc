@@ -41,6 +41,7 @@ void ExpectSameProfile(const ProfileRecord& a, const ProfileRecord& b) {
   EXPECT_EQ(a.accuracy, b.accuracy);
   EXPECT_EQ(a.profile.load_ms(), b.profile.load_ms());
   EXPECT_EQ(a.profile.memory_mb(), b.profile.memory_mb());
+  EXPECT_EQ(a.sweeps_left, b.sweeps_left);
   ASSERT_EQ(a.profile.points().size(), b.profile.points().size());
   for (size_t i = 0; i < a.profile.points().size(); ++i) {
     EXPECT_EQ(a.profile.points()[i].batch, b.profile.points()[i].batch);
@@ -337,6 +338,22 @@ TEST_F(RegistryTest, PutProfileReplacesEveryPoint) {
   ASSERT_EQ(listed.size(), 1u);
   ExpectSameProfile(listed[0], shorter);
   EXPECT_EQ(CountRows("profile_points"), 3);
+}
+
+TEST_F(RegistryTest, SweepsLeftRoundTripAndImportsAreFinal) {
+  Register("fashion", "m");
+  ProfileRecord refining = MakeProfile("m", "torch", "cpu-1", 1.0);
+  refining.sweeps_left = 2;
+  ASSERT_TRUE(registry_->PutProfile(refining).ok());
+  ASSERT_EQ(registry_->ListProfiles("m").size(), 1u);
+  ExpectSameProfile(registry_->ListProfiles("m")[0], refining);
+  // A profile read from CSV carries no sweeps: importing it makes it final.
+  auto parsed = ParseProfileCsv(WriteProfileCsv({refining}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(registry_->ImportProfiles(*parsed).ok());
+  EXPECT_EQ(registry_->ListProfiles("m")[0].sweeps_left, 0);
+  refining.sweeps_left = -1;
+  EXPECT_EQ(registry_->PutProfile(refining).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(RegistryTest, PutProfileNeedsAVariantAndPoints) {

@@ -111,6 +111,13 @@ CREATE TABLE job_files (
   PRIMARY KEY (job, idx)
 );
 )sql"},
+      // The profiler measures each profile in sweeps minutes apart and keeps
+      // the fastest (controller/variant_pipeline.h); a profile with sweeps
+      // left is usable but still being refined. Profiles stored before
+      // sweeps count as final.
+      {4, "profiles: sweeps left", R"sql(
+ALTER TABLE profiles ADD COLUMN sweeps_left INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return *migrations;
 }
