@@ -12,6 +12,7 @@
 #include "runtime/evaluate.h"
 #include "runtime/npz.h"
 #include "runtime/opencv_executor.h"
+#include "runtime/serial_runs.h"
 #include "runtime/testing/zoo.h"
 #include "runtime/torch_executor.h"
 #include "runtime/valset.h"
@@ -74,29 +75,49 @@ class ExecutorTest : public ::testing::Test {
   const Valset* valset_ = nullptr;
 };
 
-TEST(OpenCvSerialTest, SmallBatchesRunSeriallyOnceTheRowTimeIsKnown) {
-  using internal::kSerialBelowUs;
+TEST(SerialRunsTest, SmallBatchesRunSeriallyOnceTheRowTimeIsKnown) {
+  using internal::kOpenCvSerialBelowUs;
   using internal::RunsSerially;
+  constexpr double kBelow = kOpenCvSerialBelowUs;
   // One thread: always inline.
-  EXPECT_TRUE(RunsSerially(64, 1000, 1));
+  EXPECT_TRUE(RunsSerially(64, 1000, 1, kBelow));
   // Before any serial run (the warm-up) there is no row time yet.
-  EXPECT_TRUE(RunsSerially(64, 0, 2));
-  // The zoo's sizes on two threads: logreg (2.5 us a row) serially up to
-  // batch 79, the CNN (64 us) up to batch 3, the wide CNN (158 us) at
-  // batch 1 only.
-  EXPECT_TRUE(RunsSerially(79, 2.5, 2));
-  EXPECT_FALSE(RunsSerially(80, 2.5, 2));
-  EXPECT_TRUE(RunsSerially(3, 64, 2));
-  EXPECT_FALSE(RunsSerially(4, 64, 2));
-  EXPECT_TRUE(RunsSerially(1, 158, 2));
-  EXPECT_FALSE(RunsSerially(2, 158, 2));
-  EXPECT_FALSE(RunsSerially(1, kSerialBelowUs, 4));
+  EXPECT_TRUE(RunsSerially(64, 0, 2, kBelow));
+  // The zoo's sizes in OpenCV on two threads: logreg (2.5 us a row)
+  // serially up to batch 79, the CNN (64 us) up to batch 3, the wide CNN
+  // (158 us) at batch 1 only.
+  EXPECT_TRUE(RunsSerially(79, 2.5, 2, kBelow));
+  EXPECT_FALSE(RunsSerially(80, 2.5, 2, kBelow));
+  EXPECT_TRUE(RunsSerially(3, 64, 2, kBelow));
+  EXPECT_FALSE(RunsSerially(4, 64, 2, kBelow));
+  EXPECT_TRUE(RunsSerially(1, 158, 2, kBelow));
+  EXPECT_FALSE(RunsSerially(2, 158, 2, kBelow));
+  EXPECT_FALSE(RunsSerially(1, kBelow, 4, kBelow));
+  // torch's threshold is higher: its wide CNN (~330 us) runs serially.
+  EXPECT_TRUE(RunsSerially(1, 330, 2, internal::kTorchSerialBelowUs));
+}
+
+TEST(SerialRunsTest, TheRowTimeIsLearntFromTheFastestOfTheFirstRuns) {
+  internal::SerialRowTime t(/*below_us=*/200);
+  // Until four serial runs are in, everything runs serially.
+  for (int run = 0; run < 3; ++run) {
+    EXPECT_TRUE(t.RunSerially(64, 2));
+    t.Record(8, 800);  // 100 us a row
+  }
+  EXPECT_TRUE(t.RunSerially(64, 2));
+  t.Record(2, 120);  // 60 us a row, the fastest
+  EXPECT_TRUE(t.RunSerially(3, 2));
+  EXPECT_FALSE(t.RunSerially(4, 2));
+  t.Record(1, 500);  // a slow run changes nothing
+  EXPECT_TRUE(t.RunSerially(3, 2));
+  EXPECT_TRUE(t.RunSerially(64, 1));  // one thread: always
 }
 
 // Serial and parallel runs of the same net must give the same answers. An
 // executor's first four runs (two of them the warm-up) are serial; after
-// them batch 64 of both models runs in parallel while batch 1 stays serial.
-TEST_F(ExecutorTest, OpenCvAnswersAlikeSeriallyAndInParallel) {
+// them batch 64 of both models runs in parallel while batch 1 stays serial,
+// in both executors.
+TEST_F(ExecutorTest, ExecutorsAnswerAlikeSeriallyAndInParallel) {
   ConfigureProcessThreads(2);
   for (absl::string_view name : {"cnn-wide", "mlp"}) {
     SCOPED_TRACE(name);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "runtime/serial_runs.h"
 #include "runtime/spec_check.h"
 
 namespace maitre::runtime::internal {
@@ -79,16 +80,12 @@ class OpenCvExecutor final : public Executor {
 
  private:
   // Runs the net, serially when the batch is too small for OpenCV's threads
-  // to pay off (see RunsSerially). A parallel_for_ around the call is how:
+  // to pay off (runtime/serial_runs.h). A parallel_for_ around the call is how:
   // OpenCV runs nested parallel loops inline on the calling thread.
   void Forward(int64_t batch) {
     const int threads = opencv_threads.load(std::memory_order_relaxed);
-    // Until a few serial runs are in, the row time is not known: the first
-    // run of a net is cold (allocation), and a single slow one would
-    // otherwise settle it in parallel for good.
-    const double known_row_us = serial_runs_ < kLearningRuns ? 0 : serial_row_us_;
     // With one thread OpenCV runs inline anyway; nothing to wrap or learn.
-    if (threads <= 1 || !RunsSerially(batch, known_row_us, threads)) {
+    if (threads <= 1 || !serial_.RunSerially(batch, threads)) {
       net_.forward(outs_, output_names_);
       return;
     }
@@ -102,15 +99,9 @@ class OpenCvExecutor final : public Executor {
       }
     });
     if (failure) std::rethrow_exception(failure);
-    // The fastest serial row: later runs only add the host's noise to it.
-    const double row_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count() / static_cast<double>(batch);
-    if (serial_runs_ == 0 || row_us < serial_row_us_) serial_row_us_ = row_us;
-    ++serial_runs_;
+    serial_.Record(batch, std::chrono::duration<double, std::micro>(
+                              std::chrono::steady_clock::now() - start).count());
   }
-
-  static constexpr int kLearningRuns = 4;
 
   cv::dnn::Net net_;
   const ModelSpec spec_;
@@ -118,8 +109,7 @@ class OpenCvExecutor final : public Executor {
   const std::vector<std::string> output_names_;  // OpenCV layer names, spec order
   std::vector<int> sizes_;                       // reused between runs
   std::vector<cv::Mat> outs_;                    // reused between runs
-  double serial_row_us_ = 0;                     // fastest serial run per row
-  int serial_runs_ = 0;
+  SerialRowTime serial_{kOpenCvSerialBelowUs};
 };
 
 // OpenCV names each ONNX output by the layer that produces it, which is the
@@ -190,12 +180,6 @@ absl::StatusOr<std::unique_ptr<Executor>> CreateOpenCvExecutor(const ExecutorOpt
         absl::StrCat("'", options.model_path, "' is not an ONNX model OpenCV can read (",
                      SummarizeRuntimeError(e.what()), ")"));
   }
-}
-
-bool RunsSerially(int64_t batch, double serial_row_us, int threads) {
-  if (threads <= 1) return true;
-  if (serial_row_us <= 0) return true;  // the warm-up runs learn the row time
-  return static_cast<double>(batch) * serial_row_us < kSerialBelowUs;
 }
 
 void ConfigureOpenCvProcess(int threads) {

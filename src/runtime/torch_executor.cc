@@ -4,19 +4,26 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <omp.h>
 #include <torch/script.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "runtime/serial_runs.h"
 #include "runtime/spec_check.h"
 
 namespace maitre::runtime::internal {
 namespace {
+
+// The intra-op threads ConfigureTorchProcess set for the process.
+std::atomic<int> torch_threads{1};
 
 // Maps a Maitre dtype to torch's; nullopt for those torch 1.13 lacks.
 std::optional<c10::ScalarType> TorchType(DataType type) {
@@ -90,7 +97,19 @@ class TorchExecutor final : public Executor {
                                            inputs[i].shape,
                                            at::TensorOptions().dtype(input_types_[i])));
       }
+      // Small batches run on this thread alone (runtime/serial_runs.h).
+      // torch's parallel loops are OpenMP regions, which take their size
+      // from the calling thread's own setting, so this touches no other
+      // executor.
+      const int threads = torch_threads.load(std::memory_order_relaxed);
+      const bool serial = threads > 1 && serial_.RunSerially(batch, threads);
+      if (threads > 1) omp_set_num_threads(serial ? 1 : threads);
+      const auto start = std::chrono::steady_clock::now();
       c10::IValue result = module_.forward(std::move(args));
+      if (serial) {
+        serial_.Record(batch, std::chrono::duration<double, std::micro>(
+                                  std::chrono::steady_clock::now() - start).count());
+      }
       std::vector<at::Tensor> produced;
       MAITRE_RETURN_IF_ERROR(CollectOutputs(result, &produced));
       if (produced.size() != spec_.outputs.size()) {
@@ -125,6 +144,7 @@ class TorchExecutor final : public Executor {
   const ModelSpec spec_;
   const std::vector<c10::ScalarType> input_types_;
   const std::vector<c10::ScalarType> output_types_;
+  SerialRowTime serial_{kTorchSerialBelowUs};
 };
 
 absl::StatusOr<std::vector<c10::ScalarType>> TorchTypes(const std::vector<TensorSpec>& specs) {
@@ -188,6 +208,7 @@ absl::StatusOr<std::unique_ptr<Executor>> CreateTorchExecutor(const ExecutorOpti
 
 void ConfigureTorchProcess(int threads) {
   at::set_num_threads(std::max(1, threads));
+  torch_threads.store(std::max(1, threads), std::memory_order_relaxed);
   // Inter-op threads can be set once per process and only before the pool
   // starts; a second call (or one after parallel work) throws, which is
   // harmless here because the first call already set it.
