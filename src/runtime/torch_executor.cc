@@ -104,7 +104,8 @@ class TorchExecutor final : public Executor {
       const int threads = torch_threads.load(std::memory_order_relaxed);
       const bool serial = threads > 1 && serial_.RunSerially(batch, threads);
       if (threads > 1) omp_set_num_threads(serial ? 1 : threads);
-      const auto start = std::chrono::steady_clock::now();
+      const auto start = serial ? std::chrono::steady_clock::now()
+                                : std::chrono::steady_clock::time_point();
       c10::IValue result = module_.forward(std::move(args));
       if (serial) {
         serial_.Record(batch, std::chrono::duration<double, std::micro>(
