@@ -249,12 +249,11 @@ bool VariantPipeline::MeasureAccuracy(const ModelRecord& model, VariantRecord va
   return true;
 }
 
-absl::StatusOr<Profile> VariantPipeline::MeasureSweep(const ModelRecord& model,
+absl::StatusOr<Profile> VariantPipeline::MeasureSweep(WorkerApi& worker,
+                                                       const ModelRecord& model,
                                                        const VariantRecord& variant,
                                                        const std::string& type, int sweep,
                                                        int sweeps) {
-  std::shared_ptr<WorkerApi> worker = WorkerOfType(type);
-  if (worker == nullptr) return absl::UnavailableError(absl::StrCat("no ", type, " worker"));
   ProfileRequest request;
   request.batch_sizes = options_.profiling.batch_sizes;
   request.latency_ceiling_ms = options_.profiling.latency_ceiling_ms;
@@ -269,7 +268,7 @@ absl::StatusOr<Profile> VariantPipeline::MeasureSweep(const ModelRecord& model,
   for (int attempt = 1; attempt <= kProfileAttempts; ++attempt) {
     {
       absl::MutexLockMaybe measuring(options_.measurement_mu);
-      profile = worker->ProfileVariant(SpecOf(model, variant), request);
+      profile = worker.ProfileVariant(SpecOf(model, variant), request);
     }
     if (!profile.ok() || Consistent(*profile)) break;
     spdlog::warn("variant pipeline: the profile of {} on {} is inconsistent (a larger batch "
@@ -310,9 +309,11 @@ bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantReco
       done |= p.key == variant.key && p.worker_type == type.name;
     }
     if (done || retry_after_[PairKey(variant.key, type.name)] > now) continue;
-    if (WorkerOfType(type.name) == nullptr) continue;  // no worker of this type yet
+    std::shared_ptr<WorkerApi> worker = WorkerOfType(type.name);
+    if (worker == nullptr) continue;  // no worker of this type yet
     const int sweeps = std::max(1, options_.profiling.sweeps);
-    StoreSweep(variant, type.name, MeasureSweep(model, variant, type.name, 1, sweeps), sweeps - 1);
+    StoreSweep(variant, type.name, MeasureSweep(*worker, model, variant, type.name, 1, sweeps),
+               sweeps - 1);
     return true;
   }
   return false;
@@ -324,6 +325,7 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
   // The profile with the most sweeps left goes first, so the sweeps go
   // round every profile in turn and each profile's are far apart.
   const ProfileRecord* next = nullptr;
+  std::shared_ptr<WorkerApi> worker;
   for (const ProfileRecord& p : profiles) {
     if (p.sweeps_left <= 0 || (next != nullptr && p.sweeps_left <= next->sweeps_left)) continue;
     const std::string key = PairKey(p.key, p.worker_type);
@@ -332,8 +334,10 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
         last != last_sweep_.end() && now - last->second < options_.profiling.sweep_spacing) {
       continue;
     }
-    if (WorkerOfType(p.worker_type) == nullptr) continue;
+    std::shared_ptr<WorkerApi> candidate = WorkerOfType(p.worker_type);
+    if (candidate == nullptr) continue;
     next = &p;
+    worker = std::move(candidate);
   }
   if (next == nullptr) return false;
   for (const ModelRecord& model : models) {
@@ -342,8 +346,8 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
       if (v.key.variant != next->key.variant || v.state != VariantState::kReady) continue;
       // The registry may hold sweeps left from a run with more sweeps.
       const int sweeps = std::max(options_.profiling.sweeps, next->sweeps_left + 1);
-      absl::StatusOr<Profile> measured =
-          MeasureSweep(model, v, next->worker_type, sweeps - next->sweeps_left + 1, sweeps);
+      absl::StatusOr<Profile> measured = MeasureSweep(
+          *worker, model, v, next->worker_type, sweeps - next->sweeps_left + 1, sweeps);
       if (measured.ok()) measured = Profile::FastestOf(next->profile, *measured);
       StoreSweep(v, next->worker_type, std::move(measured), next->sweeps_left - 1);
       return true;

@@ -92,7 +92,7 @@ class VariantPipeline {
   // A later sweep of a profile with sweeps left, folded into it.
   bool RefineProfile(const std::vector<registry::ModelRecord>& models,
                      const std::vector<ProfileRecord>& profiles);
-  absl::StatusOr<Profile> MeasureSweep(const registry::ModelRecord& model,
+  absl::StatusOr<Profile> MeasureSweep(WorkerApi& worker, const registry::ModelRecord& model,
                                        const registry::VariantRecord& variant,
                                        const std::string& type, int sweep, int sweeps);
   void StoreSweep(const registry::VariantRecord& variant, const std::string& type,

@@ -65,7 +65,7 @@ std::string VariantProfileCsv(const CatalogSnapshot& catalog, const std::string&
   ForEachModel(catalog, app, [&](const CatalogModel& model) {
     for (const CatalogVariant& v : model.variants) {
       for (const auto& [type, profile] : v.profiles) {
-        records.push_back(ProfileRecord{v.spec.key, type, v.accuracy, profile, 0});
+        records.push_back(ProfileRecord{v.spec.key, type, v.accuracy, profile});
       }
     }
   });
