@@ -167,11 +167,14 @@ TEST_F(VariantsTest, EveryModelHasProfiledVariantsOnEveryType) {
     EXPECT_GE(m["variants"].size(), 4u) << m["name"];
     EXPECT_GE(profiled, 8) << m["name"];
   }
-  // Profiles are measured in three sweeps (controller/variant_pipeline.h).
+  // Profiles are measured in three to six sweeps (controller/profile_sweeps.h)
+  // and say when they are final.
   auto log = ReadFileToString(data_dir_ + "/serve.log");
   ASSERT_TRUE(log.ok());
   EXPECT_TRUE(absl::StrContains(*log, "variant pipeline: profiling fmnist-mlp:torch on cpu-1 "
-                                      "(sweep 3 of 3)"));
+                                      "(sweep 3 of at most 6)"));
+  EXPECT_TRUE(absl::StrContains(*log, "variant pipeline: the profile of fmnist-mlp:torch on "
+                                      "cpu-1 is final"));
   auto csv = server_->Get("/v2/profiles?app=fashion");
   ASSERT_TRUE(csv.ok());
   EXPECT_TRUE(absl::StartsWith(

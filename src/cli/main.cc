@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
                         "Seconds a query without a latency objective may take")
       ->capture_default_str();
   serve_cmd->add_option("--profile-sweeps", serve.profile_sweeps,
-                        "Sweeps per profile, a minute apart, keeping the fastest (1: measure "
-                        "at once)")
+                        "Fewest sweeps per profile, a minute apart, keeping the fastest; up "
+                        "to twice as many until the fastest is seen twice (1: measure at once)")
       ->check(CLI::Range(1, 10))
       ->capture_default_str();
   serve_cmd->callback([&] {

@@ -141,7 +141,7 @@ class Controller {
     pipeline_options.cluster = cluster_.get();
     pipeline_options.generators = PythonGenerators(absl::StrCat(data_dir, "/generator"));
     pipeline_options.measurement_mu = &measurement_mu_;
-    pipeline_options.profiling.sweeps = options.profile_sweeps;
+    pipeline_options.profiling.sweeps = SweepRule::ForMinimum(options.profile_sweeps);
     pipeline_ = std::make_unique<VariantPipeline>(pipeline_options);
     Registrar::Options registrar_options;
     registrar_options.registry = registry_.get();

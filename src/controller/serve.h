@@ -27,8 +27,9 @@ struct ServeOptions {
   size_t max_body_bytes = size_t{256} << 20;
   int http_threads = 1;
   double default_timeout_s = 30;
-  // Sweeps per profile, a minute or more apart (ProfilingOptions::sweeps);
-  // 1 measures each profile at once, in rounds a second apart.
+  // The fewest sweeps per profile, a minute or more apart; it takes up to
+  // twice as many until its fastest is seen twice (SweepRule). 1 measures
+  // each profile at once, in rounds a second apart.
   int profile_sweeps = 3;
   // Added to a query's latency objective to make its deadline: the time the
   // front-end and network hops take, which profiles do not measure.

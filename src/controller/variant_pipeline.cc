@@ -253,7 +253,7 @@ absl::StatusOr<Profile> VariantPipeline::MeasureSweep(WorkerApi& worker,
                                                        const ModelRecord& model,
                                                        const VariantRecord& variant,
                                                        const std::string& type, int sweep,
-                                                       int sweeps) {
+                                                       int max_sweeps) {
   ProfileRequest request;
   request.batch_sizes = options_.profiling.batch_sizes;
   request.latency_ceiling_ms = options_.profiling.latency_ceiling_ms;
@@ -261,9 +261,9 @@ absl::StatusOr<Profile> VariantPipeline::MeasureSweep(WorkerApi& worker,
   request.repetitions = options_.profiling.repetitions;
   // With several sweeps, each is one round and the pipeline spreads them
   // out; with one, the worker's own rounds (a second apart) are all there is.
-  request.rounds = options_.profiling.sweeps > 1 ? 1 : 0;
-  spdlog::info("variant pipeline: profiling {} on {} (sweep {} of {})", variant.key.ToString(),
-               type, sweep, sweeps);
+  request.rounds = options_.profiling.sweeps.max_sweeps > 1 ? 1 : 0;
+  spdlog::info("variant pipeline: profiling {} on {} (sweep {} of at most {})",
+               variant.key.ToString(), type, sweep, max_sweeps);
   absl::StatusOr<Profile> profile;
   for (int attempt = 1; attempt <= kProfileAttempts; ++attempt) {
     {
@@ -276,11 +276,17 @@ absl::StatusOr<Profile> VariantPipeline::MeasureSweep(WorkerApi& worker,
                  variant.key.ToString(), type);
   }
   last_sweep_[PairKey(variant.key, type)] = SteadyClock::Get()->Now();
+  if (profile.ok() && !profile->empty()) {
+    // Per sweep, so an operator can see how far apart the sweeps came out.
+    spdlog::info("variant pipeline: {} on {}, sweep {}: p50 {:.4f} ms at batch 1",
+                 variant.key.ToString(), type, sweep, profile->LatencyAt(1));
+  }
   return profile;
 }
 
 void VariantPipeline::StoreSweep(const VariantRecord& variant, const std::string& type,
-                                 absl::StatusOr<Profile> profile, int sweeps_left) {
+                                 absl::StatusOr<Profile> profile, int read_sweeps_left,
+                                 int sweeps_left) {
   const std::string retry_key = PairKey(variant.key, type);
   const Nanos now = SteadyClock::Get()->Now();
   if (!profile.ok()) {
@@ -290,12 +296,20 @@ void VariantPipeline::StoreSweep(const VariantRecord& variant, const std::string
     retry_after_[retry_key] = now + (Transient(profile.status()) ? kRetryPause : 60 * kSecond);
     return;
   }
-  absl::Status stored = options_.registry->PutProfile(
-      ProfileRecord{variant.key, type, variant.accuracy, *std::move(profile), sweeps_left});
-  if (!stored.ok()) {
+  const double batch1_ms = profile->LatencyAt(1);
+  absl::Status stored = options_.registry->PutProfileIfUnchanged(
+      ProfileRecord{variant.key, type, variant.accuracy, *std::move(profile), sweeps_left},
+      read_sweeps_left);
+  if (absl::IsFailedPrecondition(stored)) {
+    // Imported while it was measured: the import wins, the sweep is dropped.
+    spdlog::info("variant pipeline: {}; this sweep is dropped", stored.message());
+  } else if (!stored.ok()) {
     spdlog::error("variant pipeline: storing the profile of {}: {}", variant.key.ToString(),
                   stored.message());
     retry_after_[retry_key] = now + 60 * kSecond;
+  } else if (sweeps_left == 0 && read_sweeps_left != registry::Registry::kNoStoredProfile) {
+    spdlog::info("variant pipeline: the profile of {} on {} is final: p50 {:.4f} ms at batch 1",
+                 variant.key.ToString(), type, batch1_ms);
   }
   (void)options_.catalog->Reload(*options_.registry);
 }
@@ -311,9 +325,10 @@ bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantReco
     if (done || retry_after_[PairKey(variant.key, type.name)] > now) continue;
     std::shared_ptr<WorkerApi> worker = WorkerOfType(type.name);
     if (worker == nullptr) continue;  // no worker of this type yet
-    const int sweeps = std::max(1, options_.profiling.sweeps);
-    StoreSweep(variant, type.name, MeasureSweep(*worker, model, variant, type.name, 1, sweeps),
-               sweeps - 1);
+    const SweepRule& rule = options_.profiling.sweeps;
+    StoreSweep(variant, type.name,
+               MeasureSweep(*worker, model, variant, type.name, 1, rule.max_sweeps),
+               registry::Registry::kNoStoredProfile, rule.SweepsLeftAfterFirst());
     return true;
   }
   return false;
@@ -330,10 +345,10 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
     if (p.sweeps_left <= 0 || (next != nullptr && p.sweeps_left <= next->sweeps_left)) continue;
     const std::string key = PairKey(p.key, p.worker_type);
     if (retry_after_[key] > now) continue;
-    if (auto last = last_sweep_.find(key);
-        last != last_sweep_.end() && now - last->second < options_.profiling.sweep_spacing) {
-      continue;
-    }
+    // A profile this controller has not swept yet (it was restarted) may
+    // have been swept just before: its spacing counts from now.
+    const Nanos last = last_sweep_.try_emplace(key, now).first->second;
+    if (now - last < options_.profiling.sweep_spacing) continue;
     std::shared_ptr<WorkerApi> candidate = WorkerOfType(p.worker_type);
     if (candidate == nullptr) continue;
     next = &p;
@@ -345,11 +360,17 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
     for (const VariantRecord& v : options_.registry->ListVariants(model.name)) {
       if (v.key.variant != next->key.variant || v.state != VariantState::kReady) continue;
       // The registry may hold sweeps left from a run with more sweeps.
-      const int sweeps = std::max(options_.profiling.sweeps, next->sweeps_left + 1);
-      absl::StatusOr<Profile> measured = MeasureSweep(
-          *worker, model, v, next->worker_type, sweeps - next->sweeps_left + 1, sweeps);
-      if (measured.ok()) measured = Profile::FastestOf(next->profile, *measured);
-      StoreSweep(v, next->worker_type, std::move(measured), next->sweeps_left - 1);
+      SweepRule rule = options_.profiling.sweeps;
+      rule.max_sweeps = std::max(rule.max_sweeps, next->sweeps_left + 1);
+      const int sweep = rule.max_sweeps - next->sweeps_left + 1;
+      absl::StatusOr<Profile> measured =
+          MeasureSweep(*worker, model, v, next->worker_type, sweep, rule.max_sweeps);
+      int sweeps_left = next->sweeps_left;
+      if (measured.ok()) {
+        sweeps_left = rule.SweepsLeftAfter(sweep, next->profile, *measured);
+        measured = Profile::FastestOf(next->profile, *measured);
+      }
+      StoreSweep(v, next->worker_type, std::move(measured), next->sweeps_left, sweeps_left);
       return true;
     }
   }

@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/catalog.h"
 #include "controller/cluster.h"
+#include "controller/profile_sweeps.h"
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
 
@@ -47,13 +48,14 @@ struct ProfilingOptions {
   int warmup = 5;
   int repetitions = 20;
   int evaluation_batch = 64;
-  // Each profile is measured in this many sweeps over the batch sizes, at
-  // least `sweep_spacing` apart, and keeps each point's fastest sweep
-  // (Profile::FastestOf). This host runs ~1.5x slow for stretches of ~10 s
-  // (a fixed compute loop showed it); sweeps seconds apart fall inside one
-  // stretch, sweeps a minute apart rarely all do. The first sweep makes the
-  // profile usable; the later ones refine it in the background.
-  int sweeps = 3;
+  // Each profile is measured in sweeps over the batch sizes, at least
+  // `sweep_spacing` apart, and keeps each point's fastest sweep
+  // (Profile::FastestOf) until the rule says it is final. This host runs
+  // ~1.5x slow for stretches of ~10 s to over a minute (a fixed compute loop
+  // showed it); sweeps seconds apart fall inside one stretch, sweeps a minute
+  // apart less often. The first sweep makes the profile usable; the later
+  // ones refine it in the background.
+  SweepRule sweeps;
   Nanos sweep_spacing = 60 * kSecond;
 };
 
@@ -94,9 +96,12 @@ class VariantPipeline {
                      const std::vector<ProfileRecord>& profiles);
   absl::StatusOr<Profile> MeasureSweep(WorkerApi& worker, const registry::ModelRecord& model,
                                        const registry::VariantRecord& variant,
-                                       const std::string& type, int sweep, int sweeps);
+                                       const std::string& type, int sweep, int max_sweeps);
+  // Stores a sweep's profile with `sweeps_left`, unless the stored one
+  // changed since it was read with `read_sweeps_left` sweeps left
+  // (Registry::kNoStoredProfile: none).
   void StoreSweep(const registry::VariantRecord& variant, const std::string& type,
-                  absl::StatusOr<Profile> profile, int sweeps_left);
+                  absl::StatusOr<Profile> profile, int read_sweeps_left, int sweeps_left);
   void Record(const registry::VariantRecord& variant);
   VariantSpec SpecOf(const registry::ModelRecord& model,
                      const registry::VariantRecord& variant) const;
@@ -109,7 +114,8 @@ class VariantPipeline {
   // only, so not locked).
   std::map<std::string, Nanos> retry_after_;
   // When each "variant@type" was last measured (pipeline thread only). Not
-  // kept across restarts: a restarted controller may sweep sooner.
+  // kept across restarts: a restarted controller counts the spacing of the
+  // sweeps left from when it first sees them.
   std::map<std::string, Nanos> last_sweep_;
   // Whether the optimiser can run here, asked once (it starts Python).
   std::optional<absl::Status> optimiser_;

@@ -22,7 +22,7 @@ std::string StateOf(const CatalogVariant& v, const std::string& worker_type) {
   if (v.ProfileOn(worker_type) == nullptr) return "ready, no profile here yet";
   const int sweeps = v.SweepsLeftOn(worker_type);
   if (sweeps > 0) {
-    return absl::StrFormat("ready, profile refining (%d more sweep%s)", sweeps,
+    return absl::StrFormat("ready, profile refining (up to %d more sweep%s)", sweeps,
                            sweeps == 1 ? "" : "s");
   }
   return "ready";

@@ -353,6 +353,16 @@ absl::StatusOr<bool> Registry::VariantExistsLocked(const VariantKey& key) const 
   return st.BindText(key.model).BindText(key.variant).Step();
 }
 
+absl::StatusOr<int> Registry::SweepsLeftLocked(const VariantKey& key,
+                                               absl::string_view worker_type) const {
+  MAITRE_ASSIGN_OR_RETURN(
+      Statement st, db_->Prepare("SELECT sweeps_left FROM profiles"
+                                 " WHERE model = ?1 AND variant = ?2 AND worker_type = ?3"));
+  MAITRE_ASSIGN_OR_RETURN(bool row,
+                          st.BindText(key.model).BindText(key.variant).BindText(worker_type).Step());
+  return row ? static_cast<int>(st.Int(0)) : kNoStoredProfile;
+}
+
 // ---- apps ----
 
 absl::Status Registry::PutApp(const AppRecord& app) {
@@ -608,6 +618,16 @@ absl::Status Registry::UpsertProfileLocked(const ProfileRecord& p) {
 }
 
 absl::Status Registry::PutProfile(const ProfileRecord& profile) {
+  return PutProfileChecked(profile, std::nullopt);
+}
+
+absl::Status Registry::PutProfileIfUnchanged(const ProfileRecord& profile,
+                                             int expected_sweeps_left) {
+  return PutProfileChecked(profile, expected_sweeps_left);
+}
+
+absl::Status Registry::PutProfileChecked(const ProfileRecord& profile,
+                                         std::optional<int> expected_sweeps_left) {
   MAITRE_RETURN_IF_ERROR(ValidateProfile(profile));
   absl::MutexLock lock(&mu_);
   MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_.get()));
@@ -615,6 +635,14 @@ absl::Status Registry::PutProfile(const ProfileRecord& profile) {
   if (!exists) {
     return absl::NotFoundError(
         absl::StrCat("cannot store a profile for unknown variant ", profile.key.ToString()));
+  }
+  if (expected_sweeps_left.has_value()) {
+    MAITRE_ASSIGN_OR_RETURN(int stored, SweepsLeftLocked(profile.key, profile.worker_type));
+    if (stored != *expected_sweeps_left) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the profile of ", profile.key.ToString(), " on ", profile.worker_type,
+          " changed since it was read"));
+    }
   }
   MAITRE_RETURN_IF_ERROR(UpsertProfileLocked(profile));
   return tx.Commit();

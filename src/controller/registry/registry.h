@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,13 @@ class Registry {
   // is stored with the profile as given (the variant's own accuracy is in
   // its VariantRecord; the writer keeps the two in step).
   absl::Status PutProfile(const ProfileRecord& profile);
+  // PutProfile, but only while the stored profile is the one the writer
+  // read: it still has `expected_sweeps_left` sweeps left, or, with
+  // kNoStoredProfile, there is none. Otherwise FailedPrecondition and nothing
+  // changes: someone else (an import) wrote it since, and a sweep measured
+  // before must not overwrite that.
+  static constexpr int kNoStoredProfile = -1;
+  absl::Status PutProfileIfUnchanged(const ProfileRecord& profile, int expected_sweeps_left);
   // All profiles ("") or one model's, by (model, variant, worker type), each
   // with its points in batch order.
   std::vector<ProfileRecord> ListProfiles(absl::string_view model = "") const;
@@ -208,10 +216,16 @@ class Registry {
   Registry(std::unique_ptr<Connection> db, std::string path, int schema_version);
 
   absl::Status UpsertVariantLocked(const VariantRecord& variant) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PutProfile, checking the stored sweeps left first when one is expected.
+  absl::Status PutProfileChecked(const ProfileRecord& profile,
+                                 std::optional<int> expected_sweeps_left);
   absl::Status UpsertProfileLocked(const ProfileRecord& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> ModelExistsLocked(absl::string_view name) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> VariantExistsLocked(const VariantKey& key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stored profile's sweeps left, or kNoStoredProfile.
+  absl::StatusOr<int> SweepsLeftLocked(const VariantKey& key, absl::string_view worker_type) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadJobFilesLocked(JobRecord& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

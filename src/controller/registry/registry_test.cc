@@ -356,6 +356,33 @@ TEST_F(RegistryTest, SweepsLeftRoundTripAndImportsAreFinal) {
   EXPECT_EQ(registry_->PutProfile(refining).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(RegistryTest, ASweepDoesNotOverwriteAProfileWrittenSinceItWasRead) {
+  Register("fashion", "m");
+  ProfileRecord first = MakeProfile("m", "torch", "cpu-1", 1.0);
+  first.sweeps_left = 2;
+  // A first sweep stores only where no profile is.
+  ASSERT_TRUE(registry_->PutProfileIfUnchanged(first, Registry::kNoStoredProfile).ok());
+  EXPECT_EQ(registry_->PutProfileIfUnchanged(first, Registry::kNoStoredProfile).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A later sweep read the profile with 2 sweeps left; it lands.
+  ProfileRecord second = MakeProfile("m", "torch", "cpu-1", 0.9);
+  second.sweeps_left = 1;
+  ASSERT_TRUE(registry_->PutProfileIfUnchanged(second, 2).ok());
+  // An import lands while the third sweep runs; the sweep read 1 and is refused.
+  ProfileRecord imported = MakeProfile("m", "torch", "cpu-1", 5.0);
+  ASSERT_TRUE(registry_->ImportProfiles({imported}).ok());
+  ProfileRecord third = MakeProfile("m", "torch", "cpu-1", 0.8);
+  absl::Status refused = registry_->PutProfileIfUnchanged(third, 1);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("m:torch on cpu-1"));
+  ASSERT_EQ(registry_->ListProfiles("m").size(), 1u);
+  ExpectSameProfile(registry_->ListProfiles("m")[0], imported);
+  // The variant must still exist, whatever is expected.
+  EXPECT_EQ(registry_->PutProfileIfUnchanged(MakeProfile("m", "ghost", "cpu-1"),
+                                             Registry::kNoStoredProfile).code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST_F(RegistryTest, PutProfileNeedsAVariantAndPoints) {
   Register("fashion", "m");
   EXPECT_EQ(registry_->PutProfile(MakeProfile("m", "ghost", "cpu-1")).code(),
