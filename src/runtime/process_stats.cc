@@ -1,5 +1,6 @@
 #include "runtime/process_stats.h"
 
+#include <malloc.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,11 @@ double PeakResidentMemoryMb() {
   }
   std::fclose(f);
   return mb;
+}
+
+double HeapInUseMb() {
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<double>(info.uordblks + info.hblkhd) / kBytesPerMb;
 }
 
 double ProcessCpuSeconds() {

@@ -14,6 +14,12 @@ double ResidentMemoryMb();
 // unreadable.
 double PeakResidentMemoryMb();
 
+// Bytes the process's malloc has handed out and not taken back, in MiB
+// (glibc's mallinfo2: arena chunks in use plus mmapped chunks). Unlike the
+// resident size it falls when memory is freed, so the growth across a load
+// is what the loaded thing holds even where freed memory is reused.
+double HeapInUseMb();
+
 // User + system CPU seconds used by all threads of this process so far.
 // Utilisation over an interval is the difference of two readings divided by
 // (interval × cores).

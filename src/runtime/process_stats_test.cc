@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -21,6 +22,20 @@ TEST(ProcessStatsTest, MemoryReadingsAreConsistent) {
   EXPECT_GE(grown, rss + 32);
   EXPECT_GE(PeakResidentMemoryMb(), grown * 0.99);
   EXPECT_EQ(block[kBytes - 1], 1);
+}
+
+TEST(ProcessStatsTest, HeapInUseFollowsAllocationsBothWays) {
+  const double before = HeapInUseMb();
+  constexpr size_t kBytes = 48 << 20;
+  auto block = std::make_unique<char[]>(kBytes);
+  EXPECT_NEAR(HeapInUseMb() - before, 48, 1);
+  block.reset();
+  // Freed memory stops counting, though the allocator may keep it resident.
+  EXPECT_NEAR(HeapInUseMb() - before, 0, 1);
+  // Many small blocks count too (arena chunks, not only mmapped ones).
+  std::vector<std::unique_ptr<char[]>> small;
+  for (int i = 0; i < 4096; ++i) small.push_back(std::make_unique<char[]>(4096));
+  EXPECT_NEAR(HeapInUseMb() - before, 16, 1);
 }
 
 TEST(ProcessStatsTest, CpuTimeGrowsWithWork) {

@@ -213,10 +213,12 @@ std::vector<InstanceReport> InstanceManager::TakeReports() {
 
 absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
                                                         const ProfileOptions& options) {
-  double rss_before = runtime::ResidentMemoryMb();
+  const double rss_before = runtime::ResidentMemoryMb();
+  const double heap_before = runtime::HeapInUseMb();
   Nanos start = options_.clock->Now();
   MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
   double load_ms = ToMillis(options_.clock->Now() - start);
+  const double heap_loaded = runtime::HeapInUseMb();
   runtime::MeasureOptions measure;
   measure.batch_sizes = options.batch_sizes;
   measure.latency_ceiling_ms = options.latency_ceiling_ms;
@@ -238,9 +240,14 @@ absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
     return slowdown;
   };
   MAITRE_ASSIGN_OR_RETURN(auto points, runtime::MeasureLatencies(*executor, sample, measure));
-  // Resident growth across load and the largest batch approximates what an
-  // instance of this variant costs; the allocator keeps what it peaked at.
-  double memory_mb = std::max(0.0, runtime::ResidentMemoryMb() - rss_before);
+  // What an instance of this variant costs: the heap it holds once loaded
+  // and after the largest batch (OpenCV keeps that batch's buffers), or the
+  // resident growth if more (memory malloc does not see). The resident size
+  // alone read ~0 for most variants in a worker that had freed as much
+  // before (the allocator reuses it).
+  const double memory_mb =
+      std::max({0.0, runtime::ResidentMemoryMb() - rss_before, heap_loaded - heap_before,
+                runtime::HeapInUseMb() - heap_before});
   return Profile::Create(std::move(points), load_ms, memory_mb);
 }
 
