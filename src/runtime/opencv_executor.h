@@ -19,5 +19,4 @@ absl::StatusOr<std::unique_ptr<Executor>> CreateOpenCvExecutor(const ExecutorOpt
 // cv::setNumThreads, process-wide.
 void ConfigureOpenCvProcess(int threads);
 
-
 }  // namespace maitre::runtime::internal

@@ -60,6 +60,17 @@ ALTER TABLE apps ADD COLUMN note TEXT NOT NULL DEFAULT '';
 )sql"};
 }
 
+// The schema as it was before the migration described so (all of it if
+// there is none).
+std::vector<Migration> MigrationsBefore(const std::string& description) {
+  std::vector<Migration> before;
+  for (const Migration& m : SchemaMigrations()) {
+    if (m.description == description) break;
+    before.push_back(m);
+  }
+  return before;
+}
+
 // Fills a registry with one of everything (profiles need the schema's
 // latest profile columns).
 void Populate(Registry& r, bool with_profiles = true) {
@@ -139,11 +150,7 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
 TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveARestart) {
   TempDir tmp;
   std::string path = tmp.File("registry.db");
-  std::vector<Migration> before_jobs;
-  for (const Migration& m : SchemaMigrations()) {
-    if (m.description == "offline jobs") break;
-    before_jobs.push_back(m);
-  }
+  std::vector<Migration> before_jobs = MigrationsBefore("offline jobs");
   ASSERT_LT(before_jobs.size(), SchemaMigrations().size());
   std::string models;
   {
@@ -179,11 +186,7 @@ TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveAResta
 TEST(RegistryDurabilityTest, ProfilesFromBeforeSweepsAreFinal) {
   TempDir tmp;
   std::string path = tmp.File("registry.db");
-  std::vector<Migration> before_sweeps;
-  for (const Migration& m : SchemaMigrations()) {
-    if (m.description == "profiles: sweeps left") break;
-    before_sweeps.push_back(m);
-  }
+  std::vector<Migration> before_sweeps = MigrationsBefore("profiles: sweeps left");
   ASSERT_LT(before_sweeps.size(), SchemaMigrations().size());
   {
     auto r = MustOpen({path, before_sweeps});
