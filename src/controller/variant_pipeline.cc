@@ -96,7 +96,8 @@ void VariantPipeline::Loop() {
     // Deferred work (a worker type with no worker yet, a paused retry) is
     // looked at again every few seconds even without a kick.
     auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return kicked_ || stopping_; };
-    mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Seconds(5));
+    options_.clock->AwaitWithDeadline(&mu_, absl::Condition(&wake),
+                                      options_.clock->Now() + 5 * kSecond);
   }
 }
 
@@ -231,7 +232,7 @@ bool VariantPipeline::MeasureAccuracy(const ModelRecord& model, VariantRecord va
   auto result = worker->Evaluate(SpecOf(model, variant), model.valset_blob,
                                  options_.profiling.evaluation_batch);
   if (!result.ok() && Transient(result.status())) {
-    retry_after_[variant.key.ToString()] = SteadyClock::Get()->Now() + kRetryPause;
+    retry_after_[variant.key.ToString()] = options_.clock->Now() + kRetryPause;
     return true;
   }
   if (!result.ok()) {
@@ -275,7 +276,7 @@ absl::StatusOr<Profile> VariantPipeline::MeasureSweep(WorkerApi& worker,
                  "ran much faster: the cores were busy); measuring again",
                  variant.key.ToString(), type);
   }
-  last_sweep_[PairKey(variant.key, type)] = SteadyClock::Get()->Now();
+  last_sweep_[PairKey(variant.key, type)] = options_.clock->Now();
   if (profile.ok() && !profile->empty()) {
     // Per sweep, so an operator can see how far apart the sweeps came out.
     spdlog::info("variant pipeline: {} on {}, sweep {}: p50 {:.4f} ms at batch 1",
@@ -288,7 +289,7 @@ void VariantPipeline::StoreSweep(const VariantRecord& variant, const std::string
                                  absl::StatusOr<Profile> profile, int read_sweeps_left,
                                  int sweeps_left) {
   const std::string retry_key = PairKey(variant.key, type);
-  const Nanos now = SteadyClock::Get()->Now();
+  const Nanos now = options_.clock->Now();
   if (!profile.ok()) {
     spdlog::warn("variant pipeline: profiling {} on {} failed: {}", variant.key.ToString(), type,
                  profile.status().message());
@@ -316,7 +317,7 @@ void VariantPipeline::StoreSweep(const VariantRecord& variant, const std::string
 
 bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantRecord& variant,
                                      const std::vector<ProfileRecord>& profiles) {
-  const Nanos now = SteadyClock::Get()->Now();
+  const Nanos now = options_.clock->Now();
   for (const WorkerType& type : options_.cluster->types().types()) {
     bool done = false;
     for (const ProfileRecord& p : profiles) {
@@ -336,7 +337,7 @@ bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantReco
 
 bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
                                     const std::vector<ProfileRecord>& profiles) {
-  const Nanos now = SteadyClock::Get()->Now();
+  const Nanos now = options_.clock->Now();
   // The profile with the most sweeps left goes first, so the sweeps go
   // round every profile in turn and each profile's are far apart.
   const ProfileRecord* next = nullptr;
@@ -381,7 +382,7 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
 }
 
 bool VariantPipeline::Step() {
-  Nanos now = SteadyClock::Get()->Now();
+  Nanos now = options_.clock->Now();
   std::vector<ModelRecord> models = options_.registry->ListModels();
   // First make every variant exist, be generated and measured, so that the
   // policies have every choice before any profile is complete; then profile.

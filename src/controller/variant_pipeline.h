@@ -27,6 +27,7 @@
 #include "controller/profile_sweeps.h"
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
+#include "core/clock.h"
 
 namespace maitre::controller {
 
@@ -70,6 +71,8 @@ class VariantPipeline {
     ProfilingOptions profiling;
     // Shared with the registrar: one measurement on the cluster at a time.
     absl::Mutex* measurement_mu = nullptr;
+    // Spaces the sweeps and the retries, and paces the reconciling loop.
+    const Clock* clock = SteadyClock::Get();
   };
 
   explicit VariantPipeline(Options options);
