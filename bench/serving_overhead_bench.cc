@@ -14,6 +14,9 @@
 // overhead can be attributed.
 //
 //   serving_overhead_bench [--requests N] [--variant torch|opencv]
+//                          [--profile-sweeps N]
+// --profile-sweeps is the server's (a minimum of 3 by default, a minute
+// apart); 1 starts measuring after one sweep, for quick comparisons.
 // Needs MAITRE_ZOO_DIR and MAITRE_BINARY (set them, or run through ctest's
 // environment: see docs/operations.md).
 #include <algorithm>
@@ -75,9 +78,11 @@ int main(int argc, char** argv) {
   using namespace maitre;
   int requests = 3000;
   std::string variant = "torch";
+  std::string profile_sweeps;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--requests") == 0) requests = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--variant") == 0) variant = argv[i + 1];
+    if (std::strcmp(argv[i], "--profile-sweeps") == 0) profile_sweeps = argv[i + 1];
   }
   auto zoo = runtime::testing::LoadZoo();
   auto valset = runtime::testing::ZooValset();
@@ -109,6 +114,7 @@ int main(int argc, char** argv) {
   testing::ServerOptions options;
   options.data_dir = data.path();
   options.workers = "cpu-1:1";
+  if (!profile_sweeps.empty()) options.extra_args = {"--profile-sweeps", profile_sweeps};
   auto server = testing::ServerProcess::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "server: %s\n", std::string(server.status().message()).c_str());

@@ -5,8 +5,9 @@ The client knows nothing of Maitre's code: its stubs are generated at test
 time from proto/inference.proto with grpc_tools, exactly as a user of the
 protocol would. It starts a real `maitre serve` (MAITRE_BINARY) on free
 ports, registers the zoo MLP over HTTP, and checks every RPC, both tensor
-encodings, and that bad input gets INVALID_ARGUMENT / NOT_FOUND while the
-server keeps serving.
+encodings, and that bad input gets INVALID_ARGUMENT / NOT_FOUND (and a
+message over the size limit RESOURCE_EXHAUSTED) while the server keeps
+serving.
 """
 import json
 import os
@@ -27,6 +28,8 @@ from grpc_tools import protoc
 SOURCE = os.environ.get("MAITRE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 ZOO = os.environ.get("MAITRE_ZOO_DIR", os.path.join(SOURCE, ".zoo"))
 BINARY = os.environ.get("MAITRE_BINARY", os.path.join(SOURCE, "build", "src", "cli", "maitre"))
+# Small, so that the oversize check sends megabytes, not the default 256.
+MAX_BODY_MB = 8
 
 
 def generate_stubs(out_dir):
@@ -59,7 +62,7 @@ class GrpcConformance(unittest.TestCase):
         data_dir = os.path.join(cls.tmp, "data")
         cls.server = subprocess.Popen(
             [BINARY, "serve", "--data-dir", data_dir, "--http", "127.0.0.1:0", "--grpc",
-             "127.0.0.1:0", "--workers", "cpu-1:1"],
+             "127.0.0.1:0", "--workers", "cpu-1:1", "--max-body-mb", str(MAX_BODY_MB)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         endpoints = os.path.join(data_dir, "endpoints.json")
         for _ in range(300):
@@ -175,6 +178,13 @@ class GrpcConformance(unittest.TestCase):
         unknown_version = self.infer_request(self.images[:1])
         unknown_version.model_version = "tensorrt"
         self.expect_code(lambda: self.stub.ModelInfer(unknown_version), grpc.StatusCode.NOT_FOUND)
+        # --max-body-mb bounds a message: 2,000 images (~6 MB, over gRPC's own
+        # default of 4) are served, 4,000 (~12.5 MB) are refused.
+        large = self.infer_request(np.zeros((2000, 1, 28, 28), np.float32))
+        self.assertEqual(list(self.stub.ModelInfer(large).outputs[0].shape), [2000, 10])
+        oversize = self.infer_request(np.zeros((4000, 1, 28, 28), np.float32))
+        self.assertGreater(oversize.ByteSize(), MAX_BODY_MB << 20)
+        self.expect_code(lambda: self.stub.ModelInfer(oversize), grpc.StatusCode.RESOURCE_EXHAUSTED)
         # And the server still serves.
         self.check_answer(self.stub.ModelInfer(self.infer_request(self.images)), 8)
 
