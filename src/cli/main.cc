@@ -1,5 +1,9 @@
 // `maitre`: one binary, one subcommand per role (DESIGN §6.3).
+#include <memory>
+
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -36,6 +40,10 @@ int main(int argc, char** argv) {
   // large bodies, reuse heap memory instead of faulting it in anew each time
   // (core/malloc_tuning.h).
   maitre::TuneMalloc();
+  // Logs go to stderr (spdlog's default is stdout), so that stdout carries
+  // only what a command prints: `bench --json`, `variants --csv`, ...
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"maitre: model-less inference serving"};
   app.require_subcommand(1);
   int exit_code = 0;
