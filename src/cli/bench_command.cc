@@ -31,6 +31,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--protocol", flags->protocol, "http, http-binary or grpc")->capture_default_str();
   cmd->add_option("--server", o.server, "Server URL")->capture_default_str();
   cmd->add_option("--grpc", o.grpc_address, "Server gRPC address")->capture_default_str();
+  cmd->add_option("--grpc-channels", o.grpc_channels,
+                  "gRPC channels (connections) the queries take in turn")
+      ->capture_default_str();
   cmd->add_option("--input", o.input_file, ".npz with input rows (default: zeros)");
   cmd->add_option("--batch", o.batch, "Rows per request")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the arrival process")->capture_default_str();

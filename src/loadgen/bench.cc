@@ -178,6 +178,7 @@ absl::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (o.protocol == Protocol::kGrpc) {
     GrpcTransportOptions g;
     g.address = o.grpc_address;
+    g.channels = o.grpc_channels;
     g.timeout = timeout;
     g.connect_timeout = std::min(timeout, 10 * kSecond);
     g.clock = clock;

@@ -49,6 +49,7 @@ struct BenchOptions {
   Protocol protocol = Protocol::kHttpJson;       // --protocol http|http-binary|grpc
   std::string server = "http://127.0.0.1:8000";  // --server URL (metadata always comes from here)
   std::string grpc_address = "127.0.0.1:8001";   // --grpc ADDR
+  int grpc_channels = 1;                         // --grpc-channels N
   std::string input_file;                        // --input FILE.npz; empty: zeros
   size_t max_input_rows = 1024;  // distinct payloads built from the file (cycled)
   int batch = 1;                 // --batch N: rows per request

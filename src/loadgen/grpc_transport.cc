@@ -1,7 +1,8 @@
 // The gRPC transport: ModelInfer through the callback stub, so no thread
-// waits per request and many calls share one HTTP/2 channel.
+// waits per request and many calls share each HTTP/2 channel.
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <vector>
 
@@ -39,13 +40,16 @@ void SetDouble(google::protobuf::Map<std::string, inference::InferParameter>* ma
 
 class GrpcTransport final : public Transport {
  public:
-  GrpcTransport(const GrpcTransportOptions& options, std::shared_ptr<grpc::Channel> channel,
+  GrpcTransport(const GrpcTransportOptions& options,
+                const std::vector<std::shared_ptr<grpc::Channel>>& channels,
                 std::vector<inference::ModelInferRequest> requests)
       : timeout_(options.timeout),
         clock_(options.clock ? options.clock : SteadyClock::Get()),
-        channel_(std::move(channel)),
-        stub_(inference::GRPCInferenceService::NewStub(channel_)),
-        requests_(std::move(requests)) {}
+        requests_(std::move(requests)) {
+    for (const auto& channel : channels) {
+      stubs_.push_back(inference::GRPCInferenceService::NewStub(channel));
+    }
+  }
 
   ~GrpcTransport() override { Shutdown(); }
 
@@ -65,9 +69,11 @@ class GrpcTransport final : public Transport {
       in_flight_.insert(call);
     }
     call->sent_at = clock_->Now();
-    stub_->async()->ModelInfer(&call->context, &requests_[index % requests_.size()],
-                               &call->response,
-                               [this, call](grpc::Status status) { Finish(call, status); });
+    const size_t turn = next_stub_.fetch_add(1, std::memory_order_relaxed);
+    inference::GRPCInferenceService::Stub& stub = *stubs_[turn % stubs_.size()];
+    stub.async()->ModelInfer(&call->context, &requests_[index % requests_.size()],
+                             &call->response,
+                             [this, call](grpc::Status status) { Finish(call, status); });
   }
 
   void Shutdown() override {
@@ -90,7 +96,7 @@ class GrpcTransport final : public Transport {
     finished_.clear();
   }
 
-  int64_t connections_opened() const override { return 1; }
+  int64_t connections_opened() const override { return static_cast<int64_t>(stubs_.size()); }
 
  private:
   struct Call {
@@ -138,8 +144,8 @@ class GrpcTransport final : public Transport {
 
   const Nanos timeout_;
   const Clock* clock_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+  std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
+  std::atomic<size_t> next_stub_{0};
   const std::vector<inference::ModelInferRequest> requests_;
 
   absl::Mutex mu_;
@@ -158,6 +164,10 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateGrpcTransport(
   }
   if (rows.empty()) return absl::InvalidArgumentError("no input rows to send");
   if (options.address.empty()) return absl::InvalidArgumentError("no gRPC address given");
+  if (options.channels < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gRPC channels must be at least 1, not ", options.channels));
+  }
   std::vector<inference::ModelInferRequest> requests;
   requests.reserve(rows.size());
   for (const std::vector<Tensor>& row : rows) {
@@ -187,17 +197,22 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateGrpcTransport(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  auto channel =
-      grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
-  if (options.connect_timeout > 0 &&
-      !channel->WaitForConnected(std::chrono::system_clock::now() +
-                                 std::chrono::nanoseconds(options.connect_timeout))) {
-    return absl::UnavailableError(absl::StrCat("cannot connect to the gRPC server at ",
-                                               options.address, " within ",
-                                               ToSeconds(options.connect_timeout), " s"));
+  // Channels with equal arguments would share one connection through gRPC's
+  // global subchannel pool; a pool per channel gives each its own.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < options.channels; ++i) {
+    channels.push_back(
+        grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args));
+    if (options.connect_timeout > 0 &&
+        !channels.back()->WaitForConnected(std::chrono::system_clock::now() +
+                                           std::chrono::nanoseconds(options.connect_timeout))) {
+      return absl::UnavailableError(absl::StrCat("cannot connect to the gRPC server at ",
+                                                 options.address, " within ",
+                                                 ToSeconds(options.connect_timeout), " s"));
+    }
   }
-  return std::unique_ptr<Transport>(new GrpcTransport(options, std::move(channel),
-                                                      std::move(requests)));
+  return std::unique_ptr<Transport>(new GrpcTransport(options, channels, std::move(requests)));
 }
 
 }  // namespace maitre::loadgen

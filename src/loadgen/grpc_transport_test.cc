@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -29,12 +30,13 @@ Tensor Row(float value) {
 
 class GrpcTransportTest : public ::testing::Test {
  protected:
-  void Start(FakeGrpcInferServer::AnswerFn answer, const Target& target) {
+  void Start(FakeGrpcInferServer::AnswerFn answer, const Target& target, int channels = 1) {
     auto server = FakeGrpcInferServer::Create(std::move(answer));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     GrpcTransportOptions options;
     options.address = server_->address();
+    options.channels = channels;
     options.clock = &clock_;
     options.timeout = 3600 * kSecond;
     auto transport = CreateGrpcTransport(options, target, {{Row(1)}, {Row(2)}, {Row(3)}});
@@ -108,6 +110,32 @@ TEST_F(GrpcTransportTest, ClosedLoopKeepsExactlyNInFlight) {
   }
   std::sort(firsts.begin(), firsts.end());
   EXPECT_EQ(firsts, (std::vector<float>{1, 1, 1, 2, 2, 2, 3, 3}));
+}
+
+TEST_F(GrpcTransportTest, CallsTakeTheChannelsInTurnEachItsOwnConnection) {
+  Target target;
+  target.model = "fmnist-mlp";
+  Start(nullptr, target, /*channels=*/3);
+  EXPECT_EQ(transport_->connections_opened(), 3);
+  runner_ = std::thread([&] { result_ = RunClosedLoop(*transport_, 1, Options(kSecond)); });
+  ASSERT_TRUE(server_->gate().WaitForReceived(6));
+  clock_.Advance(kSecond);
+  runner_.join();
+  // One at a time, so the n-th call went on channel n mod 3: the peers
+  // (client ports) repeat with period 3 and are three different ones.
+  std::vector<std::string> peers = server_->peers();
+  ASSERT_GE(peers.size(), 6u);
+  EXPECT_EQ(std::set<std::string>(peers.begin(), peers.end()).size(), 3u);
+  for (size_t i = 3; i < peers.size(); ++i) EXPECT_EQ(peers[i], peers[i - 3]) << i;
+}
+
+TEST(GrpcTransportCreateTest, RefusesFewerThanOneChannel) {
+  GrpcTransportOptions options;
+  options.channels = 0;
+  Target target;
+  target.model = "m";
+  auto transport = CreateGrpcTransport(options, target, {{Row(1)}});
+  EXPECT_EQ(transport.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(GrpcTransportTest, AppQueriesCarryTheirRequirements) {

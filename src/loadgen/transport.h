@@ -69,7 +69,7 @@ class Transport {
   // callback runs after it returns. Idempotent.
   virtual void Shutdown() = 0;
 
-  // Connections opened (HTTP); 1 for a gRPC channel.
+  // Connections opened: HTTP's as they grew; gRPC's channels.
   virtual int64_t connections_opened() const = 0;
 };
 
@@ -91,6 +91,10 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateHttpTransport(
 
 struct GrpcTransportOptions {
   std::string address = "127.0.0.1:8001";  // host:port
+  // Channels, each its own HTTP/2 connection, that calls take in turn. One
+  // is how most gRPC clients talk to a server; more spread the load over
+  // several connections, as HTTP's client does with one per query in flight.
+  int channels = 1;
   Nanos timeout = 30 * kSecond;
   // Creation waits this long for the channel to connect, so an address
   // where nothing listens is an error up front; 0 skips the wait.

@@ -263,6 +263,7 @@ class FakeService final : public inference::GRPCInferenceService::CallbackServic
       absl::MutexLock lock(&mu_);
       index = static_cast<int64_t>(requests_.size());
       requests_.push_back(*request);
+      peers_.push_back(context->peer());
     }
     // The request and response live until Finish(), so the answer may be
     // computed when it goes out.
@@ -277,12 +278,17 @@ class FakeService final : public inference::GRPCInferenceService::CallbackServic
     absl::MutexLock lock(&mu_);
     return requests_;
   }
+  std::vector<std::string> peers() const {
+    absl::MutexLock lock(&mu_);
+    return peers_;
+  }
 
  private:
   AnswerGate* gate_;
   FakeGrpcInferServer::AnswerFn answer_;
   mutable absl::Mutex mu_;
   std::vector<inference::ModelInferRequest> requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> peers_ ABSL_GUARDED_BY(mu_);
 };
 
 FakeGrpcInferServer::Answer DefaultGrpcAnswer(const inference::ModelInferRequest& request,
@@ -333,5 +339,7 @@ AnswerGate& FakeGrpcInferServer::gate() { return impl_->gate; }
 std::vector<inference::ModelInferRequest> FakeGrpcInferServer::requests() const {
   return impl_->service->requests();
 }
+
+std::vector<std::string> FakeGrpcInferServer::peers() const { return impl_->service->peers(); }
 
 }  // namespace maitre::loadgen::testing

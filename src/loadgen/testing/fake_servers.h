@@ -135,6 +135,8 @@ class FakeGrpcInferServer {
   std::string address() const;  // 127.0.0.1:PORT
   AnswerGate& gate();
   std::vector<inference::ModelInferRequest> requests() const;
+  // The peer (client address and port) of each request, in arrival order.
+  std::vector<std::string> peers() const;
 
  private:
   struct Impl;
