@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
+#include "core/status_macros.h"
+#include "runtime/valset.h"
 
 namespace maitre::controller {
 namespace {
@@ -47,6 +49,15 @@ bool Transient(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded ||
          status.code() == absl::StatusCode::kAborted;
+}
+
+// The first input row of the validation set stored as `blob`. Profiles run
+// on real data rather than zeros, so that a model whose work depends on its
+// input (sparsity, early exits, denormals) is timed as it will serve.
+absl::StatusOr<Tensor> FirstValsetRow(const registry::BlobStore& blobs, const std::string& blob) {
+  MAITRE_ASSIGN_OR_RETURN(std::string bytes, blobs.Read(blob));
+  MAITRE_ASSIGN_OR_RETURN(runtime::Valset valset, runtime::ParseValset(bytes));
+  return runtime::SliceRows(valset.inputs, 0, 1);
 }
 
 }  // namespace
@@ -122,6 +133,23 @@ std::shared_ptr<WorkerApi> VariantPipeline::WorkerOfType(const std::string& type
     }
   }
   return best.empty() ? nullptr : options_.cluster->Api(best);
+}
+
+const std::vector<Tensor>& VariantPipeline::ExampleRow(const ModelRecord& model) {
+  auto [it, inserted] = example_rows_.try_emplace(model.name);
+  if (!inserted || model.valset_blob.empty() || options_.blobs == nullptr ||
+      model.spec.inputs.size() != 1) {
+    return it->second;
+  }
+  absl::StatusOr<Tensor> row = FirstValsetRow(*options_.blobs, model.valset_blob);
+  if (row.ok()) {
+    row->name = model.spec.inputs[0].name;
+    it->second.push_back(*std::move(row));
+  } else {
+    spdlog::warn("variant pipeline: {} is profiled on zeros: its validation set: {}", model.name,
+                 row.status().message());
+  }
+  return it->second;
 }
 
 void VariantPipeline::Record(const VariantRecord& variant) {
@@ -263,6 +291,7 @@ absl::StatusOr<Profile> VariantPipeline::MeasureSweep(WorkerApi& worker,
   // With several sweeps, each is one round and the pipeline spreads them
   // out; with one, the worker's own rounds (a second apart) are all there is.
   request.rounds = options_.profiling.sweeps.max_sweeps > 1 ? 1 : 0;
+  request.sample = ExampleRow(model);
   spdlog::info("variant pipeline: profiling {} on {} (sweep {} of at most {})",
                variant.key.ToString(), type, sweep, max_sweeps);
   absl::StatusOr<Profile> profile;

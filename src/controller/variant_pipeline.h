@@ -106,6 +106,9 @@ class VariantPipeline {
   void StoreSweep(const registry::VariantRecord& variant, const std::string& type,
                   absl::StatusOr<Profile> profile, int read_sweeps_left, int sweeps_left);
   void Record(const registry::VariantRecord& variant);
+  // The first input row of the model's validation set, which profiles run
+  // on (empty, and so zeros, when it has none or it cannot be read).
+  const std::vector<Tensor>& ExampleRow(const registry::ModelRecord& model);
   VariantSpec SpecOf(const registry::ModelRecord& model,
                      const registry::VariantRecord& variant) const;
   // The least utilised live worker of `type`, or null.
@@ -120,6 +123,8 @@ class VariantPipeline {
   // kept across restarts: a restarted controller counts the spacing of the
   // sweeps left from when it first sees them.
   std::map<std::string, Nanos> last_sweep_;
+  // ExampleRow's, per model (pipeline thread only).
+  std::map<std::string, std::vector<Tensor>> example_rows_;
   // Whether the optimiser can run here, asked once (it starts Python).
   std::optional<absl::Status> optimiser_;
   absl::Mutex mu_;

@@ -7,10 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
+#include "controller/registry/blob_store.h"
 #include "controller/registry/registry_test_util.h"
+#include "runtime/npz.h"
 
 namespace maitre::controller {
 namespace {
@@ -21,21 +24,28 @@ class ScriptedProfiler {
  public:
   explicit ScriptedProfiler(std::vector<double> batch1_ms) : batch1_ms_(std::move(batch1_ms)) {}
 
-  absl::StatusOr<Profile> Next() {
+  absl::StatusOr<Profile> Next(const ProfileRequest& request) {
     absl::MutexLock lock(&mu_);
     const double ms = batch1_ms_[std::min(calls_, batch1_ms_.size() - 1)];
     ++calls_;
+    last_sample_ = request.sample;
     return Profile::Create({{1, ms, 1.1 * ms}, {8, 4 * ms, 4.4 * ms}}, 100, 5);
   }
   size_t calls() const {
     absl::MutexLock lock(&mu_);
     return calls_;
   }
+  // The example row the last profiling request carried.
+  std::vector<Tensor> last_sample() const {
+    absl::MutexLock lock(&mu_);
+    return last_sample_;
+  }
 
  private:
   const std::vector<double> batch1_ms_;
   mutable absl::Mutex mu_;
   size_t calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Tensor> last_sample_ ABSL_GUARDED_BY(mu_);
 };
 
 class ScriptedWorker final : public WorkerApi {
@@ -52,8 +62,9 @@ class ScriptedWorker final : public WorkerApi {
   absl::Status Unload(const VariantKey&) override {
     return absl::UnimplementedError("not used by the pipeline");
   }
-  absl::StatusOr<Profile> ProfileVariant(const VariantSpec&, const ProfileRequest&) override {
-    return profiler_->Next();
+  absl::StatusOr<Profile> ProfileVariant(const VariantSpec&,
+                                         const ProfileRequest& request) override {
+    return profiler_->Next(request);
   }
   absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
     return absl::UnimplementedError("not used by the pipeline");
@@ -69,10 +80,23 @@ class VariantPipelineTest : public ::testing::Test {
     auto registry = registry::Registry::Open({dir_.File("registry.db")});
     ASSERT_TRUE(registry.ok()) << registry.status();
     registry_ = *std::move(registry);
+    auto blobs = registry::BlobStore::Open({dir_.File("blobs")});
+    ASSERT_TRUE(blobs.ok()) << blobs.status();
+    blobs_ = *std::move(blobs);
+    // A validation set of two images: every pixel 0.5 in the first, 0.25
+    // in the second.
+    Tensor inputs{"inputs", DataType::kFp32, {2, 1, 28, 28}, {}};
+    std::vector<float> pixels(2 * 28 * 28, 0.5f);
+    std::fill(pixels.begin() + 28 * 28, pixels.end(), 0.25f);
+    inputs.data.assign(reinterpret_cast<const char*>(pixels.data()), pixels.size() * 4);
+    Tensor labels{"labels", DataType::kInt64, {2}, std::string(16, '\0')};
+    auto valset = blobs_->Put(runtime::WriteNpz({inputs, labels}));
+    ASSERT_TRUE(valset.ok()) << valset.status();
     // An ONNX model has only its registered variant, so the pipeline has
     // nothing to generate or measure: it only profiles.
     registry::ModelRecord model = registry::test_util::MakeModel("fashion", "m", "m");
     model.spec.format = ModelFormat::kOnnx;
+    model.valset_blob = *valset;
     absl::Status registered = registry_->RegisterModel(
         model, {registry::test_util::MakeVariant("m", "opencv", Runtime::kOpenCv)});
     ASSERT_TRUE(registered.ok()) << registered;
@@ -96,6 +120,7 @@ class VariantPipelineTest : public ::testing::Test {
   void StartPipeline() {
     VariantPipeline::Options options;
     options.registry = registry_.get();
+    options.blobs = blobs_.get();
     options.catalog = &catalog_;
     options.cluster = cluster_.get();
     options.clock = &clock_;
@@ -125,6 +150,7 @@ class VariantPipelineTest : public ::testing::Test {
   registry::test_util::TempDir dir_;
   ManualClock clock_{1000 * kSecond};
   std::unique_ptr<registry::Registry> registry_;
+  std::unique_ptr<registry::BlobStore> blobs_;
   Catalog catalog_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<VariantPipeline> pipeline_;
@@ -152,6 +178,18 @@ TEST_F(VariantPipelineTest, SweepsComeAMinuteApartUntilTwoAgree) {
   clock_.Advance(10 * 60 * kSecond);
   Settle();
   EXPECT_EQ(profiler.calls(), 3u) << "a final profile was measured again";
+}
+
+TEST_F(VariantPipelineTest, ProfilesRunOnTheValidationSetsFirstRow) {
+  ScriptedProfiler profiler({1.0});
+  StartCluster(&profiler);
+  StartPipeline();
+  std::vector<Tensor> sample = profiler.last_sample();
+  ASSERT_EQ(sample.size(), 1u);
+  EXPECT_EQ(sample[0].name, "input");  // the model's input, not the file's array
+  EXPECT_EQ(sample[0].shape, (std::vector<int64_t>{1, 1, 28, 28}));
+  const float* pixels = sample[0].As<float>();
+  EXPECT_TRUE(std::all_of(pixels, pixels + 28 * 28, [](float p) { return p == 0.5f; }));
 }
 
 TEST_F(VariantPipelineTest, AProfileThatKeepsMovingStopsAtTheMaximum) {
