@@ -1,6 +1,8 @@
 #include "runtime/process_stats.h"
 
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +13,12 @@ namespace maitre::runtime {
 namespace {
 
 constexpr double kBytesPerMb = 1024.0 * 1024.0;
+
+double SecondsOn(clockid_t clock) {
+  struct timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 }  // namespace
 
@@ -46,10 +54,18 @@ double HeapInUseMb() {
   return static_cast<double>(info.uordblks + info.hblkhd) / kBytesPerMb;
 }
 
-double ProcessCpuSeconds() {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+double ProcessCpuSeconds() { return SecondsOn(CLOCK_PROCESS_CPUTIME_ID); }
+
+std::function<double()> CallingThreadCpuClock() {
+  clockid_t clock;
+  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return [] { return 0.0; };
+  return [clock] { return SecondsOn(clock); };
+}
+
+int CallingThreadCores() {
+  cpu_set_t cores;
+  if (sched_getaffinity(0, sizeof(cores), &cores) != 0) return 1;
+  return CPU_COUNT(&cores);
 }
 
 }  // namespace maitre::runtime

@@ -5,6 +5,8 @@
 // Thread-safety: safe to call from any thread.
 #pragma once
 
+#include <functional>
+
 namespace maitre::runtime {
 
 // Current resident set size in MiB (/proc/self/statm); 0 if unreadable.
@@ -24,5 +26,12 @@ double HeapInUseMb();
 // Utilisation over an interval is the difference of two readings divided by
 // (interval × cores).
 double ProcessCpuSeconds();
+
+// A reader of the calling thread's CPU seconds, which any thread may call
+// while the calling thread lives.
+std::function<double()> CallingThreadCpuClock();
+
+// How many cores the calling thread may run on (its affinity mask).
+int CallingThreadCores();
 
 }  // namespace maitre::runtime

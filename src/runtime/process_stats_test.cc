@@ -1,7 +1,9 @@
 #include "runtime/process_stats.h"
 
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -46,6 +48,30 @@ TEST(ProcessStatsTest, CpuTimeGrowsWithWork) {
     for (int i = 0; i < 100000; ++i) sink = sink + i * 0.5;
   }
   EXPECT_GT(ProcessCpuSeconds(), start);
+}
+
+// Another thread's work moves the process's clock, not this thread's; this
+// thread's clock can be read from elsewhere.
+TEST(ProcessStatsTest, AThreadsCpuClockCountsOnlyThatThread) {
+  std::function<double()> main_thread = CallingThreadCpuClock();
+  const double main_start = main_thread();
+  const double process_start = ProcessCpuSeconds();
+  double worker_start = 0, worker_end = 0;
+  std::thread worker([&] {
+    std::function<double()> mine = CallingThreadCpuClock();
+    worker_start = mine();
+    volatile double sink = 0;
+    while (mine() - worker_start < 0.05) {
+      for (int i = 0; i < 100000; ++i) sink = sink + i * 0.5;
+    }
+    worker_end = mine();
+  });
+  worker.join();
+  EXPECT_GE(worker_end - worker_start, 0.05);
+  EXPECT_GE(ProcessCpuSeconds() - process_start, 0.05);
+  EXPECT_LT(main_thread() - main_start, 0.05);  // it only waited
+  EXPECT_GE(CallingThreadCores(), 1);
+  EXPECT_LE(CallingThreadCores(), static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace

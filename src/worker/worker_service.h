@@ -79,7 +79,8 @@ class WorkerService {
   InstanceManager* const manager_;
   const Clock* const clock_;
   WorkQueue* const control_;
-  RegistrationCpu registration_cpu_{runtime::ProcessCpuSeconds};
+  RegistrationCpu registration_cpu_{{runtime::ProcessCpuSeconds, runtime::CallingThreadCpuClock,
+                                     runtime::CallingThreadCores}};
   v1::Worker::AsyncService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> queue_;
   std::thread thread_;
