@@ -322,11 +322,13 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
     OnlineLoad warm(server->url(), "fmnist-cnn-wide", *valset_, 1, 1);
     ASSERT_TRUE(WaitFor([&] { return warm.served() > 0; }, 60));
   }
-  // Small chunks make the job last long enough to be caught running.
+  // One-row chunks make the job last long enough to be caught running: with
+  // four-row chunks a fast host finished it in ~4 s, sometimes before the
+  // online load had been reported.
   json job = Submit(*server, {{"input", valset_path_},
                               {"output", work.path() + "/out"},
                               {"model", "fmnist-mlp"},
-                              {"batch_size", 4}});
+                              {"batch_size", 1}});
   std::string id = job.value("id", "");
   ASSERT_FALSE(id.empty()) << job.dump();
   ASSERT_TRUE(WaitFor(
