@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 
@@ -50,12 +52,11 @@ class RegistrationCpu {
   // Registration CPU seconds so far, including a job still running.
   double Seconds() const {
     absl::MutexLock lock(&mu_);
-    return done_ + (job_.running ? job_.SoFar(clocks_) : 0);
+    return done_ + (job_.has_value() ? job_->SoFar(clocks_) : 0);
   }
 
  private:
   struct RunningJob {
-    bool running = false;
     std::function<double()> thread_cpu;
     int cores = 1;
     double process_start = 0;
@@ -68,7 +69,6 @@ class RegistrationCpu {
 
   void Begin() {
     RunningJob job;
-    job.running = true;
     job.thread_cpu = clocks_.this_thread();
     job.cores = std::max(1, clocks_.this_thread_cores());
     job.process_start = clocks_.process();
@@ -78,14 +78,14 @@ class RegistrationCpu {
   }
   void End() {
     absl::MutexLock lock(&mu_);
-    done_ += job_.SoFar(clocks_);
-    job_ = RunningJob{};
+    done_ += job_->SoFar(clocks_);
+    job_.reset();
   }
 
   const Clocks clocks_;
   mutable absl::Mutex mu_;
   double done_ ABSL_GUARDED_BY(mu_) = 0;
-  RunningJob job_ ABSL_GUARDED_BY(mu_);
+  std::optional<RunningJob> job_ ABSL_GUARDED_BY(mu_);  // the job running, if any
 };
 
 }  // namespace maitre::worker
