@@ -160,6 +160,29 @@ class JobsTest : public ::testing::Test {
     ASSERT_TRUE(r->status == 201 || r->status == 200) << r->status << " " << r->body;
   }
 
+  // Until every variant of the app is evaluated and its profile is final on
+  // every worker type it has one for: on a one-core worker, profiling takes
+  // the core from serving, and that is not online load.
+  bool WaitUntilProfiled(ServerProcess& server, double seconds) {
+    return WaitFor(
+        [&] {
+          auto app = server.GetJson("/v2/apps/fashion");
+          if (!app.ok()) return false;
+          for (const json& m : (*app)["models"]) {
+            for (const json& v : m["variants"]) {
+              if (v["state"] == "pending" || v.value("profiles", json::object()).empty()) {
+                return false;
+              }
+              for (const auto& [type, profile] : v["profiles"].items()) {
+                if (profile["sweeps_left"] != 0) return false;
+              }
+            }
+          }
+          return true;
+        },
+        seconds);
+  }
+
   json Submit(ServerProcess& server, json body, int expect_status = 201) {
     auto r = server.Post("/v2/apps/fashion/jobs", body.dump());
     EXPECT_TRUE(r.ok()) << r.status();
@@ -310,11 +333,15 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
   // One one-core worker serves both the job and the online load, and the
   // autoscalers stay off: a replica or a worker they added would relieve the
   // busy worker, and the job would rightly resume while the load goes on.
+  // Profiles are measured once and finished before the job starts: while a
+  // sweep holds the core, the online load cannot keep it busy.
   auto server = StartServer(data.path(), "cpu-1:1",
-                            {"--model-autoscaler", "off", "--cluster-autoscaler", "false"});
+                            {"--model-autoscaler", "off", "--cluster-autoscaler", "false",
+                             "--profile-sweeps", "1"});
   ASSERT_NE(server, nullptr);
   RegisterOk(*server, "fmnist-mlp", small_valset_);
   RegisterOk(*server, "fmnist-cnn-wide", small_valset_);
+  ASSERT_TRUE(WaitUntilProfiled(*server, 120));
 
   // The online model is loaded before the job starts, so the load can
   // build up at once.
@@ -322,13 +349,11 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
     OnlineLoad warm(server->url(), "fmnist-cnn-wide", *valset_, 1, 1);
     ASSERT_TRUE(WaitFor([&] { return warm.served() > 0; }, 60));
   }
-  // One-row chunks make the job last long enough to be caught running: with
-  // four-row chunks a fast host finished it in ~4 s, sometimes before the
-  // online load had been reported.
+  // Small chunks make the job last long enough to be caught running.
   json job = Submit(*server, {{"input", valset_path_},
                               {"output", work.path() + "/out"},
                               {"model", "fmnist-mlp"},
-                              {"batch_size", 1}});
+                              {"batch_size", 4}});
   std::string id = job.value("id", "");
   ASSERT_FALSE(id.empty()) << job.dump();
   ASSERT_TRUE(WaitFor(
