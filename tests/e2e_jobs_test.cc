@@ -24,6 +24,7 @@
 #include "runtime/testing/zoo.h"
 #include "runtime/valset.h"
 #include "testing/server_process.h"
+#include "testing/wait.h"
 
 namespace maitre {
 namespace {
@@ -32,18 +33,9 @@ using nlohmann::json;
 using runtime::testing::ScopedTempDir;
 using testing::ServerOptions;
 using testing::ServerProcess;
+using testing::WaitUntil;
 
 void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-// Polls `done` every 100 ms until it holds or `seconds` pass.
-bool WaitFor(const std::function<bool()>& done, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(int(seconds * 1000));
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    SleepMs(100);
-  }
-  return done();
-}
 
 // Runs a command and returns its stdout (and exit status).
 std::string RunCommand(const std::string& command, int* status) {
@@ -160,29 +152,6 @@ class JobsTest : public ::testing::Test {
     ASSERT_TRUE(r->status == 201 || r->status == 200) << r->status << " " << r->body;
   }
 
-  // Until every variant of the app is evaluated and its profile is final on
-  // every worker type it has one for: on a one-core worker, profiling takes
-  // the core from serving, and that is not online load.
-  bool WaitUntilProfiled(ServerProcess& server, double seconds) {
-    return WaitFor(
-        [&] {
-          auto app = server.GetJson("/v2/apps/fashion");
-          if (!app.ok()) return false;
-          for (const json& m : (*app)["models"]) {
-            for (const json& v : m["variants"]) {
-              if (v["state"] == "pending" || v.value("profiles", json::object()).empty()) {
-                return false;
-              }
-              for (const auto& [type, profile] : v["profiles"].items()) {
-                if (profile["sweeps_left"] != 0) return false;
-              }
-            }
-          }
-          return true;
-        },
-        seconds);
-  }
-
   json Submit(ServerProcess& server, json body, int expect_status = 201) {
     auto r = server.Post("/v2/apps/fashion/jobs", body.dump());
     EXPECT_TRUE(r.ok()) << r.status();
@@ -197,16 +166,18 @@ class JobsTest : public ::testing::Test {
     return j.ok() ? *j : json::object();
   }
 
-  // Waits for the job to end, printing its progress now and then.
-  json WaitUntilFinished(ServerProcess& server, const std::string& id, double seconds) {
+  // Waits for the job to end; fails only if its rows stop moving
+  // (testing/wait.h) or it ends otherwise.
+  json WaitUntilFinished(ServerProcess& server, const std::string& id) {
     json job;
-    WaitFor(
-        [&] {
-          job = Job(server, id);
-          std::string state = job.value("state", "");
-          return state == "succeeded" || state == "failed" || state == "cancelled";
-        },
-        seconds);
+    absl::Status waited = testing::WaitOnProgress([&] {
+      job = Job(server, id);
+      std::string state = job.value("state", "");
+      return testing::Progress{
+          state == "succeeded" || state == "failed" || state == "cancelled",
+          absl::StrCat(state, " ", job.value("done", int64_t{0}), " rows done")};
+    });
+    EXPECT_TRUE(waited.ok()) << waited;
     return job;
   }
 
@@ -341,13 +312,14 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
   ASSERT_NE(server, nullptr);
   RegisterOk(*server, "fmnist-mlp", small_valset_);
   RegisterOk(*server, "fmnist-cnn-wide", small_valset_);
-  ASSERT_TRUE(WaitUntilProfiled(*server, 120));
+  absl::Status profiled = server->AwaitProfiles("fashion");
+  ASSERT_TRUE(profiled.ok()) << profiled;
 
   // The online model is loaded before the job starts, so the load can
   // build up at once.
   {
     OnlineLoad warm(server->url(), "fmnist-cnn-wide", *valset_, 1, 1);
-    ASSERT_TRUE(WaitFor([&] { return warm.served() > 0; }, 60));
+    ASSERT_TRUE(WaitUntil([&] { return warm.served() > 0; }, 300));
   }
   // Small chunks make the job last long enough to be caught running.
   json job = Submit(*server, {{"input", valset_path_},
@@ -356,18 +328,18 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
                               {"batch_size", 4}});
   std::string id = job.value("id", "");
   ASSERT_FALSE(id.empty()) << job.dump();
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         job = Job(*server, id);
         return job["state"] == "running" && job["done"].get<int64_t>() >= 400;
       },
-      60))
+      300))
       << job.dump();
 
   // Online load on the other model, heavy enough per query to keep the
   // worker serving it well above 40% busy.
   auto load = std::make_unique<OnlineLoad>(server->url(), "fmnist-cnn-wide", *valset_, 6, 32);
-  bool paused = WaitFor([&] { return Job(*server, id)["state"] == "paused"; }, 30);
+  bool paused = WaitUntil([&] { return Job(*server, id)["state"] == "paused"; }, 120);
   auto index = server->RepositoryIndex();
   EXPECT_TRUE(paused) << Job(*server, id).dump() << "\n"
                       << (index.ok() ? index->dump() : std::string(index.status().message()));
@@ -385,14 +357,14 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
 
   load->Stop();
   std::cerr << "online load: " << load->served() << " served, " << load->failed() << " failed\n";
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(WaitUntil(
       [&] {
         std::string state = Job(*server, id)["state"];
         return state == "running" || state == "succeeded";
       },
-      30))
+      120))
       << Job(*server, id).dump();
-  job = WaitUntilFinished(*server, id, 120);
+  job = WaitUntilFinished(*server, id);
   EXPECT_EQ(job["state"], "succeeded") << job.dump();
   EXPECT_NEAR(job.value("accuracy", 0.0), Model("fmnist-mlp").accuracy, 0.005) << job.dump();
   EXPECT_NEAR(CheckResult(work.path() + "/out/valset.npz"), job.value("accuracy", 0.0), 1e-9);
@@ -414,12 +386,12 @@ TEST_F(JobsTest, AJobResumesAfterAControllerRestartWithoutRedoingChunks) {
                                 {"batch_size", 4}});
     id = job.value("id", "");
     ASSERT_FALSE(id.empty()) << job.dump();
-    ASSERT_TRUE(WaitFor(
+    ASSERT_TRUE(WaitUntil(
         [&] {
           job = Job(*server, id);
           return job["done"].get<int64_t>() >= 2000;
         },
-        60))
+        300))
         << job.dump();
     done_before_stop = job["done"];
     ASSERT_NE(job["state"], "succeeded") << "the job finished before the restart";
@@ -432,7 +404,7 @@ TEST_F(JobsTest, AJobResumesAfterAControllerRestartWithoutRedoingChunks) {
   int64_t resumed_from = job["resumed_from"];
   EXPECT_GE(resumed_from, done_before_stop);
   EXPECT_LT(resumed_from, valset_->size());
-  job = WaitUntilFinished(*server, id, 180);
+  job = WaitUntilFinished(*server, id);
   ASSERT_EQ(job["state"], "succeeded") << job.dump();
   // This controller sent exactly the rows that were not durable before.
   EXPECT_EQ(job["rows_sent"].get<int64_t>(), valset_->size() - resumed_from) << job.dump();

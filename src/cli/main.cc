@@ -88,6 +88,15 @@ int main(int argc, char** argv) {
                         "to twice as many until the fastest is seen twice (1: measure at once)")
       ->check(CLI::Range(1, 10))
       ->capture_default_str();
+  serve_cmd->add_option("--profile-sweep-spacing", serve.profile_sweep_spacing_s,
+                        "Seconds between two sweeps of one profile")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  serve_cmd->add_option("--profile-settle", serve.profile_settle_s,
+                        "Seconds after its first sweep by which a profile is final, whether or "
+                        "not two sweeps agreed (the bound on profiling a busy host)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   serve_cmd->callback([&] {
     serve.max_body_bytes = max_body_mb << 20;
     exit_code = maitre::controller::RunServe(serve);

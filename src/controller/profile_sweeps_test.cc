@@ -38,5 +38,14 @@ TEST(SweepRuleTest, FinalAtTheMaximumWhateverTheSweepsSaid) {
   EXPECT_EQ(rule.SweepsLeftAfter(7, AtBatchOne(0.1), AtBatchOne(0.3)), 0);
 }
 
+TEST(SweepRuleTest, OutOfTimeOnceTheBoundHasPassed) {
+  SweepRule rule;
+  rule.settle_within = 600 * kSecond;
+  EXPECT_FALSE(rule.OutOfTime(0));
+  EXPECT_FALSE(rule.OutOfTime(599 * kSecond));
+  EXPECT_TRUE(rule.OutOfTime(600 * kSecond));
+  EXPECT_TRUE(rule.OutOfTime(3600 * kSecond));
+}
+
 }  // namespace
 }  // namespace maitre::controller

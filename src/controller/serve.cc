@@ -142,6 +142,8 @@ class Controller {
     pipeline_options.generators = PythonGenerators(absl::StrCat(data_dir, "/generator"));
     pipeline_options.measurement_mu = &measurement_mu_;
     pipeline_options.profiling.sweeps = SweepRule::ForMinimum(options.profile_sweeps);
+    pipeline_options.profiling.sweeps.settle_within = FromSeconds(options.profile_settle_s);
+    pipeline_options.profiling.sweep_spacing = FromSeconds(options.profile_sweep_spacing_s);
     pipeline_ = std::make_unique<VariantPipeline>(pipeline_options);
     Registrar::Options registrar_options;
     registrar_options.registry = registry_.get();

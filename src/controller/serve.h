@@ -31,6 +31,12 @@ struct ServeOptions {
   // twice as many until its fastest is seen twice (SweepRule). 1 measures
   // each profile at once, in rounds a second apart.
   int profile_sweeps = 3;
+  // Seconds between two sweeps of one profile.
+  double profile_sweep_spacing_s = 60;
+  // A profile is final at the latest this many seconds after its first
+  // sweep, whether or not two sweeps agreed: the bound on profiling a busy
+  // host.
+  double profile_settle_s = 600;
   // Added to a query's latency objective to make its deadline: the time the
   // front-end and network hops take, which profiles do not measure.
   double serving_allowance_ms = 2;

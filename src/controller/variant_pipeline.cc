@@ -359,6 +359,7 @@ bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantReco
     StoreSweep(variant, type.name,
                MeasureSweep(*worker, model, variant, type.name, 1, rule.max_sweeps),
                registry::Registry::kNoStoredProfile, rule.SweepsLeftAfterFirst());
+    first_sweep_[PairKey(variant.key, type.name)] = options_.clock->Now();
     return true;
   }
   return false;
@@ -367,6 +368,13 @@ bool VariantPipeline::ProfileMissing(const ModelRecord& model, const VariantReco
 bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
                                     const std::vector<ProfileRecord>& profiles) {
   const Nanos now = options_.clock->Now();
+  for (const ProfileRecord& p : profiles) {
+    if (p.sweeps_left <= 0) continue;
+    // A profile this controller has not swept yet (it was restarted) may
+    // have been swept just before: its time counts from now.
+    const Nanos first = first_sweep_.try_emplace(PairKey(p.key, p.worker_type), now).first->second;
+    if (options_.profiling.sweeps.OutOfTime(now - first)) return SettleAsItIs(p);
+  }
   // The profile with the most sweeps left goes first, so the sweeps go
   // round every profile in turn and each profile's are far apart.
   const ProfileRecord* next = nullptr;
@@ -375,8 +383,6 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
     if (p.sweeps_left <= 0 || (next != nullptr && p.sweeps_left <= next->sweeps_left)) continue;
     const std::string key = PairKey(p.key, p.worker_type);
     if (retry_after_[key] > now) continue;
-    // A profile this controller has not swept yet (it was restarted) may
-    // have been swept just before: its spacing counts from now.
     const Nanos last = last_sweep_.try_emplace(key, now).first->second;
     if (now - last < options_.profiling.sweep_spacing) continue;
     std::shared_ptr<WorkerApi> candidate = WorkerOfType(p.worker_type);
@@ -407,6 +413,28 @@ bool VariantPipeline::RefineProfile(const std::vector<ModelRecord>& models,
   // Its variant is not ready (it failed since): look again later, and let
   // the other profiles go first.
   retry_after_[PairKey(next->key, next->worker_type)] = now + 60 * kSecond;
+  return true;
+}
+
+bool VariantPipeline::SettleAsItIs(const ProfileRecord& profile) {
+  const SweepRule& rule = options_.profiling.sweeps;
+  ProfileRecord settled = profile;
+  settled.sweeps_left = 0;
+  absl::Status stored = options_.registry->PutProfileIfUnchanged(settled, profile.sweeps_left);
+  if (absl::IsFailedPrecondition(stored)) return true;  // imported meanwhile: nothing to settle
+  if (!stored.ok()) {
+    spdlog::error("variant pipeline: storing the profile of {}: {}", profile.key.ToString(),
+                  stored.message());
+    retry_after_[PairKey(profile.key, profile.worker_type)] = options_.clock->Now() + kRetryPause;
+    return true;
+  }
+  spdlog::info(
+      "variant pipeline: the profile of {} on {} is final as it stands (up to {} more sweeps "
+      "were allowed): {} s have passed since its first sweep without two sweeps agreeing (a "
+      "busy host); p50 {:.4f} ms at batch 1",
+      profile.key.ToString(), profile.worker_type, profile.sweeps_left,
+      rule.settle_within / kSecond, profile.profile.LatencyAt(1));
+  (void)options_.catalog->Reload(*options_.registry);
   return true;
 }
 

@@ -97,6 +97,8 @@ class VariantPipeline {
   // A later sweep of a profile with sweeps left, folded into it.
   bool RefineProfile(const std::vector<registry::ModelRecord>& models,
                      const std::vector<ProfileRecord>& profiles);
+  // Makes a profile final as it stands (SweepRule::OutOfTime).
+  bool SettleAsItIs(const ProfileRecord& profile);
   absl::StatusOr<Profile> MeasureSweep(WorkerApi& worker, const registry::ModelRecord& model,
                                        const registry::VariantRecord& variant,
                                        const std::string& type, int sweep, int max_sweeps);
@@ -123,6 +125,10 @@ class VariantPipeline {
   // kept across restarts: a restarted controller counts the spacing of the
   // sweeps left from when it first sees them.
   std::map<std::string, Nanos> last_sweep_;
+  // When each "variant@type" was first measured, or first seen with sweeps
+  // left by this controller (pipeline thread only): SweepRule::settle_within
+  // counts from then.
+  std::map<std::string, Nanos> first_sweep_;
   // ExampleRow's, per model (pipeline thread only).
   std::map<std::string, std::vector<Tensor>> example_rows_;
   // Whether the optimiser can run here, asked once (it starts Python).

@@ -117,7 +117,7 @@ class VariantPipelineTest : public ::testing::Test {
     ASSERT_TRUE(cluster_->AddWorker("cpu-1", "127.0.0.1:1", 1, "").ok());
   }
 
-  void StartPipeline() {
+  void StartPipeline(Nanos settle_within = SweepRule().settle_within) {
     VariantPipeline::Options options;
     options.registry = registry_.get();
     options.blobs = blobs_.get();
@@ -125,6 +125,7 @@ class VariantPipelineTest : public ::testing::Test {
     options.cluster = cluster_.get();
     options.clock = &clock_;
     options.profiling.sweeps = SweepRule::ForMinimum(3);  // 3 to 6 sweeps
+    options.profiling.sweeps.settle_within = settle_within;
     pipeline_ = std::make_unique<VariantPipeline>(options);
     pipeline_->Start();
     pipeline_->AwaitIdle();
@@ -204,6 +205,32 @@ TEST_F(VariantPipelineTest, AProfileThatKeepsMovingStopsAtTheMaximum) {
   EXPECT_EQ(profiler.calls(), 6u);
   EXPECT_EQ(SweepsLeft(), 0);
   EXPECT_DOUBLE_EQ(StoredBatch1Ms(), 1.0);
+}
+
+TEST_F(VariantPipelineTest, AProfileOnABusyHostIsFinalWithinItsTimeBound) {
+  // Sweeps that never agree, on a host slow enough that the sixth would
+  // come long after the first: the profile is final once the bound has
+  // passed, as it stands, without another sweep.
+  ScriptedProfiler profiler({1.0, 1.3, 1.6, 1.9});
+  StartCluster(&profiler);
+  StartPipeline(/*settle_within=*/150 * kSecond);
+  clock_.Advance(60 * kSecond);
+  Settle();
+  clock_.Advance(60 * kSecond);
+  Settle();
+  ASSERT_EQ(profiler.calls(), 3u);
+  EXPECT_EQ(SweepsLeft(), 3) << "the third sweep did not agree";
+  clock_.Advance(29 * kSecond);
+  Settle();
+  EXPECT_EQ(SweepsLeft(), 3) << "final before its time bound";
+  clock_.Advance(1 * kSecond);
+  Settle();
+  EXPECT_EQ(SweepsLeft(), 0);
+  EXPECT_EQ(profiler.calls(), 3u) << "settling measured again";
+  EXPECT_DOUBLE_EQ(StoredBatch1Ms(), 1.0);
+  clock_.Advance(10 * 60 * kSecond);
+  Settle();
+  EXPECT_EQ(profiler.calls(), 3u) << "a final profile was measured again";
 }
 
 TEST_F(VariantPipelineTest, ARestartedPipelineCountsTheSpacingFromItsStart) {

@@ -5,6 +5,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "policy/selection_rules.h"
 
 namespace maitre::policy {
@@ -273,6 +274,59 @@ std::string ExplainUnsatisfiable(const SelectionIndex& index, const SelectionReq
       o.price_per_hour, missed);
 }
 
+// Why no feasible option could be loaded anywhere: no worker of the types
+// they are profiled on has joined, or none of those has the memory, or the
+// ones with the memory already hold the variant or are draining. Said
+// apart, because each asks the operator for something else.
+std::string ExplainNoRoom(const SelectionIndex& index, const LiveState& live,
+                          const SelectionRequest& r) {
+  absl::InlinedVector<ColdEntry, 4> pinned_buffer;
+  const Scope scope = ScopeOf(index, live, r, pinned_buffer);
+  const Limits limits = Limits::Of(r);
+  std::vector<WorkerTypeId> types;  // of the feasible options, in cold order
+  double least_memory_mb = -1;
+  for (const ColdEntry& o : scope.cold) {
+    if (!selection_internal::Feasible(o, limits)) continue;
+    if (std::find(types.begin(), types.end(), o.type) == types.end()) types.push_back(o.type);
+    if (least_memory_mb < 0 || o.memory_mb < least_memory_mb) least_memory_mb = o.memory_mb;
+  }
+  std::vector<std::string> absent, draining, short_of_memory;
+  double most_free_mb = -1;
+  for (WorkerTypeId type : types) {
+    const std::string& name = index.types()[type].type.name;
+    const double free_mb = live.max_free_memory(type);  // -1: none accepting
+    if (live.workers_by_utilisation(type).empty()) {
+      absent.push_back(name);
+    } else if (free_mb < 0) {
+      draining.push_back(name);
+    } else if (free_mb < least_memory_mb) {
+      short_of_memory.push_back(name);
+      most_free_mb = std::max(most_free_mb, free_mb);
+    }
+  }
+  const std::string head = absl::StrCat("variants of ", ScopeName(index, r), " meet ",
+                                        RequirementsText(r), ", but none is loaded and healthy");
+  if (absent.size() == types.size()) {
+    return absl::StrCat(head, ", and no worker of a type they are profiled on (",
+                        absl::StrJoin(absent, ", "),
+                        ") has joined yet; retry once one has, or start one");
+  }
+  const size_t unusable = absent.size() + draining.size();
+  if (!short_of_memory.empty() && unusable + short_of_memory.size() == types.size()) {
+    return absl::StrFormat(
+        "%s, and no worker has the memory to load one: the smallest needs %.1f MB, the most "
+        "free on a worker of a type it runs on is %.1f MB; retry later or add workers",
+        head, least_memory_mb, most_free_mb);
+  }
+  if (unusable == types.size()) {
+    return absl::StrCat(head, ", and every worker of a type they run on is draining (",
+                        absl::StrJoin(draining, ", "), "); retry once it is replaced");
+  }
+  return absl::StrCat(head,
+                      ", and every worker with the memory to load one already holds it "
+                      "(loading or unloading); retry shortly");
+}
+
 }  // namespace
 
 std::string ExplainDecision(const SelectionIndex& index, const LiveState& live,
@@ -281,12 +335,7 @@ std::string ExplainDecision(const SelectionIndex& index, const LiveState& live,
     case SelectionOutcome::kUnsatisfiable:
       return ExplainUnsatisfiable(index, request, d);
     case SelectionOutcome::kUnavailable:
-      if (d.unavailable == UnavailableReason::kNoRoom) {
-        return absl::StrCat("variants of ", ScopeName(index, request), " meet ",
-                            RequirementsText(request),
-                            ", but none is loaded and healthy and no worker of a type they run "
-                            "on has the memory to load one; retry later or add workers");
-      }
+      if (d.unavailable == UnavailableReason::kNoRoom) return ExplainNoRoom(index, live, request);
       return absl::StrCat(
           "variants of ", ScopeName(index, request), " meet ", RequirementsText(request),
           ", but none can answer before this query's deadline",

@@ -243,6 +243,38 @@ TEST_F(SelectionTest, DeadlineLaterThanTheObjectiveAllowsASlowInstance) {
   EXPECT_THAT(ExplainDecision(index_, live_, r, d), HasSubstr("memory"));
 }
 
+// "No room" says which of its causes it is: before any worker of a fitting
+// type has joined (a restarted controller) there is no memory shortage to
+// report.
+TEST_F(SelectionTest, NoRoomSaysWhetherWorkersAreMissingOrShortOfMemory) {
+  SelectionRequest r = Request(std::nullopt, 0.9);  // cnn:torch or cnn:opt, on either type
+  SelectionDecision d = Decide(r);
+  ASSERT_EQ(d.outcome, O::kUnavailable);
+  ASSERT_EQ(d.unavailable, UnavailableReason::kNoRoom);
+  std::string text = ExplainDecision(index_, live_, r, d);
+  EXPECT_THAT(text, HasSubstr("no worker of a type they are profiled on (big, small) has joined"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("memory")));
+
+  Worker(small_, 0.1, 150);  // joined, but the CNNs need 400 MB
+  d = Decide(r);
+  ASSERT_EQ(d.unavailable, UnavailableReason::kNoRoom);
+  EXPECT_THAT(ExplainDecision(index_, live_, r, d),
+              HasSubstr("no worker has the memory to load one: the smallest needs 400.0 MB, "
+                        "the most free on a worker of a type it runs on is 150.0 MB"));
+}
+
+TEST_F(SelectionTest, NoRoomWhileTheOnlyWorkerIsDraining) {
+  WorkerId w = Worker(small_, 0.1, 1000);
+  live_.SetAccepting(w, false);
+  SelectionRequest r = Request(std::nullopt, 0.9);
+  SelectionDecision d = Decide(r);
+  ASSERT_EQ(d.outcome, O::kUnavailable);
+  ASSERT_EQ(d.unavailable, UnavailableReason::kNoRoom);
+  std::string text = ExplainDecision(index_, live_, r, d);
+  EXPECT_THAT(text, HasSubstr("is draining (small)"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("memory")));
+}
+
 TEST_F(SelectionTest, LoadingInstanceServesWhenReadyInTime) {
   WorkerId w = Worker(small_, 0.1);
   InstanceId loading = Instance(opt_, w, InstanceState::kInactive);

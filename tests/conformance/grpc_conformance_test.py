@@ -65,7 +65,8 @@ class GrpcConformance(unittest.TestCase):
              "127.0.0.1:0", "--workers", "cpu-1:1", "--max-body-mb", str(MAX_BODY_MB)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         endpoints = os.path.join(data_dir, "endpoints.json")
-        for _ in range(300):
+        # Limits of minutes for what takes a second: a busy host is slow.
+        for _ in range(1200):
             if os.path.exists(endpoints):
                 break
             time.sleep(0.1)
@@ -73,7 +74,7 @@ class GrpcConformance(unittest.TestCase):
         cls.http, cls.grpc_address = ep["http"], ep["grpc"]
         cls.channel = grpc.insecure_channel(cls.grpc_address)
         cls.stub = cls.pb_grpc.GRPCInferenceServiceStub(cls.channel)
-        for _ in range(600):
+        for _ in range(1800):
             if cls.stub.ServerReady(cls.pb.ServerReadyRequest()).ready:
                 break
             time.sleep(0.1)

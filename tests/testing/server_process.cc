@@ -13,8 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/file_util.h"
 #include "http/multipart.h"
+#include "testing/wait.h"
 
 namespace maitre::testing {
 namespace {
@@ -72,7 +74,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   server->pid_ = pid;
 
   // The server writes its real ports to endpoints.json once it listens.
-  for (int i = 0; i < 300 && server->url_.empty(); ++i) {
+  // The limits are minutes for what takes a second: a busy host is slow.
+  for (int i = 0; i < 1200 && server->url_.empty(); ++i) {
     if (waitpid(pid, nullptr, WNOHANG) == pid) {
       server->pid_ = 0;
       auto text = ReadFileToString(log);
@@ -100,12 +103,12 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   size_t want = 0;
   for (char c : options.workers) want += c == ',' ? 1 : 0;
   ++want;
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < 1800; ++i) {
     auto index = server->RepositoryIndex();
     if (index.ok() && (*index)["workers"].size() >= want) return server;
     SleepMs(100);
   }
-  return absl::DeadlineExceededError("the workers did not join within 60 s");
+  return absl::DeadlineExceededError("the workers did not join within 180 s");
 }
 
 ServerProcess::~ServerProcess() { (void)Stop(); }
@@ -114,9 +117,9 @@ absl::Status ServerProcess::Stop() {
   if (pid_ == 0) return absl::OkStatus();
   kill(pid_, SIGTERM);
   int status = 0;
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 1200; ++i) {
     if (waitpid(pid_, &status, WNOHANG) == pid_) break;
-    if (i == 199) {
+    if (i == 1199) {
       kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
     }
@@ -124,7 +127,7 @@ absl::Status ServerProcess::Stop() {
   }
   pid_ = 0;
   // Workers are started with the data directory in their arguments.
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 600; ++i) {
     if (ProcessesMentioning(options_.data_dir).empty()) return absl::OkStatus();
     SleepMs(50);
   }
@@ -186,6 +189,46 @@ absl::StatusOr<http::Response> ServerProcess::Register(const std::string& app,
   std::string content_type;
   std::string body = http::EncodeMultipart(parts, &content_type);
   return Post(absl::StrCat("/v2/apps/", app, "/models/", name), std::move(body), content_type);
+}
+
+absl::Status ServerProcess::AwaitProfiles(const std::string& app) {
+  std::vector<std::string> types;
+  for (absl::string_view worker : absl::StrSplit(options_.workers, ',', absl::SkipEmpty())) {
+    types.emplace_back(worker.substr(0, worker.find(':')));
+  }
+  absl::Status waited = WaitOnProgress([&] {
+    Progress progress;
+    auto j = GetJson(absl::StrCat("/v2/apps/", app));
+    if (!j.ok()) {
+      progress.where = std::string(j.status().message());
+      return progress;
+    }
+    int variants = 0, pending = 0, ready = 0, profiles = 0, final_profiles = 0, sweeps_left = 0;
+    for (const nlohmann::json& m : (*j)["models"]) {
+      for (const nlohmann::json& v : m["variants"]) {
+        ++variants;
+        if (v["state"] == "pending") ++pending;
+        if (v["state"] != "ready") continue;
+        ++ready;
+        const nlohmann::json profiled = v.value("profiles", nlohmann::json::object());
+        for (const std::string& type : types) {
+          if (!profiled.contains(type)) continue;
+          ++profiles;
+          const int left = profiled[type].value("sweeps_left", 0);
+          sweeps_left += left;
+          final_profiles += left == 0 ? 1 : 0;
+        }
+      }
+    }
+    const int wanted = ready * static_cast<int>(types.size());
+    progress.done = variants > 0 && pending == 0 && final_profiles == wanted;
+    progress.where = absl::StrCat(variants, " variants (", pending, " pending); ", profiles, " of ",
+                                  wanted, " profiles, ", final_profiles, " final, ", sweeps_left,
+                                  " sweeps at most still to go");
+    return progress;
+  });
+  if (waited.ok()) return waited;
+  return absl::Status(waited.code(), absl::StrCat("profiling ", app, ": ", waited.message()));
 }
 
 std::string ServerProcess::Log() const {

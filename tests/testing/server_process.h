@@ -56,6 +56,11 @@ class ServerProcess {
                                           const std::string& onnx_path,
                                           const std::string& valset_path);
 
+  // Waits until every variant of `app` is generated and measured, and its
+  // profile is final on every worker type this server was started with;
+  // fails only when that work stops moving (testing/wait.h).
+  absl::Status AwaitProfiles(const std::string& app);
+
   // The server's log so far (its stderr and stdout), for failure messages.
   std::string Log() const;
 
