@@ -1,7 +1,7 @@
 // End-to-end: offline jobs on a real `maitre serve` with real workers
-// (issue 7 §4): a job over the zoo's 10,000 validation images completes with
-// the model's accuracy, pauses while online load keeps a worker busy and
-// resumes after it, and survives a controller restart without sending
+// (docs/api.md, "Offline jobs"): a job over the zoo's 10,000 validation images
+// completes with the model's accuracy, pauses while online load keeps a worker
+// busy and resumes after it, and survives a controller restart without sending
 // finished chunks again.
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,5 @@
 // End-to-end: a real `maitre serve` with real worker processes on loopback,
-// serving the example zoo (issue "Serving core").
+// serving the example zoo.
 #include <signal.h>
 
 #include <chrono>

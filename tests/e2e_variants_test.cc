@@ -1,6 +1,6 @@
-// End-to-end: variant generation, profiling and accuracy (issue 3) and
-// model-less selection (issue 6), on the zoo, through HTTP against a real
-// `maitre serve` with real workers.
+// End-to-end: variant generation, profiling and accuracy, and model-less
+// selection, on the zoo, through HTTP against a real `maitre serve` with real
+// workers.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -147,8 +147,8 @@ std::string VariantsTest::small_path_;
 std::string VariantsTest::data_dir_;
 ServerProcess* VariantsTest::server_ = nullptr;
 
-// Issue 3: at least 4 variants × 2 worker types with full profiles per
-// model; int8 measured, not copied.
+// Variant generation: at least 4 variants × 2 worker types with full profiles
+// per model; int8 measured, not copied.
 TEST_F(VariantsTest, EveryModelHasProfiledVariantsOnEveryType) {
   json app = App();
   ASSERT_EQ(app["models"].size(), zoo_->size());
@@ -203,7 +203,7 @@ TEST_F(VariantsTest, ProfilesRefineInSweepsUntilFinal) {
   EXPECT_TRUE((*server)->Stop().ok());
 }
 
-// Issue 3: each variant's stored accuracy is what querying it gives.
+// Accuracy: each variant's stored accuracy is what querying it gives.
 TEST_F(VariantsTest, StoredAccuracyIsWhatServingTheVariantGives) {
   json app = App();
   const int64_t* labels = small_->labels.As<int64_t>();
@@ -226,7 +226,8 @@ TEST_F(VariantsTest, StoredAccuracyIsWhatServingTheVariantGives) {
   }
 }
 
-// Issue 6: tight latency, an accuracy floor, and requirements none can meet.
+// Model-less selection: tight latency, an accuracy floor, and requirements none
+// can meet.
 TEST_F(VariantsTest, SelectionHonoursRequirements) {
   json app = App();
   // Each model's fastest variant stands for the model.
@@ -274,7 +275,7 @@ TEST_F(VariantsTest, SelectionHonoursRequirements) {
   EXPECT_TRUE(absl::StrContains(impossible->body, "closest is fmnist-")) << impossible->body;
 }
 
-// Issue 3: bad registrations get 400 and change nothing.
+// Registration: bad registrations get 400 and change nothing.
 TEST_F(VariantsTest, BadRegistrationsChangeNothing) {
   const auto& mlp = zoo_->at(1);
   auto model = ReadFileToString(mlp.torchscript);
@@ -311,7 +312,7 @@ TEST_F(VariantsTest, BadRegistrationsChangeNothing) {
   EXPECT_EQ(App().dump(), before) << "a rejected registration changed the registry";
 }
 
-// Issue 3: a restart keeps variants and profiles without profiling again.
+// Durability: a restart keeps variants and profiles without profiling again.
 TEST_F(VariantsTest, RestartKeepsProfilesWithoutProfilingAgain) {
   auto before = server_->Get("/v2/profiles?app=fashion");
   ASSERT_TRUE(before.ok());
@@ -331,9 +332,9 @@ TEST_F(VariantsTest, RestartKeepsProfilesWithoutProfilingAgain) {
   EXPECT_EQ(log->find("variant pipeline: profiling", restart), std::string::npos);
 }
 
-// Issue 6: an instance driven past its saturation is reported Overloaded in
-// the repository index, and new queries then go to another instance or
-// another variant. Runs last: it changes the app's defaults.
+// Instance states: an instance driven past its saturation is reported
+// Overloaded in the repository index, and new queries then go to another
+// instance or another variant. Runs last: it changes the app's defaults.
 TEST_F(VariantsTest, SustainedOverloadIsReportedAndRoutedAround) {
   json app = App();
   // A floor above the small CNN's accuracy leaves only the wide CNN.

@@ -1,5 +1,5 @@
-// `maitre bench` (DESIGN §6.3): the load generator of src/loadgen behind the
-// command line.
+// `maitre bench` (docs/api.md, "Command line"): the load generator of
+// src/loadgen behind the command line.
 #pragma once
 
 #include <CLI/CLI.hpp>

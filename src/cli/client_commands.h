@@ -1,5 +1,5 @@
-// The client subcommands of `maitre` (DESIGN §6.3): register, infer, apps,
-// models. Each talks to a running server over its HTTP API.
+// The client subcommands of `maitre` (docs/api.md, "Command line"): register,
+// infer, apps, models. Each talks to a running server over its HTTP API.
 #pragma once
 
 #include <string>
@@ -46,7 +46,7 @@ struct ListArgs {
 struct VariantsArgs {
   std::string server;
   std::string app;   // empty: every app
-  bool csv = false;  // the profile CSV of DESIGN §6.4
+  bool csv = false;  // the profile CSV (docs/api.md, "Files")
   bool json = false;
 };
 

@@ -1,4 +1,5 @@
-// `maitre job`: offline jobs from the command line (DESIGN §6.3).
+// `maitre job`: offline jobs from the command line (docs/api.md, "Offline
+// jobs").
 //   maitre job submit --app A --input PATH --output DIR [--model M] [--latency-ms L]
 //                     [--min-accuracy X] [--max-cost C] [--batch-size N] [--wait] [--json]
 //   maitre job status ID [--json]

@@ -1,4 +1,4 @@
-// `maitre`: one binary, one subcommand per role (DESIGN §6.3).
+// `maitre`: one binary, one subcommand per role (docs/api.md, "Command line").
 #include <memory>
 
 #include <CLI/CLI.hpp>

@@ -1,8 +1,8 @@
-// The controller's live view of its workers and the instances on them: who
-// is registered, what each worker last reported, which variants are loading
-// or ready where, and how many queries this controller has in flight to each
-// instance. It is the metadata store's in-memory half (DESIGN §3); the
-// registry is the durable half.
+// The controller's live view of its workers and the instances on them: who is
+// registered, what each worker last reported, which variants are loading or
+// ready where, and how many queries this controller has in flight to each
+// instance. It is the metadata store's in-memory half (docs/architecture.md,
+// "Controller components"); the registry is the durable half.
 //
 // Thread-safety: thread-safe. Data-path calls (PickReady, Release) hold the
 // lock for a short scan of the workers.

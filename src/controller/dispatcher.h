@@ -1,10 +1,10 @@
-// The data path from a parsed request to a worker and back (DESIGN §3):
-// resolve what the query names (an app, a model, or one variant), check its
-// inputs, let the selection policy choose the variant and instance (or a
-// load), send it with its deadline, and retry once elsewhere if the worker
-// is lost on the way. Until a model's variants are profiled, the policy
-// has nothing to price or time them with; such queries go to the model's
-// registered variant, loaded on demand.
+// The data path from a parsed request to a worker and back
+// (docs/architecture.md, "How a query travels"): resolve what the query names
+// (an app, a model, or one variant), check its inputs, let the selection policy
+// choose the variant and instance (or a load), send it with its deadline, and
+// retry once elsewhere if the worker is lost on the way. Until a model's
+// variants are profiled, the policy has nothing to price or time them with;
+// such queries go to the model's registered variant, loaded on demand.
 //
 // Thread-safety: thread-safe. Infer never blocks; its callback runs on a
 // transport or control thread.

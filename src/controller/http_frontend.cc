@@ -414,7 +414,7 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
                  f->Infer(std::move(q), TargetOf(p), std::move(r));
                });
   }
-  // Model-less: Maitre picks the model, variant and worker (issue 6).
+  // Model-less: Maitre picks the model, variant and worker.
   router.Add("POST", "/v2/apps/{app}/infer", [f](Request&& q, const PathParams& p, Responder r) {
     f->Infer(std::move(q), InferTarget{p.find("app")->second, "", ""}, std::move(r));
   });

@@ -33,7 +33,8 @@ struct InferRequest {
   bool offline = false;
 };
 
-// What a query's answer carries besides its tensors (DESIGN §6.1).
+// What a query's answer carries besides its tensors (docs/api.md, "Open
+// Inference Protocol core").
 struct InferTimings {
   std::string worker;
   std::string worker_type;

@@ -1,7 +1,7 @@
-// Registration (DESIGN §3): checks an uploaded model and its validation set,
-// stores the files content-addressed, proves on a worker that the model
-// loads and runs (measuring its accuracy there), and only then records it
-// in the registry. A rejected upload leaves the registry unchanged.
+// Registration (docs/api.md, "Maitre extensions"): checks an uploaded model and
+// its validation set, stores the files content-addressed, proves on a worker
+// that the model loads and runs (measuring its accuracy there), and only then
+// records it in the registry. A rejected upload leaves the registry unchanged.
 //
 // Thread-safety: thread-safe; Register() is control path and blocks for as
 // long as validation takes (seconds for a large model and valset).
@@ -84,8 +84,8 @@ class Registrar {
   // {"latency_ms", "min_accuracy", "max_cost"} (absent or null = none).
   absl::StatusOr<Requirements> SetAppDefaults(const std::string& app, absl::string_view json);
 
-  // Imports a profile CSV (DESIGN §6.4) for registered variants, all or
-  // nothing; returns how many (variant, worker type) profiles were stored.
+  // Imports a profile CSV (docs/api.md, "Files") for registered variants, all
+  // or nothing; returns how many (variant, worker type) profiles were stored.
   absl::StatusOr<int> ImportProfiles(absl::string_view csv);
 
   // The progress of the latest registration of app/model; NotFound if none

@@ -1,10 +1,10 @@
-// The controller's scaling loop (issue 7, DESIGN §1 INFaaS autoscaling):
-// every second the model autoscaler decides, for each worker, whether to
-// replicate, upgrade, downgrade or shrink the instances there; every two
-// seconds the cluster autoscaler decides whether to add a worker or retire
-// an idle one. Both are the pure policies of src/policy; this class builds
-// their snapshots from the cluster and catalog and carries out their
-// actions through the placer and the local provider.
+// The controller's scaling loop (INFaaS autoscaling; docs/policies.md, "How the
+// real system drives them"): every second the model autoscaler decides, for
+// each worker, whether to replicate, upgrade, downgrade or shrink the instances
+// there; every two seconds the cluster autoscaler decides whether to add a
+// worker or retire an idle one. Both are the pure policies of src/policy; this
+// class builds their snapshots from the cluster and catalog and carries out
+// their actions through the placer and the local provider.
 //
 // The model autoscaler is a per-worker decision, but it runs here rather
 // than in the worker: it needs the model's other variants and their

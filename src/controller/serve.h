@@ -1,5 +1,6 @@
 // The `maitre serve` process: the controller with every component wired
-// together (DESIGN §3), and its embedded defaults.
+// together (docs/architecture.md, "Controller components"), and its embedded
+// defaults (docs/operations.md, "Running").
 #pragma once
 
 #include <memory>

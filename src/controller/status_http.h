@@ -1,5 +1,5 @@
-// How a Status becomes an HTTP status (DESIGN §6.1): every error a client
-// can see maps to the code that tells it what to do next.
+// How a Status becomes an HTTP status (docs/api.md, "Errors"): every error a
+// client can see maps to the code that tells it what to do next.
 #pragma once
 
 #include "absl/status/status.h"

@@ -1,11 +1,12 @@
-// Generates, measures and profiles every registered model's variants (INFaaS
-// variant-generator and variant-profiler, DESIGN §1), as a reconciler: the
-// desired state is "every variant the model can have exists, its accuracy is
-// measured, and it has a profile on every worker type"; one thread looks at
-// the registry, does the next missing step, records it, and repeats until
-// nothing is missing. Each step is idempotent and recorded as soon as it is
-// done, so a restart resumes where it stopped without measuring anything
-// twice, and a worker type with no live worker is simply left for later.
+// Generates, measures and profiles every registered model's variants (INFaaS's
+// variant-generator and variant-profiler; docs/architecture.md, "Controller
+// components"), as a reconciler: the desired state is "every variant the model
+// can have exists, its accuracy is measured, and it has a profile on every
+// worker type"; one thread looks at the registry, does the next missing step,
+// records it, and repeats until nothing is missing. Each step is idempotent and
+// recorded as soon as it is done, so a restart resumes where it stopped without
+// measuring anything twice, and a worker type with no live worker is simply
+// left for later.
 //
 // Steps run one at a time on purpose: profiles measured while another
 // profile runs on the same cores would be wrong.

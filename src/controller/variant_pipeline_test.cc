@@ -1,8 +1,8 @@
 // The pipeline's profiling schedule on a manual clock: a real registry,
 // catalog and cluster, and one worker whose profiles are scripted (a
-// WorkerApi fake, DESIGN §8.8), so that the sweeps' figures, and therefore
-// when SweepRule calls a profile final, are known. What a real worker
-// measures is covered end to end by tests/e2e_variants_test.cc.
+// WorkerApi fake; docs/architecture.md, "Conventions"), so that the sweeps'
+// figures, and therefore when SweepRule calls a profile final, are known. What
+// a real worker measures is covered end to end by tests/e2e_variants_test.cc.
 #include "controller/variant_pipeline.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Views of an app's variants for people and for other tools: an aligned
 // table (one row per variant and worker type: accuracy, load time, p50 at
-// batch 1, maximum throughput, memory, price) and the profile CSV of
-// DESIGN §6.4.
+// batch 1, maximum throughput, memory, price) and the profile CSV
+// (docs/api.md, "Files").
 //
 // Thread-safety: pure functions over an immutable snapshot.
 #pragma once

@@ -1,5 +1,6 @@
 // What the controller can ask of one worker, independent of transport
-// (DESIGN §8.8): the real implementation speaks gRPC; tests substitute fakes.
+// (docs/architecture.md, "Conventions"): the real implementation speaks gRPC;
+// tests substitute fakes.
 //
 // Thread-safety: implementations are thread-safe.
 #pragma once

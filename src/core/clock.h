@@ -1,6 +1,6 @@
-// The one source of time (DESIGN §4). No module reads std::chrono clocks
-// directly: it is handed a Clock. Production uses SteadyClock; tests use
-// ManualClock and move time by hand.
+// The one source of time (docs/architecture.md, "Policies and one clock"). No
+// module reads std::chrono clocks to decide or to wait: it is handed a Clock.
+// Production uses SteadyClock; tests use ManualClock and move time by hand.
 //
 // Thread-safety: every Clock is safe to use from many threads.
 #pragma once

@@ -1,6 +1,7 @@
 // The measured behaviour of one variant on one worker type, as a value that
-// answers the planners' questions (DESIGN §8.9, after Nexus's ModelProfile).
-// Every policy and the simulator take profiles as arguments.
+// answers the planners' questions (after Nexus's ModelProfile;
+// docs/architecture.md, "Conventions"). Every policy and the simulator take
+// profiles as arguments.
 //
 // Thread-safety: immutable after Create; safe to share across threads.
 #pragma once

@@ -1,4 +1,5 @@
-// The profile CSV of DESIGN §6.4, one row per (variant, worker type, batch):
+// The profile CSV (docs/api.md, "Files"), one row per (variant, worker type,
+// batch):
 //   model,variant,worker_type,batch,latency_p50_ms,latency_p99_ms,load_ms,memory_mb,accuracy
 // It moves profiles between machines and feeds the simulator.
 //

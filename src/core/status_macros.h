@@ -1,4 +1,5 @@
-// absl::Status plumbing used at every module boundary (DESIGN §8.4).
+// absl::Status plumbing used at every module boundary (docs/architecture.md,
+// "Conventions").
 #pragma once
 
 #include "absl/status/status.h"

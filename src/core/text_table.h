@@ -1,5 +1,5 @@
-// Aligned text tables for people (DESIGN §6.3: tabular output is aligned;
-// --json is for scripts).
+// Aligned text tables for people (docs/api.md, "Command line": tables are
+// aligned for people; --json is for scripts).
 //
 // Thread-safety: a value type; not synchronised.
 #pragma once

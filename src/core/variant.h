@@ -1,5 +1,5 @@
-// Variants, the runnable forms of a model (DESIGN §2), and the requirements a
-// query states.
+// Variants, the runnable forms of a model (docs/architecture.md, "Vocabulary"),
+// and the requirements a query states.
 //
 // Thread-safety: value types; not synchronised.
 #pragma once

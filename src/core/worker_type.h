@@ -1,5 +1,6 @@
-// Worker types: hardware classes with resources and a price (DESIGN §2). They
-// play the part of cloud instance types in the papers.
+// Worker types: hardware classes with resources and a price
+// (docs/architecture.md, "Vocabulary"). They play the part of cloud instance
+// types in the papers.
 //
 // Thread-safety: value types; not synchronised.
 #pragma once

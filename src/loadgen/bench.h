@@ -1,8 +1,8 @@
-// `maitre bench` as a library call (DESIGN §6.3): load a model or an app at
-// a rate (open loop) or a concurrency (closed loop), over HTTP with JSON or
-// binary tensors or over gRPC, and report throughput, latency percentiles,
-// SLO violations, the server's queue/compute split and errors by status.
-// The CLI only turns flags into BenchOptions and prints the report.
+// `maitre bench` as a library call (docs/api.md, "Command line"): load a model
+// or an app at a rate (open loop) or a concurrency (closed loop), over HTTP
+// with JSON or binary tensors or over gRPC, and report throughput, latency
+// percentiles, SLO violations, the server's queue/compute split and errors by
+// status. The CLI only turns flags into BenchOptions and prints the report.
 //
 // Arrivals come from src/sim/trace.h, so `maitre bench` and `maitre sim`
 // see the same arrival process for the same kind, rate and seed.

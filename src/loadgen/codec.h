@@ -56,8 +56,9 @@ std::string SerializeHttpRequest(absl::string_view method, absl::string_view hos
                                  absl::string_view path, const std::vector<http::Header>& headers,
                                  absl::string_view body);
 
-// The split an answer reports in its "parameters" (DESIGN §3: every result
-// carries queue, compute and total). -1 where the server did not say.
+// The split an answer reports in its "parameters" (docs/architecture.md, "How a
+// query travels": every result carries queue, compute and total). -1 where the
+// server did not say.
 struct ServerTimings {
   int64_t queue_us = -1;
   int64_t compute_us = -1;

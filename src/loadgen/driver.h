@@ -1,4 +1,5 @@
-// The two ways of loading a server (DESIGN §6.3):
+// The two ways of loading a server (`maitre bench`, docs/api.md, "Command
+// line"):
 //
 // - Open loop: send times come from an arrival process and never wait on
 //   answers. The calling thread is the scheduler: it sleeps until each

@@ -1,5 +1,5 @@
-// The tensors `maitre bench` sends: rows of an .npz file (DESIGN §6.4: every
-// array except "labels", split along the batch dimension), or one row of
+// The tensors `maitre bench` sends: rows of an .npz file (docs/api.md, "Files":
+// every array except "labels", split along the batch dimension), or one row of
 // zeros shaped like the model's inputs, and the target's metadata that
 // shapes them (GET /v2/models/{model}, or the first model of
 // GET /v2/apps/{app}).

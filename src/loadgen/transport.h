@@ -104,7 +104,7 @@ struct GrpcTransportOptions {
 
 // inference.GRPCInferenceService/ModelInfer through the callback API. For
 // an app, model_name is left empty and parameters carry maitre_app plus the
-// requirements (DESIGN §6.2).
+// requirements (docs/api.md, "gRPC").
 absl::StatusOr<std::unique_ptr<Transport>> CreateGrpcTransport(
     const GrpcTransportOptions& options, const Target& target,
     const std::vector<std::vector<Tensor>>& rows);

@@ -1,5 +1,6 @@
 // The Registry owns a process's metric families and renders them in the
-// Prometheus text exposition format 0.0.4 for GET /metrics (DESIGN §6.1).
+// Prometheus text exposition format 0.0.4 for GET /metrics (docs/operations.md,
+// "Metrics").
 //
 // Two kinds of family:
 // - live families (AddCounter, AddGauge, AddHistogram), updated on the data
@@ -12,7 +13,7 @@
 // Registration validates names (naming.h) and returns InvalidArgument or
 // AlreadyExists, so a bad name fails the registering module's own tests.
 // There is no global registry: one is made by whoever serves /metrics and
-// passed to the modules that report (DESIGN §8.9).
+// passed to the modules that report (docs/architecture.md, "Conventions").
 //
 // Thread-safety: thread-safe. Families and handles stay valid until the
 // Registry is destroyed; nothing is ever unregistered except collectors.

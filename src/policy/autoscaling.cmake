@@ -1,5 +1,5 @@
-# Autoscaling, placement and provisioning policies (issue 7; issue 4's
-# infaas-table3). Pure policies in maitre_policy_autoscaling; the CBC
+# Autoscaling, placement and provisioning policies (INFaaS; the infaas-table3
+# experiment). Pure policies in maitre_policy_autoscaling; the CBC
 # reference ILP in its own library so that only its users link CBC.
 
 maitre_library(maitre_policy_autoscaling

@@ -1,4 +1,4 @@
-// The cluster (worker-level) autoscaler (INFaaS §4.2; DESIGN §1; issue 7):
+// The cluster (worker-level) autoscaler (INFaaS §4.2):
 // the pure policy the controller runs every 2 s to decide when to add a
 // worker, of which type, and which idle workers to remove.
 //

@@ -1,6 +1,6 @@
-// The model autoscaler (INFaaS §4.2; DESIGN §1): the pure policy run every
-// second for each worker (by the controller, and by the simulator) to
-// decide, per model, whether to add replicas of a running variant
+// The model autoscaler (INFaaS §4.2; docs/policies.md, "Model autoscaler"): the
+// pure policy run every second for each worker (by the controller, and by the
+// simulator) to decide, per model, whether to add replicas of a running variant
 // (horizontal), switch to a faster variant (upgrade), switch to a cheaper one
 // (downgrade), remove a replica, or ask the controller to place capacity
 // elsewhere because this worker is full.

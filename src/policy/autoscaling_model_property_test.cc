@@ -1,6 +1,7 @@
-// Properties of the model autoscaler over random worker snapshots (DESIGN §9):
-// it never exceeds the worker's resources, a scale-up restores the headroom,
-// and a steady load never makes it flap.
+// Properties of the model autoscaler over random worker snapshots
+// (docs/policies.md, "Model autoscaler", "Tests"): it never exceeds the
+// worker's resources, a scale-up restores the headroom, and a steady load never
+// makes it flap.
 #include <random>
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
-// Batching policies (DESIGN §1, §4): pure decisions about when an instance
-// runs its next batch. The same objects drive the real worker's batch loop
-// and the simulator's instances.
+// Batching policies (docs/policies.md, "Batching"): pure decisions about when
+// an instance runs its next batch. The same objects drive the real worker's
+// batch loop and the simulator's instances.
 //
 // The mechanism (worker or simulator) owns the queue and keeps it ordered by
 // deadline, earliest first. It asks Decide() whenever the executor is idle

@@ -5,11 +5,10 @@
 // feedback loop is the whole mechanism.
 //
 // A miss is, by default, a batch in which some query finished after its
-// deadline (the definition, and the Proteus artifact's AIMD). The
-// Clipper paper's own signal is a batch whose service time exceeded the
-// latency objective (`batch_latency_signal`, needs `slo`); it ignores
-// queueing, so under a backlog it keeps batches large where the deadline
-// signal shrinks them to one.
+// deadline (as in the Proteus artifact's AIMD). The Clipper paper's own signal
+// is a batch whose service time exceeded the latency objective
+// (`batch_latency_signal`, needs `slo`); it ignores queueing, so under a
+// backlog it keeps batches large where the deadline signal shrinks them to one.
 //
 // The only deadline rule it follows is the universal one: expired queries at
 // the head are dropped, never dispatched.

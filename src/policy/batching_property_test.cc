@@ -1,7 +1,8 @@
 // Properties every batching policy must keep, over random queues, profiles
-// and options (DESIGN §9): counts are in range, nothing expired is run, a
-// queue is never left without a wake-up, and a query that can still make its
-// deadline is never held past the point where it could.
+// and options (docs/architecture.md, "Tests and benchmarks"): counts are in
+// range, nothing expired is run, a queue is never left without a wake-up, and a
+// query that can still make its deadline is never held past the point where it
+// could.
 #include <gtest/gtest.h>
 
 #include <algorithm>

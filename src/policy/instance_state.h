@@ -1,7 +1,8 @@
-// The INFaaS instance state machine (DESIGN §1, issue 6) as a pure step
-// function: from an instance's previous state and a small history value,
-// plus its worker's latest monitoring report, its profile on the worker's
-// type and the SLO used for saturation, to its next state and history.
+// The INFaaS instance state machine (docs/policies.md, "Instance state
+// machine") as a pure step function: from an instance's previous state and a
+// small history value, plus its worker's latest monitoring report, its profile
+// on the worker's type and the SLO used for saturation, to its next state and
+// history.
 //
 //   Inactive ──report with replicas ≥ 1──► Active
 //   Active ──saturated, or queue grew N reports running──► Overloaded

@@ -1,12 +1,12 @@
-// Online placement of new instances on existing workers (issue 7: "instances
-// are placed on workers by online bin-packing"). A pure function: the
-// workers' free resources come in, a worker index (or none) comes out.
+// Online placement of new instances on existing workers by online bin-packing
+// (docs/policies.md, "Placement"). A pure function: the workers' free resources
+// come in, a worker index (or none) comes out.
 //
 // The rule is best fit by the binding resource: among the workers where the
 // instance fits in every resource, take the one where it leaves the least of
-// its binding resource free (as a fraction of that worker's total), the
-// binding resource being the one of which the instance takes the largest
-// fraction of what is free there: the one that runs out first. Packing tightly by the
+// its binding resource free (as a fraction of that worker's total), the binding
+// resource being the one of which the instance takes the largest fraction of
+// what is free there: the one that runs out first. Packing tightly by the
 // resource that runs out first keeps large holes open elsewhere for large
 // instances, and leaves idle workers idle so the cluster autoscaler can remove
 // them. PlaceAll() places several instances, largest first (best-fit

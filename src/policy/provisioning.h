@@ -1,7 +1,7 @@
 // Cheapest provisioning for a load under a latency objective (INFaaS Table 3;
-// issue 4, experiment `infaas-table3`): given variants with a latency, a
-// per-instance throughput and a cost rate, how many instances of each serve
-// `load_qps` within `slo_ms` at the least cost?
+// experiment `infaas-table3`): given variants with a latency, a per-instance
+// throughput and a cost rate, how many instances of each serve `load_qps`
+// within `slo_ms` at the least cost?
 //
 // The problem is a small integer program, solved exactly:
 //   minimise   Σ_v cost_v · n_v

@@ -1,7 +1,7 @@
-// infaas_table3: INFaaS Table 3 computed by CheapestConfiguration (issue 4,
-// experiment `infaas-table3`). Prints the variants and, for each (load, SLO)
-// row, the cheapest configuration next to the paper's; with --out FILE also
-// writes them as JSON. Exits 1 if a row differs from the paper.
+// infaas_table3: INFaaS Table 3 computed by CheapestConfiguration (experiment
+// `infaas-table3`, docs/experiments.md). Prints the variants and, for each
+// (load, SLO) row, the cheapest configuration next to the paper's; with --out
+// FILE also writes them as JSON. Exits 1 if a row differs from the paper.
 #include <cstdio>
 #include <cstring>
 #include <fstream>

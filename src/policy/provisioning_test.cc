@@ -10,7 +10,7 @@
 namespace maitre::policy {
 namespace {
 
-// INFaaS Table 3 (issue 4, experiment infaas-table3).
+// INFaaS Table 3 (experiment infaas-table3).
 std::vector<ProvisioningVariant> Table3Variants() {
   return {{"A", "4 CPUs", 200, 5, 1},
           {"B", "Inferentia", 20, 100, 3},

@@ -1,4 +1,4 @@
-# Selection and instance-state policies (model-less queries, issue 6).
+# Selection and instance-state policies (model-less queries).
 maitre_library(maitre_selection
   SRCS instance_state.cc selection_index.cc selection_live.cc selection.cc
        selection_reference.cc

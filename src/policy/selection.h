@@ -1,7 +1,7 @@
-// Per-query variant selection (INFaaS Case I; DESIGN §1, issue 6): a pure
-// function from the static index (selection_index.h), the live view
-// (selection_live.h) and one request to a small decision value: use this
-// instance, load that variant there, or say why nothing fits.
+// Per-query variant selection (INFaaS Case I; docs/policies.md, "Variant
+// selection"): a pure function from the static index (selection_index.h), the
+// live view (selection_live.h) and one request to a small decision value: use
+// this instance, load that variant there, or say why nothing fits.
 //
 // The rules, for a request with requirements L = latency_ms, A =
 // min_accuracy, C = max_cost (each optional; the caller has applied the

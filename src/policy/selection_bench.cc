@@ -1,6 +1,6 @@
-// How long one variant-selection decision takes (issue 6: INFaaS reports a
-// 2.2–3.5 ms median; the goal is 5 µs or less), and the ratio to the
-// brute-force reference, measured in one run on the same requests.
+// How long one variant-selection decision takes (INFaaS reports a 2.2–3.5 ms
+// median; the goal is 5 µs or less; docs/policies.md, "Speed"), and the ratio
+// to the brute-force reference, measured in one run on the same requests.
 //
 // Setup: 100 apps × 10 models × 10 variants × 2 worker types (cpu-1 and
 // cpu-2 at the default table's prices), 100 workers under random

@@ -1,7 +1,7 @@
-// The static half of variant selection (INFaaS Case I, issue 6): the
-// catalogue of apps, models, variants and worker types, flattened into
-// dense ids and pre-sorted lists so that a per-query decision
-// (selection.h) reads a few small arrays instead of scanning every variant.
+// The static half of variant selection (INFaaS Case I): the catalogue of apps,
+// models, variants and worker types, flattened into dense ids and pre-sorted
+// lists so that a per-query decision (selection.h) reads a few small arrays
+// instead of scanning every variant.
 //
 // The controller builds an index off the critical path whenever its catalogue
 // changes (registration, re-profiling, a new worker type) and swaps it in,
@@ -67,7 +67,7 @@ struct VariantOption {
   WorkerTypeId type = kNoId;
   double accuracy = 0;
   // An instance holds all of its worker's cores, so it costs its worker
-  // type's price (issue 6: max_cost filters on this).
+  // type's price (max_cost filters on this).
   double price_per_hour = 0;
   double load_ms = 0;
   double memory_mb = 0;

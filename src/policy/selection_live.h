@@ -1,7 +1,7 @@
 // The dynamic half of variant selection: the live workers and instances a
-// decision reads (issue 6), kept with the small indexes that make a
-// decision cheap: per-app and per-variant instance lists, per-worker
-// instance lists, and per-type workers ordered by utilisation.
+// decision reads, kept with the small indexes that make a decision cheap:
+// per-app and per-variant instance lists, per-worker instance lists, and
+// per-type workers ordered by utilisation.
 //
 // The controller owns one LiveState and keeps it in step with the cluster:
 //  - a worker registers        → AddWorker; it is lost → RemoveWorker

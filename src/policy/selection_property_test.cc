@@ -1,5 +1,5 @@
 // Properties of variant selection over random catalogues, live states and
-// requests (DESIGN §9, issue 6):
+// requests (docs/policies.md, "Selection and instance states: tests"):
 //  - Select() decides exactly what the brute-force reference decides;
 //  - a chosen variant meets the requirements (degraded choices excepted,
 //    which still meet accuracy, cost and the deadline);

@@ -1,5 +1,5 @@
 // Top-1 accuracy of an executor on a validation set: the number a variant
-// carries (INFaaS measures each variant by running it, issue 3 §3).
+// carries (INFaaS measures each variant by running it).
 //
 // Thread-safety: uses the executor exclusively while it runs; the executor
 // must not run anything else meanwhile.

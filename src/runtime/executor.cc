@@ -44,10 +44,11 @@ std::vector<Tensor> WarmUpInputs(const ModelSpec& spec) {
   return inputs;
 }
 
-// OpenBLAS threads fight torch's (DESIGN §7). OPENBLAS_NUM_THREADS only
-// counts if set before the library loads, so the count is also set through
-// OpenBLAS's own call, found at run time: the binary does not link OpenBLAS
-// directly, and the symbol is absent when another BLAS is installed.
+// OpenBLAS threads fight torch's (docs/architecture.md, "Processes and
+// resources"). OPENBLAS_NUM_THREADS only counts if set before the library
+// loads, so the count is also set through OpenBLAS's own call, found at run
+// time: the binary does not link OpenBLAS directly, and the symbol is absent
+// when another BLAS is installed.
 void LimitOpenBlasThreads() {
   using SetThreads = void (*)(int);
   auto* set_threads =

@@ -6,7 +6,8 @@
 // executor (OpenCV's Net::forward is not re-entrant, and both executors reuse
 // buffers between calls). Different executors may run concurrently.
 // Threading inside a run is process-wide (ConfigureProcessThreads), which is
-// one reason a worker process is the unit of hardware (DESIGN §7).
+// one reason a worker process is the unit of hardware (docs/architecture.md,
+// "Processes and resources").
 #pragma once
 
 #include <memory>

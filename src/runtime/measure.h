@@ -1,7 +1,7 @@
-// The profiler's measurement core (issue 3 §4): latency percentiles of one
-// executor at growing batch sizes, on this process's threads. The caller
-// owns the context (worker type, pinning, thread count) and turns the points
-// into a Profile together with load time and memory.
+// The profiler's measurement core: latency percentiles of one executor at
+// growing batch sizes, on this process's threads. The caller owns the context
+// (worker type, pinning, thread count) and turns the points into a Profile
+// together with load time and memory.
 //
 // Thread-safety: uses the executor exclusively while it runs.
 #pragma once

@@ -1,5 +1,6 @@
 // Reading and writing numpy .npz files: a zip archive of .npy arrays, the
-// format of validation sets (DESIGN §6.4) and of `maitre infer` inputs.
+// format of validation sets (docs/api.md, "Files") and of `maitre infer`
+// inputs.
 //
 // Only uncompressed ("stored") members are read, as np.savez writes them; a
 // deflated member (np.savez_compressed) is refused with a message that says

@@ -2,20 +2,13 @@
 //
 // With several threads, torch and OpenCV DNN split every layer across them
 // however small the work, and waking a pool thread costs more than it saves.
-// On two cores here, batch 1 of the zoo's logreg took 9.8 us in OpenCV's
-// parallel loops against 2.5 us serially, the MLP 17.5 against 6.3, the CNN
-// 89 against 75; torch ran the CNN's batch 1 in 153 us on two threads against
-// 100 on one (medians of executor_bench, 2026-11-25). Which of the two a
-// process got depended on whether the other core happened to be busy, so
-// profiles of the same variant came out up to 2.6x apart. Around 160-400 us
-// of work it is a draw (OpenCV's wide CNN at batch 1: 146-210 us on two
-// threads, 158 on one; torch's: 370 against 393); past that the threads pay
-// (OpenCV's CNN at batch 4: 182-250 us against 250-311; torch's CNN at batch
-// 8: 498 against 657). torch's threads pay later than OpenCV's: profiled on
-// both types, torch's wide CNN at batch 1 (~330 us serially) took 0.389 ms on
-// two threads against 0.327 on one. So a batch whose serial time would be
-// under the executor's threshold runs serially: 200 us for OpenCV, 500 for
-// torch.
+// How long a small batch took on threads depended on whether the other core
+// happened to be busy, so profiles of the same variant came out up to 2.6x
+// apart. Around 160-400 us of work it is a draw; past that the threads pay,
+// torch's later than OpenCV's. So a batch whose serial time would be under the
+// executor's threshold runs serially: 200 us for OpenCV, 500 for torch. The
+// executor_bench figures behind the thresholds are in docs/architecture.md
+// ("Design decisions", small batches on one thread).
 //
 // Thread-safety: SerialRowTime is used by one executor, which runs one batch
 // at a time.

@@ -1,5 +1,5 @@
-// The validation set a developer registers with a model (DESIGN §6.4): an
-// uncompressed .npz holding `inputs` (the model's input dtype and shape with
+// The validation set a developer registers with a model (docs/api.md, "Files"):
+// an uncompressed .npz holding `inputs` (the model's input dtype and shape with
 // a leading batch dimension) and `labels` (int64, one per row).
 //
 // Thread-safety: Valset is a value type; the functions have no shared state.

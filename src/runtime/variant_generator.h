@@ -1,6 +1,6 @@
-// The variant generator's optimiser steps (INFaaS's Variant-Generator,
-// DESIGN §1, issue 3 §2): from a registered TorchScript model they make the
-// files of the variants that need an optimiser run:
+// The variant generator's optimiser steps (INFaaS's Variant-Generator;
+// docs/architecture.md, "Ideas from the papers"): from a registered TorchScript
+// model they make the files of the variants that need an optimiser run:
 //   - `torch-int8`: dynamic int8 quantisation of the Linear layers for the
 //     oneDNN engine (the CPU counterpart of INFaaS's TensorRT step);
 //   - `opencv`: an ONNX export, when no ONNX file was registered.
@@ -43,8 +43,8 @@ namespace maitre::runtime {
 
 struct GeneratorOptions {
   // A Python 3 interpreter that can import torch (Debian's python3-torch;
-  // the `python3` on a pyenv PATH cannot, DESIGN §7). A name without '/' is
-  // looked up on PATH.
+  // the `python3` on a pyenv PATH cannot: docs/architecture.md, "Processes
+  // and resources"). A name without '/' is looked up on PATH.
   std::string python = "/usr/bin/python3";
   // Scratch space, created if missing. Each call works in a new
   // subdirectory of it and removes that subdirectory before returning.

@@ -180,7 +180,8 @@ TEST_F(VariantGeneratorTest, Int8KeepsAccuracyAndLoadsInTheTorchExecutor) {
     EXPECT_GE(int8_acc->top1, float_acc->top1 - kMaxInt8AccuracyDrop)
         << "int8 lost more than 1.5 points";
 
-    // Reported, not asserted (DESIGN §9): the speed of int8 is a profile.
+    // Reported, not asserted (docs/architecture.md, "Tests and benchmarks"):
+    // the speed of int8 is a profile.
     double f1 = P50Ms(**original, row, 1), q1 = P50Ms(**quantized, row, 1);
     double f8 = P50Ms(**original, row, 8), q8 = P50Ms(**quantized, row, 8);
     std::cout << absl::StrFormat(

@@ -1,7 +1,8 @@
 // The simulator's agenda: a flat binary min-heap of small events ordered by
 // (time, sequence number). The sequence number is the order of scheduling,
 // so events at the same nanosecond run in the order they were scheduled and
-// every run of the same inputs takes the same path (DESIGN §4).
+// every run of the same inputs takes the same path (docs/architecture.md,
+// "Policies and one clock").
 //
 // Thread-safety: not synchronised; owned by one Simulator.
 #pragma once

@@ -1,5 +1,5 @@
-// Experiment files (DESIGN §6.4): a YAML document naming the cluster, the
-// profiles, the apps and their requirements, the trace and a policy per
+// Experiment files (docs/api.md, "Files"): a YAML document naming the cluster,
+// the profiles, the apps and their requirements, the trace and a policy per
 // kind, parsed into a SimulationSetup plus an arrival stream. Errors name the
 // offending key (e.g. "apps[0].latency_ms: expected a number").
 //

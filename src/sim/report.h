@@ -1,9 +1,9 @@
-// The simulator's outputs (DESIGN §6.4): timeseries.csv (per second: demand,
-// served, violations, accuracy, cost, ready replicas by variant, workers by
-// type), summary.json (throughput, SLO violation ratio, effective accuracy,
-// cost, workers, per-app breakdown and, for managed clusters, what the
-// control plane did) and plot.svg. All three are deterministic functions of a
-// finished simulation, so equal runs give byte-identical files.
+// The simulator's outputs (docs/api.md, "Files"): timeseries.csv (per second:
+// demand, served, violations, accuracy, cost, ready replicas by variant,
+// workers by type), summary.json (throughput, SLO violation ratio, effective
+// accuracy, cost, workers, per-app breakdown and, for managed clusters, what
+// the control plane did) and plot.svg. All three are deterministic functions of
+// a finished simulation, so equal runs give byte-identical files.
 //
 // Thread-safety: pure functions of their arguments.
 #pragma once

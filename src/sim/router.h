@@ -1,10 +1,11 @@
-// The seam where a query meets an instance. Today the simulator routes each
-// query to one of its app's instances; later issues replace the router with
-// the real variant-selection and worker-choice policies (INFaaS, Proteus),
-// which will live in src/policy and see the same snapshot.
+// The seam where a query meets an instance. A static cluster routes each
+// query to one of its app's instances through a Router; a managed cluster
+// (routing "selection") uses the real variant-selection policy instead
+// (selection_router.h).
 //
-// A Router is a pure policy (DESIGN §4): Route() reads the snapshot and the
-// query and returns an instance index, with no side effects.
+// A Router is a pure policy (docs/architecture.md, "Policies and one clock"):
+// Route() reads the snapshot and the query and returns an instance index, with
+// no side effects.
 //
 // Thread-safety: routers are immutable after creation; a ClusterSnapshot is
 // a view that is valid only during the call it is passed to.

@@ -1,9 +1,10 @@
-// How many simulated queries per second the simulator processes (issue 4's
-// goal: at least 2 million for a single-instance batching experiment). Each
-// iteration simulates 100 s of Poisson arrivals at 87% of one instance's
-// capacity at a 40 ms SLO (the proteus-batching setup), with lognormal
-// service noise; items_per_second is simulated queries per second of CPU
-// time. BM_Managed_* runs a managed cluster (selection and autoscalers).
+// How many simulated queries per second the simulator processes (the goal: at
+// least 2 million for a single-instance batching experiment; figures in
+// docs/experiments.md, "proteus-batching"). Each iteration simulates 100 s of
+// Poisson arrivals at 87% of one instance's capacity at a 40 ms SLO (the
+// proteus-batching setup), with lognormal service noise; items_per_second is
+// simulated queries per second of CPU time. BM_Managed_* runs a managed cluster
+// (selection and autoscalers).
 #include <benchmark/benchmark.h>
 
 #include "sim/experiment.h"

@@ -1,7 +1,8 @@
-// The discrete-event simulator (DESIGN §4): simulated workers whose instances
-// run executors that take their service times from profiles, each instance
-// with a deadline-ordered queue driven by the real batching policies exactly
-// as the worker drives them, fed by an arrival stream through a router.
+// The discrete-event simulator (docs/architecture.md, "Policies and one
+// clock"): simulated workers whose instances run executors that take their
+// service times from profiles, each instance with a deadline-ordered queue
+// driven by the real batching policies exactly as the worker drives them, fed
+// by an arrival stream through a router.
 //
 // The data path, per instance, as in the real worker (policy/batching.h and
 // worker/instance.h):
@@ -20,7 +21,7 @@
 //  - static (routing "least-queued"): the setup's instances, one replica
 //    each, one per worker, for the whole run; the Router picks the instance;
 //  - managed (routing "selection"): the same policies as the real
-//    controller and worker (DESIGN §4, "two worlds run the same policies"):
+//    controller and worker (docs/architecture.md, "Policies and one clock"):
 //    the selection policy routes every query and asks for loads
 //    (sim/selection_router.h keeps its LiveState as the controller does);
 //    every `report_interval` each worker reports and each instance's state

@@ -1,5 +1,5 @@
-// Arrival processes for the simulator (DESIGN §6.4): generators (uniform,
-// poisson, gamma with a CV, MMPP, diurnal with spikes, piecewise rate
+// Arrival processes for the simulator (docs/api.md, "Files"): generators
+// (uniform, poisson, gamma with a CV, MMPP, diurnal with spikes, piecewise rate
 // schedule), each driven by its own seeded Rng, and trace files in the CSV
 // form `arrival_ms[,app][,latency_ms][,min_accuracy]`.
 //

@@ -6,7 +6,7 @@
 // one result file named after the input and the staging files removed.
 //
 // An input file is an uncompressed .npz (np.savez) holding `inputs` with a
-// leading row dimension, as a validation set does (DESIGN §6.4), and
+// leading row dimension, as a validation set does (docs/api.md, "Files"), and
 // optionally `labels` (int64, one per row). A model with several inputs
 // takes arrays named after them instead. A result file holds every output
 // of the model (e.g. `logits`), `predictions` (int64 argmax of the first

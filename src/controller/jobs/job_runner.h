@@ -1,12 +1,12 @@
-// Offline (batch) jobs (INFaaS; issue 7 §4): a job names an input set, an
-// output directory and requirements (or a model); the runner feeds it through
-// the same serving path as online queries, in chunks of `batch_size` rows,
-// on spare capacity only.
+// Offline (batch) jobs (INFaaS; docs/api.md, "Offline jobs"): a job names an
+// input set, an output directory and requirements (or a model); the runner
+// feeds it through the same serving path as online queries, in chunks of
+// `batch_size` rows, on spare capacity only.
 //
 // How it runs:
 //  - Jobs run one at a time, first come first served; one chunk of the head
 //    job is in flight at a time. Each chunk is one query with shape
-//    [rows, ...], sent through `infer` (the lead wires Dispatcher::Infer), so
+//    [rows, ...], sent through `infer` (serve.cc passes Dispatcher::Infer), so
 //    the same variant selection, placement and workers serve it. A chunk
 //    sets latency_ms only if the job asked for one, so it is best-effort
 //    (never held back to build a batch) unless the job or its app says

@@ -1,6 +1,6 @@
-// The lifecycle of an offline job (DESIGN §8.3): an explicit enum and the
-// transitions it allows. The job runner is the only writer of job states and
-// checks every change here first.
+// The lifecycle of an offline job (docs/architecture.md, "Lifecycles"): an
+// explicit enum and the transitions it allows. The job runner is the only
+// writer of job states and checks every change here first.
 //
 //   queued ──started──────────────► running
 //   queued ──head of the queue, ────► paused

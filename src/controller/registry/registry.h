@@ -1,8 +1,8 @@
-// The durable registry (DESIGN §3, "metadata store"): apps, the models they
-// registered, each model's variants and each variant's profiles, kept in one
-// SQLite file under the data dir so that a restart keeps everything and never
-// profiles again. Model files themselves live in the BlobStore; records here
-// name them by content hash.
+// The durable registry (docs/architecture.md, "Controller components"): apps,
+// the models they registered, each model's variants and each variant's
+// profiles, kept in one SQLite file under the data dir so that a restart keeps
+// everything and never profiles again. Model files themselves live in the
+// BlobStore; records here name them by content hash.
 //
 // Only the durable half of the metadata store lives here. Live state (loaded
 // instances, queue lengths, worker health) is in memory elsewhere and is
@@ -62,13 +62,14 @@ struct ModelRecord {
   int64_t created_unix_ms = 0;  // stored as given; the caller owns the clock
 };
 
-// A variant's lifecycle (DESIGN §8.3). A variant is created kPending while it
-// is generated, its accuracy measured and it is profiled (`detail` says how
-// far, e.g. "profiling 3/7"), then becomes kReady (it may serve) or kFailed
-// (`detail` says why). Allowed transitions: pending -> ready | failed;
-// ready -> pending (re-profiling); failed -> pending (retry). The registry
-// stores what it is told and does not enforce them: the registrar owns the
-// lifecycle, and recovery after a crash may need to reset any state.
+// A variant's lifecycle (docs/architecture.md, "Lifecycles"). A variant is
+// created kPending while it is generated, its accuracy measured and it is
+// profiled (`detail` says how far, e.g. "profiling 3/7"), then becomes kReady
+// (it may serve) or kFailed (`detail` says why). Allowed transitions: pending
+// -> ready | failed; ready -> pending (re-profiling); failed -> pending
+// (retry). The registry stores what it is told and does not enforce them: the
+// registrar owns the lifecycle, and recovery after a crash may need to reset
+// any state.
 enum class VariantState { kPending, kReady, kFailed };
 absl::string_view VariantStateName(VariantState state);  // "pending" | "ready" | "failed"
 absl::StatusOr<VariantState> ParseVariantState(absl::string_view name);

@@ -48,7 +48,7 @@ bool TableExists(const std::string& db_path, const std::string& table) {
 // The version of the schema this build creates.
 int Latest() { return SchemaMigrations().back().version; }
 
-// What a later issue would append: a new table and a new column.
+// What a later schema change would append: a new table and a new column.
 Migration NextMigration() {
   return {Latest() + 1, "pipelines", R"sql(
 CREATE TABLE pipelines (
