@@ -1,8 +1,15 @@
 #include "cli/api_client.h"
 
+#include <iostream>
+
 #include "absl/strings/str_cat.h"
 
 namespace maitre::cli {
+
+int Fail(const absl::Status& status) {
+  std::cerr << "maitre: " << status.message() << "\n";
+  return 1;
+}
 
 absl::StatusOr<ApiClient> ApiClient::Connect(const std::string& server_url) {
   http::ClientOptions options;

@@ -14,6 +14,11 @@
 
 namespace maitre::cli {
 
+// Prints "maitre: <message>" on stderr and returns 1, the exit status of a
+// failed command. Every client command ends an error this way, so the
+// commands' files share this one.
+int Fail(const absl::Status& status);
+
 class ApiClient {
  public:
   static absl::StatusOr<ApiClient> Connect(const std::string& server_url);

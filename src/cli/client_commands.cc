@@ -1,5 +1,6 @@
 #include "cli/client_commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "cli/api_client.h"
 #include "core/text_table.h"
 #include "core/file_util.h"
+#include "core/json_text.h"
 #include "core/status_macros.h"
 #include "http/multipart.h"
 #include "runtime/npz.h"
@@ -22,11 +24,6 @@ namespace maitre::cli {
 namespace {
 
 using nlohmann::json;
-
-int Fail(const absl::Status& status) {
-  std::cerr << "maitre: " << status.message() << "\n";
-  return 1;
-}
 
 // "input:FP32:-1,1,28,28" -> {"name","datatype","shape"}.
 absl::StatusOr<json> ParseTensorFlag(const std::string& flag) {
@@ -69,32 +66,15 @@ absl::StatusOr<std::string> BuildMeta(const RegisterArgs& args) {
   return meta.dump();
 }
 
-// JSON "data" for one tensor of a v2 request.
+// JSON "data" for one tensor of a v2 request, written by the same core
+// writer as the load generator's requests (the CLI sends one request, so
+// reading the text back into a json value costs nothing that matters). A
+// type with no JSON form (FP16) is sent as zeros, as before, and the server
+// answers why it refuses them.
 json TensorData(const Tensor& t) {
-  json data = json::array();
-  int64_t n = t.NumElements();
-  for (int64_t i = 0; i < n; ++i) {
-    switch (t.dtype) {
-      case DataType::kFp32:
-        data.push_back(t.As<float>()[i]);
-        break;
-      case DataType::kFp64:
-        data.push_back(t.As<double>()[i]);
-        break;
-      case DataType::kInt64:
-        data.push_back(t.As<int64_t>()[i]);
-        break;
-      case DataType::kInt32:
-        data.push_back(t.As<int32_t>()[i]);
-        break;
-      case DataType::kUint8:
-        data.push_back(t.As<uint8_t>()[i]);
-        break;
-      default:
-        data.push_back(0);
-    }
-  }
-  return data;
+  std::string text;
+  if (AppendJsonData(&text, t)) return json::parse(text);
+  return json(std::vector<int>(static_cast<size_t>(std::max<int64_t>(0, t.NumElements())), 0));
 }
 
 // A v2 request body from an input file: a .json request as it is, or the

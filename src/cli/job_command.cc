@@ -22,11 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-int Fail(const absl::Status& status) {
-  std::cerr << "maitre: " << status.message() << "\n";
-  return 1;
-}
-
 bool Finished(const std::string& state) {
   return state == "succeeded" || state == "failed" || state == "cancelled";
 }

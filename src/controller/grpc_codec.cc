@@ -1,6 +1,9 @@
 #include "controller/grpc_codec.h"
 
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
+#include "core/data_type_visit.h"
 
 namespace maitre::controller {
 namespace {
@@ -16,48 +19,45 @@ void AppendAs(const Field& values, std::string* data) {
   }
 }
 
+// The typed contents field of the Open Inference Protocol that carries
+// elements of type T: the narrow integer types share the 32-bit fields.
+template <typename T>
+const auto& ContentsOf(const InferTensorContents& c) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return c.bool_contents();
+  } else if constexpr (std::is_same_v<T, float>) {
+    return c.fp32_contents();
+  } else if constexpr (std::is_same_v<T, double>) {
+    return c.fp64_contents();
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return c.int64_contents();
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    return c.uint64_contents();
+  } else if constexpr (std::is_signed_v<T>) {
+    return c.int_contents();
+  } else {
+    return c.uint_contents();
+  }
+}
+
 // The typed contents field that carries `dtype`, copied into raw bytes.
 // Returns the number of values found.
 absl::StatusOr<int64_t> TypedContents(const InferTensorContents& c, DataType dtype,
                                       std::string* data) {
-  switch (dtype) {
-    case DataType::kBool:
-      AppendAs<uint8_t>(c.bool_contents(), data);
-      return c.bool_contents_size();
-    case DataType::kInt8:
-      AppendAs<int8_t>(c.int_contents(), data);
-      return c.int_contents_size();
-    case DataType::kInt16:
-      AppendAs<int16_t>(c.int_contents(), data);
-      return c.int_contents_size();
-    case DataType::kInt32:
-      AppendAs<int32_t>(c.int_contents(), data);
-      return c.int_contents_size();
-    case DataType::kInt64:
-      AppendAs<int64_t>(c.int64_contents(), data);
-      return c.int64_contents_size();
-    case DataType::kUint8:
-      AppendAs<uint8_t>(c.uint_contents(), data);
-      return c.uint_contents_size();
-    case DataType::kUint16:
-      AppendAs<uint16_t>(c.uint_contents(), data);
-      return c.uint_contents_size();
-    case DataType::kUint32:
-      AppendAs<uint32_t>(c.uint_contents(), data);
-      return c.uint_contents_size();
-    case DataType::kUint64:
-      AppendAs<uint64_t>(c.uint64_contents(), data);
-      return c.uint64_contents_size();
-    case DataType::kFp32:
-      AppendAs<float>(c.fp32_contents(), data);
-      return c.fp32_contents_size();
-    case DataType::kFp64:
-      AppendAs<double>(c.fp64_contents(), data);
-      return c.fp64_contents_size();
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          DataTypeName(dtype), " has no typed contents field; send it in raw_input_contents"));
-  }
+  return VisitDataType(
+      dtype,
+      [&](auto tag) -> absl::StatusOr<int64_t> {
+        using T = typename decltype(tag)::type;
+        // A bool is stored as one byte, as the binary forms carry it.
+        using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+        const auto& values = ContentsOf<T>(c);
+        AppendAs<Stored>(values, data);
+        return static_cast<int64_t>(values.size());
+      },
+      [&]() -> absl::StatusOr<int64_t> {
+        return absl::InvalidArgumentError(absl::StrCat(
+            DataTypeName(dtype), " has no typed contents field; send it in raw_input_contents"));
+      });
 }
 
 absl::Status ReadNumber(const std::string& key, const InferParameter& p,

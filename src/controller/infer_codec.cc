@@ -1,12 +1,13 @@
 #include "controller/infer_codec.h"
 
 #include <charconv>
-#include <cmath>
-#include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include <simdjson.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/data_type_visit.h"
 #include "core/json_text.h"
 
 namespace maitre::controller {
@@ -51,74 +52,52 @@ absl::Status AppendData(element e, DataType dtype, const std::string& name, std:
     return absl::OkStatus();
   };
   ++*count;
-  switch (dtype) {
-    case DataType::kFp32: {
-      double v;
-      if (auto s = number(&v); !s.ok()) return s;
-      float f = static_cast<float>(v);
-      append(&f, sizeof f);
-      return absl::OkStatus();
-    }
-    case DataType::kFp64: {
-      double v;
-      if (auto s = number(&v); !s.ok()) return s;
-      append(&v, sizeof v);
-      return absl::OkStatus();
-    }
-    case DataType::kBool: {
-      if (!e.is_bool()) return Invalid("input '", name, "': BOOL data must hold true/false");
-      uint8_t b = e.get_bool().value_unsafe() ? 1 : 0;
-      append(&b, 1);
-      return absl::OkStatus();
-    }
-    default:
-      break;
-  }
-  // Integer types: the value must be an integer within the type's range.
-  int64_t i = 0;
-  uint64_t u = 0;
-  bool is_signed = e.is_int64();
-  if (is_signed) {
-    i = e.get_int64().value_unsafe();
-  } else if (e.is_uint64()) {
-    u = e.get_uint64().value_unsafe();
-  } else {
-    return Invalid("input '", name, absl::StrCat("': ", DataTypeName(dtype),
-                                                 " data must hold integers"));
-  }
-  auto put = [&](auto typed, int64_t lo, uint64_t hi) -> absl::Status {
-    using T = decltype(typed);
-    bool fits = is_signed ? (i >= lo && (i < 0 || static_cast<uint64_t>(i) <= hi)) : u <= hi;
-    if (!fits) {
-      return Invalid("input '", name,
-                     absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
-    }
-    T v = is_signed ? static_cast<T>(i) : static_cast<T>(u);
-    append(&v, sizeof v);
-    return absl::OkStatus();
-  };
-  switch (dtype) {
-    case DataType::kInt8:
-      return put(int8_t{}, INT8_MIN, INT8_MAX);
-    case DataType::kInt16:
-      return put(int16_t{}, INT16_MIN, INT16_MAX);
-    case DataType::kInt32:
-      return put(int32_t{}, INT32_MIN, INT32_MAX);
-    case DataType::kInt64:
-      return put(int64_t{}, INT64_MIN, INT64_MAX);
-    case DataType::kUint8:
-      return put(uint8_t{}, 0, UINT8_MAX);
-    case DataType::kUint16:
-      return put(uint16_t{}, 0, UINT16_MAX);
-    case DataType::kUint32:
-      return put(uint32_t{}, 0, UINT32_MAX);
-    case DataType::kUint64:
-      return put(uint64_t{}, 0, UINT64_MAX);
-    default:
-      return Invalid("input '", name,
-                     absl::StrCat("': ", DataTypeName(dtype),
-                                  " cannot be sent as JSON; send it as binary data"));
-  }
+  // One branch per element type, chosen by core's VisitDataType: floats
+  // take any JSON number, BOOL only true/false, integers an integer within
+  // the type's range.
+  return VisitDataType(
+      dtype,
+      [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bool>) {
+          if (!e.is_bool()) return Invalid("input '", name, "': BOOL data must hold true/false");
+          uint8_t b = e.get_bool().value_unsafe() ? 1 : 0;
+          append(&b, 1);
+        } else if constexpr (std::is_floating_point_v<T>) {
+          double v = 0;
+          if (auto s = number(&v); !s.ok()) return s;
+          T f = static_cast<T>(v);
+          append(&f, sizeof f);
+        } else {
+          int64_t i = 0;
+          uint64_t u = 0;
+          const bool is_signed = e.is_int64();
+          if (is_signed) {
+            i = e.get_int64().value_unsafe();
+          } else if (e.is_uint64()) {
+            u = e.get_uint64().value_unsafe();
+          } else {
+            return Invalid("input '", name,
+                           absl::StrCat("': ", DataTypeName(dtype), " data must hold integers"));
+          }
+          constexpr int64_t lo = static_cast<int64_t>(std::numeric_limits<T>::min());
+          constexpr uint64_t hi = static_cast<uint64_t>(std::numeric_limits<T>::max());
+          const bool fits =
+              is_signed ? (i >= lo && (i < 0 || static_cast<uint64_t>(i) <= hi)) : u <= hi;
+          if (!fits) {
+            return Invalid("input '", name,
+                           absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
+          }
+          T v = is_signed ? static_cast<T>(i) : static_cast<T>(u);
+          append(&v, sizeof v);
+        }
+        return absl::OkStatus();
+      },
+      [&] {
+        return Invalid("input '", name,
+                       absl::StrCat("': ", DataTypeName(dtype),
+                                    " cannot be sent as JSON; send it as binary data"));
+      });
 }
 
 // Parses one input. For a binary input, sets *binary_size and leaves the
@@ -229,12 +208,6 @@ absl::Status ParseParameters(element e, InferRequest* request) {
   return absl::OkStatus();
 }
 
-void AppendNumber(std::string* out, float v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out->append(buf, r.ptr);
-}
-
 template <typename T>
 void AppendInteger(std::string* out, T v) {
   char buf[32];
@@ -242,64 +215,14 @@ void AppendInteger(std::string* out, T v) {
   out->append(buf, r.ptr);
 }
 
-
+// An output's "data": core's AppendJsonData, which the load generator's
+// requests use too. A type with no JSON form (FP16) still answers with one
+// null per element, so the array keeps the length its shape promises.
 void AppendTensorData(std::string* out, const Tensor& t) {
-  int64_t n = t.NumElements();
+  if (AppendJsonData(out, t)) return;
+  const int64_t n = t.NumElements();
   out->push_back('[');
-  for (int64_t i = 0; i < n; ++i) {
-    if (i > 0) out->push_back(',');
-    switch (t.dtype) {
-      case DataType::kFp32: {
-        float v = t.As<float>()[i];
-        if (std::isfinite(v)) {
-          AppendNumber(out, v);
-        } else {
-          out->append("null");  // JSON has no NaN or infinity
-        }
-        break;
-      }
-      case DataType::kFp64: {
-        double v = t.As<double>()[i];
-        if (std::isfinite(v)) {
-          char buf[40];
-          auto r = std::to_chars(buf, buf + sizeof buf, v);
-          out->append(buf, r.ptr);
-        } else {
-          out->append("null");
-        }
-        break;
-      }
-      case DataType::kBool:
-        out->append(t.As<uint8_t>()[i] ? "true" : "false");
-        break;
-      case DataType::kInt8:
-        AppendInteger(out, t.As<int8_t>()[i]);
-        break;
-      case DataType::kInt16:
-        AppendInteger(out, t.As<int16_t>()[i]);
-        break;
-      case DataType::kInt32:
-        AppendInteger(out, t.As<int32_t>()[i]);
-        break;
-      case DataType::kInt64:
-        AppendInteger(out, t.As<int64_t>()[i]);
-        break;
-      case DataType::kUint8:
-        AppendInteger(out, t.As<uint8_t>()[i]);
-        break;
-      case DataType::kUint16:
-        AppendInteger(out, t.As<uint16_t>()[i]);
-        break;
-      case DataType::kUint32:
-        AppendInteger(out, t.As<uint32_t>()[i]);
-        break;
-      case DataType::kUint64:
-        AppendInteger(out, t.As<uint64_t>()[i]);
-        break;
-      default:
-        out->append("null");
-    }
-  }
+  for (int64_t i = 0; i < n; ++i) out->append(i > 0 ? ",null" : "null");
   out->push_back(']');
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/zero_row.h"
+
 namespace maitre {
 namespace {
 
@@ -74,6 +76,25 @@ TEST(ModelSpecTest, OrdersInputsAsDeclared) {
   EXPECT_EQ(*batch, 2);
   EXPECT_EQ(given[0].name, "a");
   EXPECT_EQ(given[1].name, "b");
+}
+
+TEST(ZeroRowTest, MakesOneRowThatPassesTheSpec) {
+  ModelSpec spec;
+  spec.inputs = {{"image", DataType::kFp32, {-1, 3, 4}}, {"mask", DataType::kBool, {-1, 2}}};
+  auto row = ZeroRow(spec.inputs);
+  ASSERT_TRUE(row.ok()) << row.status();
+  ASSERT_EQ(row->size(), 2u);
+  EXPECT_EQ((*row)[0].shape, (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_EQ((*row)[0].data, std::string(12 * sizeof(float), '\0'));
+  EXPECT_EQ((*row)[1].shape, (std::vector<int64_t>{1, 2}));
+  auto batch = spec.CheckInputs(*row);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(*batch, 1);
+}
+
+TEST(ZeroRowTest, RefusesWhatHasNoFixedSize) {
+  EXPECT_FALSE(ZeroRow({}).ok());
+  EXPECT_FALSE(ZeroRow({{"text", DataType::kBytes, {-1}}}).ok());
 }
 
 }  // namespace

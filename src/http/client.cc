@@ -16,7 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
+#include "http/beast_response.h"
 #include "http/host_port.h"
+#include "http/request_head.h"
 
 namespace maitre::http {
 namespace {
@@ -25,8 +27,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
-
-absl::string_view Sv(beast::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // Characters that would break the request line or let a value smuggle in
 // another header.
@@ -171,29 +171,21 @@ absl::StatusOr<Response> Client::Send(absl::string_view method, absl::string_vie
   }
 
   bool has_content_type = false;
-  bool has_host = false;
   for (const Header& header : headers) {
     if (header.name.empty() || HasControlOrSpace(header.name) || HasCrLf(header.value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad request header \"", header.name, "\" (empty, or contains CR/LF)"));
     }
     has_content_type |= absl::EqualsIgnoreCase(header.name, "Content-Type");
-    has_host |= absl::EqualsIgnoreCase(header.name, "Host");
+  }
+  if (!has_content_type && !body.empty()) {
+    // First among the caller's headers: where the head has always had it.
+    headers.insert(headers.begin(), Header{"Content-Type", "application/json"});
   }
   std::string& head = impl.head;
   head.clear();
-  absl::StrAppend(&head, method, " ", impl.prefix, path_and_query, " HTTP/1.1\r\n");
-  if (!has_host) absl::StrAppend(&head, "Host: ", impl.host_header, "\r\n");
-  absl::StrAppend(&head, "Content-Length: ", body.size(), "\r\n");
-  if (!has_content_type && !body.empty()) head.append("Content-Type: application/json\r\n");
-  for (const Header& header : headers) {
-    if (absl::EqualsIgnoreCase(header.name, "Content-Length") ||
-        absl::EqualsIgnoreCase(header.name, "Transfer-Encoding")) {
-      continue;  // the body is always sent with our own Content-Length
-    }
-    absl::StrAppend(&head, header.name, ": ", header.value, "\r\n");
-  }
-  head.append("\r\n");
+  AppendRequestHead(&head, method, impl.host_header, absl::StrCat(impl.prefix, path_and_query),
+                    body.size(), headers);
   const std::array<asio::const_buffer, 2> request = {asio::buffer(head), asio::buffer(body)};
 
   const Deadline deadline =
@@ -220,20 +212,9 @@ absl::StatusOr<Response> Client::Send(absl::string_view method, absl::string_vie
     const bool in_time = impl.RunUntil(deadline);
 
     if (in_time && read_done && !read_ec) {
-      auto& message = parser.get();
-      Response response;
-      response.status = message.result_int();
-      response.content_type.clear();
-      for (const auto& field : message) {
-        if (field.name() == bhttp::field::content_type) {
-          response.content_type = std::string(Sv(field.value()));
-        } else {
-          response.headers.push_back(
-              {std::string(Sv(field.name_string())), std::string(Sv(field.value()))});
-        }
-      }
-      response.body = std::move(message.body());
-      if (!message.keep_alive()) impl.Disconnect();
+      const bool keep_alive = parser.get().keep_alive();
+      Response response = internal::FromBeastResponse(parser.release());
+      if (!keep_alive) impl.Disconnect();
       return response;
     }
 

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "http/request_head.h"
 #include "nlohmann/json.hpp"
 
 namespace maitre::http {
@@ -72,6 +73,19 @@ TEST(PercentTest, DecodeAndEncode) {
   std::string all;
   for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
   EXPECT_EQ(*PercentDecode(PercentEncode(all), false), all);
+}
+
+TEST(RequestHeadTest, FramesTheBodyItselfAndKeepsAGivenHost) {
+  std::string head;
+  AppendRequestHead(&head, "POST", "h:80", "/v2/x?a=1", 2,
+                    {{"Content-Type", "application/json"}, {"content-length", "99"}});
+  EXPECT_EQ(head,
+            "POST /v2/x?a=1 HTTP/1.1\r\nHost: h:80\r\nContent-Length: 2\r\n"
+            "Content-Type: application/json\r\n\r\n");
+  head.clear();
+  AppendRequestHead(&head, "GET", "h:80", "/", 0,
+                    {{"host", "other"}, {"Transfer-Encoding", "chunked"}});
+  EXPECT_EQ(head, "GET / HTTP/1.1\r\nContent-Length: 0\r\nhost: other\r\n\r\n");
 }
 
 }  // namespace

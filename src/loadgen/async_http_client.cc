@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "http/beast_response.h"
 #include "http/host_port.h"
 
 namespace maitre::loadgen {
@@ -166,25 +167,13 @@ class Shard {
     AsyncHttpResult result;
     result.done_at = clock_->Now();
     result.sent_at = c->sent_at;
-    auto message = c->parser->release();
-    http::Response& response = result.response;
-    response.status = static_cast<int>(message.result_int());
-    response.content_type.clear();
-    for (const auto& field : message) {
-      if (field.name() == bhttp::field::content_type) {
-        response.content_type.assign(field.value().data(), field.value().size());
-      } else {
-        response.headers.push_back(
-            {std::string(field.name_string().data(), field.name_string().size()),
-             std::string(field.value().data(), field.value().size())});
-      }
-    }
-    response.body = std::move(message.body());
+    const bool keep_alive = c->parser->get().keep_alive();
+    result.response = http::internal::FromBeastResponse(c->parser->release());
     AsyncHttpCallback done = std::move(c->current.done);
     c->current = Pending{};
     c->deadline = kInfiniteFuture;
     c->parser.reset();
-    if (message.keep_alive()) {
+    if (keep_alive) {
       // Reuse it for the oldest queued request, or park it.
       if (!queue_.empty()) {
         c->reused = true;

@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
+#include "core/zero_row.h"
 #include "loadgen/inputs.h"
 
 namespace maitre::loadgen {

@@ -2,12 +2,12 @@
 
 #include <charconv>
 #include <cstdio>
-#include <cstring>
 
 #include <simdjson.h>
 
 #include "absl/strings/str_cat.h"
 #include "core/json_text.h"
+#include "http/request_head.h"
 
 namespace maitre::loadgen {
 namespace {
@@ -19,72 +19,14 @@ void AppendNumber(std::string* out, T v) {
   out->append(buf, result.ptr);
 }
 
-// Reads element i of a tensor's bytes; memcpy because the bytes of a string
-// carry no alignment promise for wider types.
-template <typename T>
-T Element(const Tensor& t, int64_t i) {
-  T v;
-  std::memcpy(&v, t.data.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <typename T>
-void AppendElements(std::string* out, const Tensor& t) {
-  const int64_t n = t.NumElements();
-  for (int64_t i = 0; i < n; ++i) {
-    if (i > 0) out->push_back(',');
-    AppendNumber(out, Element<T>(t, i));
-  }
-}
-
+// The values themselves are written by core's AppendJsonData, the writer the
+// server's responses use too; what is the load generator's own is the
+// advice when a type has no JSON form.
 absl::Status AppendData(std::string* out, const Tensor& t) {
-  out->push_back('[');
-  switch (t.dtype) {
-    case DataType::kBool: {
-      const int64_t n = t.NumElements();
-      for (int64_t i = 0; i < n; ++i) {
-        if (i > 0) out->push_back(',');
-        out->append(t.data[i] != 0 ? "true" : "false");
-      }
-      break;
-    }
-    case DataType::kUint8:
-      AppendElements<uint8_t>(out, t);
-      break;
-    case DataType::kUint16:
-      AppendElements<uint16_t>(out, t);
-      break;
-    case DataType::kUint32:
-      AppendElements<uint32_t>(out, t);
-      break;
-    case DataType::kUint64:
-      AppendElements<uint64_t>(out, t);
-      break;
-    case DataType::kInt8:
-      AppendElements<int8_t>(out, t);
-      break;
-    case DataType::kInt16:
-      AppendElements<int16_t>(out, t);
-      break;
-    case DataType::kInt32:
-      AppendElements<int32_t>(out, t);
-      break;
-    case DataType::kInt64:
-      AppendElements<int64_t>(out, t);
-      break;
-    case DataType::kFp32:
-      AppendElements<float>(out, t);
-      break;
-    case DataType::kFp64:
-      AppendElements<double>(out, t);
-      break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", t.name, "' is ", DataTypeName(t.dtype),
-          ", which has no JSON form; use --protocol http-binary or grpc"));
-  }
-  out->push_back(']');
-  return absl::OkStatus();
+  if (AppendJsonData(out, t)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("input '", t.name, "' is ", DataTypeName(t.dtype),
+                   ", which has no JSON form; use --protocol http-binary or grpc"));
 }
 
 void AppendParameters(std::string* out, const RequestParameters& p) {
@@ -132,6 +74,31 @@ absl::Status CheckInputs(const std::vector<Tensor>& inputs) {
   return absl::OkStatus();
 }
 
+// The JSON of a request, the same for both encodings but for each input's
+// tail: its "data", or for the binary extension the size of its bytes,
+// which the caller appends after the JSON in the inputs' order.
+absl::Status AppendRequestJson(std::string* out, const std::vector<Tensor>& inputs,
+                               const RequestParameters& parameters, bool binary) {
+  out->push_back('{');
+  AppendParameters(out, parameters);
+  out->append("\"inputs\":[");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    AppendTensorHeader(out, inputs[i]);
+    if (binary) {
+      out->append(",\"parameters\":{\"binary_data_size\":");
+      AppendNumber(out, inputs[i].data.size());
+      out->push_back('}');
+    } else {
+      out->append(",\"data\":");
+      if (absl::Status s = AppendData(out, inputs[i]); !s.ok()) return s;
+    }
+    out->push_back('}');
+  }
+  out->append("]}");
+  return absl::OkStatus();
+}
+
 int64_t ReadMicros(simdjson::dom::object parameters, std::string_view key) {
   simdjson::dom::element e;
   if (parameters[key].get(e) != simdjson::SUCCESS) return -1;
@@ -153,17 +120,9 @@ absl::StatusOr<std::string> EncodeJsonRequest(const std::vector<Tensor>& inputs,
   size_t estimate = 64;
   for (const Tensor& t : inputs) estimate += 64 + 12 * static_cast<size_t>(t.NumElements());
   out.reserve(estimate);
-  out.push_back('{');
-  AppendParameters(&out, parameters);
-  out.append("\"inputs\":[");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendTensorHeader(&out, inputs[i]);
-    out.append(",\"data\":");
-    if (absl::Status s = AppendData(&out, inputs[i]); !s.ok()) return s;
-    out.push_back('}');
+  if (absl::Status s = AppendRequestJson(&out, inputs, parameters, /*binary=*/false); !s.ok()) {
+    return s;
   }
-  out.append("]}");
   return out;
 }
 
@@ -175,31 +134,22 @@ absl::StatusOr<BinaryRequest> EncodeBinaryRequest(const std::vector<Tensor>& inp
   size_t data_bytes = 0;
   for (const Tensor& t : inputs) data_bytes += t.data.size();
   out.reserve(256 + 96 * inputs.size() + data_bytes);
-  out.push_back('{');
-  AppendParameters(&out, parameters);
-  out.append("\"inputs\":[");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendTensorHeader(&out, inputs[i]);
-    out.append(",\"parameters\":{\"binary_data_size\":");
-    AppendNumber(&out, inputs[i].data.size());
-    out.append("}}");
+  if (absl::Status s = AppendRequestJson(&out, inputs, parameters, /*binary=*/true); !s.ok()) {
+    return s;
   }
-  out.append("]}");
   request.json_length = static_cast<int64_t>(out.size());
   for (const Tensor& t : inputs) out.append(t.data);
   return request;
 }
 
+// The head is framed by maitre_http's AppendRequestHead, as the blocking
+// http::Client frames its requests, so the two clients agree on the wire.
 std::string SerializeHttpRequest(absl::string_view method, absl::string_view host,
                                  absl::string_view path, const std::vector<http::Header>& headers,
                                  absl::string_view body) {
   std::string out;
   out.reserve(128 + path.size() + body.size());
-  absl::StrAppend(&out, method, " ", path, " HTTP/1.1\r\nHost: ", host,
-                  "\r\nContent-Length: ", body.size(), "\r\n");
-  for (const http::Header& h : headers) absl::StrAppend(&out, h.name, ": ", h.value, "\r\n");
-  out.append("\r\n");
+  http::AppendRequestHead(&out, method, host, path, body.size(), headers);
   out.append(body.data(), body.size());
   return out;
 }

@@ -63,26 +63,6 @@ absl::StatusOr<std::vector<TensorSpec>> ParseTensorSpecs(const nlohmann::json& i
   return specs;
 }
 
-absl::StatusOr<std::vector<Tensor>> ZeroRow(const std::vector<TensorSpec>& specs) {
-  if (specs.empty()) return Invalid("no inputs to make zeros for");
-  std::vector<Tensor> row;
-  for (const TensorSpec& spec : specs) {
-    Tensor t;
-    t.name = spec.name;
-    t.dtype = spec.dtype;
-    for (int64_t d : spec.shape) t.shape.push_back(d < 0 ? 1 : d);
-    if (t.shape.empty()) t.shape.push_back(1);
-    const int64_t n = t.NumElements();
-    const size_t size = DataTypeSize(t.dtype);
-    if (size == 0 || n < 0 || n > (int64_t{1} << 31)) {
-      return Invalid("input '", spec.name, "' has no fixed size to fill with zeros");
-    }
-    t.data.assign(static_cast<size_t>(n) * size, '\0');
-    row.push_back(std::move(t));
-  }
-  return row;
-}
-
 absl::StatusOr<std::vector<std::vector<Tensor>>> RowsFromNpz(
     absl::string_view npz_bytes, size_t max_rows, const std::vector<TensorSpec>& specs) {
   MAITRE_ASSIGN_OR_RETURN(auto arrays, runtime::ParseNpz(npz_bytes));

@@ -16,6 +16,7 @@
 #include "core/model_spec.h"
 #include "core/tensor.h"
 #include "core/time.h"
+#include "core/zero_row.h"
 #include "loadgen/transport.h"
 #include "nlohmann/json.hpp"
 
@@ -25,9 +26,7 @@ namespace maitre::loadgen {
 // write it.
 absl::StatusOr<std::vector<TensorSpec>> ParseTensorSpecs(const nlohmann::json& inputs);
 
-// One request's inputs, all zeros; a dimension of any size (-1) becomes 1,
-// so the batch is 1.
-absl::StatusOr<std::vector<Tensor>> ZeroRow(const std::vector<TensorSpec>& specs);
+// One request's inputs, all zeros, come from core's ZeroRow (zero_row.h).
 
 // Splits the arrays of an .npz (held in memory) into rows of batch 1, at
 // most `max_rows` of them (from the start of the file). Every array but

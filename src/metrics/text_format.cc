@@ -84,37 +84,32 @@ void AppendUint(uint64_t value, std::string* out) {
   out->append(buf, result.ptr);
 }
 
-void AppendEscapedLabelValue(absl::string_view value, std::string* out) {
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      default:
-        out->push_back(c);
+namespace {
+
+// The exposition format escapes backslash and newline everywhere, and the
+// double quote only inside a label value (HELP text is not quoted).
+void AppendEscaped(absl::string_view text, bool escape_quote, std::string* out) {
+  for (char c : text) {
+    if (c == '\\') {
+      out->append("\\\\");
+    } else if (c == '\n') {
+      out->append("\\n");
+    } else if (c == '"' && escape_quote) {
+      out->append("\\\"");
+    } else {
+      out->push_back(c);
     }
   }
 }
 
+}  // namespace
+
+void AppendEscapedLabelValue(absl::string_view value, std::string* out) {
+  AppendEscaped(value, /*escape_quote=*/true, out);
+}
+
 void AppendEscapedHelp(absl::string_view help, std::string* out) {
-  for (char c : help) {
-    switch (c) {
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      default:
-        out->push_back(c);
-    }
-  }
+  AppendEscaped(help, /*escape_quote=*/false, out);
 }
 
 namespace {

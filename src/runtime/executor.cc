@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/zero_row.h"
 #include "runtime/opencv_executor.h"
 #include "runtime/spec_check.h"
 #include "runtime/torch_executor.h"
@@ -28,20 +29,6 @@ absl::Status CheckModelFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat("model path '", path, "' is not a file"));
   }
   return absl::OkStatus();
-}
-
-// Zeros of every input at batch 1; every other -1 dimension also becomes 1.
-std::vector<Tensor> WarmUpInputs(const ModelSpec& spec) {
-  std::vector<Tensor> inputs;
-  for (const TensorSpec& s : spec.inputs) {
-    Tensor t;
-    t.name = s.name;
-    t.dtype = s.dtype;
-    for (int64_t d : s.shape) t.shape.push_back(d == -1 ? 1 : d);
-    t.data.assign(static_cast<size_t>(t.NumElements()) * DataTypeSize(s.dtype), '\0');
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
 }
 
 // OpenBLAS threads fight torch's (docs/architecture.md, "Processes and
@@ -79,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Executor>> CreateExecutor(const ExecutorOptions& 
   // executor records shapes on the first run (100-200 ms here, with lazy
   // library initialisation) and optimises the graph on the second (2-18 ms);
   // from the third on a CNN call takes its steady ~0.2 ms.
-  std::vector<Tensor> zeros = WarmUpInputs(options.spec);
+  MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> zeros, ZeroRow(options.spec.inputs));
   for (int run = 0; run < kWarmUpRuns; ++run) {
     absl::StatusOr<std::vector<Tensor>> outputs = (*executor)->Run(zeros);
     if (!outputs.ok()) {

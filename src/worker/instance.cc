@@ -148,17 +148,24 @@ void Instance::AnswerExpired(std::vector<Pending> expired) {
   }
 }
 
+void Instance::AnswerLateLocked(std::vector<Pending> late) {
+  if (late.empty()) return;
+  mu_.Unlock();
+  AnswerExpired(std::move(late));
+  mu_.Lock();
+}
+
+bool Instance::ExpireLocked(Nanos now) {
+  std::vector<Pending> expired = TakeExpiredLocked(now);
+  if (expired.empty()) return false;
+  AnswerLateLocked(std::move(expired));
+  return true;
+}
+
 void Instance::ReaperLoop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    Nanos now = clock_->Now();
-    std::vector<Pending> expired = TakeExpiredLocked(now);
-    if (!expired.empty()) {
-      mu_.Unlock();
-      AnswerExpired(std::move(expired));
-      mu_.Lock();
-      continue;
-    }
+    if (ExpireLocked(clock_->Now())) continue;
     Nanos wake = EarliestExpiryLocked();
     ReaperWaiter waiter{this, version_};
     clock_->AwaitWithDeadline(&mu_, absl::Condition(&waiter, &ReaperWaiter::Ready), wake);
@@ -181,13 +188,7 @@ void Instance::ReplicaLoop(size_t index) {
       return;
     }
     Nanos now = clock_->Now();
-    std::vector<Pending> expired = TakeExpiredLocked(now);
-    if (!expired.empty()) {
-      mu_.Unlock();
-      AnswerExpired(std::move(expired));
-      mu_.Lock();
-      continue;
-    }
+    if (ExpireLocked(now)) continue;
     // Only queries with a latency objective give a policy a reason to wait;
     // best-effort ones alone run at once.
     policy::BatchDecision decision =
@@ -217,9 +218,7 @@ void Instance::ReplicaLoop(size_t index) {
         }
       }
       stats_.OnDropped(RowsOf(late));
-      mu_.Unlock();
-      AnswerExpired(std::move(late));
-      mu_.Lock();
+      AnswerLateLocked(std::move(late));
       continue;
     }
     Nanos wake = std::min(decision.wake_at, EarliestExpiryLocked());

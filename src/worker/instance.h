@@ -116,6 +116,14 @@ class Instance {
   // The earliest hard deadline in the queue.
   Nanos EarliestExpiryLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AnswerExpired(std::vector<Pending> expired);
+  // Answers `late` as expired with mu_ released while their callbacks run
+  // (a callback may take other locks or submit again), then takes mu_ back.
+  void AnswerLateLocked(std::vector<Pending> late) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes and answers every query whose hard deadline is at or before
+  // `now`. Returns true if there were any: mu_ was released meanwhile, so
+  // the caller looks at the queue afresh. The replicas and the reaper both
+  // expire queries, through here alone.
+  bool ExpireLocked(Nanos now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBatch(runtime::Executor& executor, std::vector<Pending> batch);
 
   const VariantKey key_;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
+#include "core/zero_row.h"
 #include "runtime/batch.h"
 #include "runtime/measure.h"
 #include "runtime/process_stats.h"
@@ -13,20 +14,6 @@
 #include "core/logging.h"
 
 namespace maitre::worker {
-
-std::vector<Tensor> ZeroRow(const ModelSpec& spec) {
-  std::vector<Tensor> row;
-  for (const TensorSpec& input : spec.inputs) {
-    Tensor t;
-    t.name = input.name;
-    t.dtype = input.dtype;
-    for (int64_t d : input.shape) t.shape.push_back(d < 0 ? 1 : d);
-    if (!t.shape.empty()) t.shape[0] = 1;
-    t.data.assign(static_cast<size_t>(t.NumElements()) * DataTypeSize(t.dtype), '\0');
-    row.push_back(std::move(t));
-  }
-  return row;
-}
 
 namespace {
 
@@ -43,9 +30,10 @@ namespace {
 void WarmUp(runtime::Executor& executor, const ModelSpec& spec, int max_batch,
             const Clock& clock) {
   const Nanos ceiling = FromMillis(ProfileOptions().latency_ceiling_ms);
-  const std::vector<Tensor> row = ZeroRow(spec);
+  const absl::StatusOr<std::vector<Tensor>> row = ZeroRow(spec.inputs);
+  if (!row.ok()) return;
   for (int batch = 1; batch <= max_batch; batch *= 2) {
-    absl::StatusOr<std::vector<Tensor>> inputs = runtime::TileRows(row, batch);
+    absl::StatusOr<std::vector<Tensor>> inputs = runtime::TileRows(*row, batch);
     if (!inputs.ok()) return;
     Nanos start = clock.Now();
     for (int i = 0; i < 2; ++i) {
@@ -140,8 +128,8 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
     quick.min_repetitions = 3;
     quick.min_time_per_batch = 20 * kMillisecond;
     quick.clock = options_.clock;
-    MAITRE_ASSIGN_OR_RETURN(auto points,
-                            runtime::MeasureLatencies(*executors[0], ZeroRow(spec.spec), quick));
+    MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> row, ZeroRow(spec.spec.inputs));
+    MAITRE_ASSIGN_OR_RETURN(auto points, runtime::MeasureLatencies(*executors[0], row, quick));
     MAITRE_ASSIGN_OR_RETURN(profile, Profile::Create(std::move(points), outcome.load_ms, 0));
   }
   if (!profile.empty()) batching.max_batch = std::min(batching.max_batch, profile.max_batch());
@@ -228,7 +216,10 @@ absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
   measure.round_pause = options.round_pause;
   measure.min_time_per_batch = options.min_time_per_batch / measure.rounds;
   measure.clock = options_.clock;
-  std::vector<Tensor> sample = options.sample.empty() ? ZeroRow(spec.spec) : options.sample;
+  std::vector<Tensor> sample = options.sample;
+  if (sample.empty()) {
+    MAITRE_ASSIGN_OR_RETURN(sample, ZeroRow(spec.spec.inputs));
+  }
   measure.attempts = std::max(1, options.attempts);
   absl::MutexLock measuring(&probe_mu_);
   measure.host_slowdown = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {

@@ -122,7 +122,4 @@ class InstanceManager {
   std::map<VariantKey, std::shared_ptr<Instance>> instances_ ABSL_GUARDED_BY(mu_);
 };
 
-// Zeros shaped like one row of each of the spec's inputs (-1 dims become 1).
-std::vector<Tensor> ZeroRow(const ModelSpec& spec);
-
 }  // namespace maitre::worker
