@@ -1,5 +1,9 @@
 // `maitre`: one binary, one subcommand per role (docs/api.md, "Command line").
+#include <cstdio>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -29,9 +33,26 @@ std::vector<int> ParseCores(const std::string& list) {
   return cores;
 }
 
-}  // namespace
+// The variant pipeline's profiling schedule (ServeOptions::profile_*).
+void AddProfilingOptions(CLI::App& serve_cmd, maitre::controller::ServeOptions& serve) {
+  serve_cmd.add_option("--profile-sweeps", serve.profile_sweeps,
+                       "Fewest sweeps per profile, a minute apart, keeping the fastest; up "
+                       "to twice as many until the fastest is seen twice (1: measure at once)")
+      ->check(CLI::Range(1, 10))
+      ->capture_default_str();
+  serve_cmd.add_option("--profile-sweep-spacing", serve.profile_sweep_spacing_s,
+                       "Seconds between two sweeps of one profile")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  serve_cmd.add_option("--profile-settle", serve.profile_settle_s,
+                       "Seconds after its first sweep by which a profile is final, whether or "
+                       "not two sweeps agreed (the bound on profiling a busy host)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+}
 
-int main(int argc, char** argv) {
+// Process-wide settings, before any thread starts.
+void SetUpProcess() {
   // Debian's Abseil is built with mutex deadlock detection on, which keeps a
   // lock graph on every acquisition (visible in profiles of the serving
   // path). Unit tests keep it; the shipped binary does not pay for it.
@@ -44,11 +65,20 @@ int main(int argc, char** argv) {
   // only what a command prints: `bench --json`, `variants --csv`, ...
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
       "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
-  CLI::App app{"maitre: model-less inference serving"};
-  app.require_subcommand(1);
-  int exit_code = 0;
+}
 
-  maitre::controller::ServeOptions serve;
+// Each Add*Command below adds one subcommand (or a group) with its options
+// and a callback that runs it and sets *exit_code. The parsed options live
+// in a shared_ptr the callback holds, so they outlive the function.
+
+void AddServeCommand(CLI::App& app, int* exit_code) {
+  struct Flags {
+    maitre::controller::ServeOptions serve;
+    size_t max_body_mb = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  maitre::controller::ServeOptions& serve = flags->serve;
+  flags->max_body_mb = serve.max_body_bytes >> 20;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Run the controller (and local workers)");
   serve_cmd->add_option("--data-dir", serve.data_dir,
                         "Registry and model store (default $MAITRE_DATA_DIR or "
@@ -63,8 +93,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--batching", serve.batching,
                         "Batching policy: proteus, clipper-aimd, nexus, timeout, mark")
       ->capture_default_str();
-  size_t max_body_mb = serve.max_body_bytes >> 20;
-  serve_cmd->add_option("--max-body-mb", max_body_mb, "Largest request body")
+  serve_cmd->add_option("--max-body-mb", flags->max_body_mb, "Largest request body")
       ->capture_default_str();
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->capture_default_str();
@@ -83,27 +112,20 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--default-timeout", serve.default_timeout_s,
                         "Seconds a query without a latency objective may take")
       ->capture_default_str();
-  serve_cmd->add_option("--profile-sweeps", serve.profile_sweeps,
-                        "Fewest sweeps per profile, a minute apart, keeping the fastest; up "
-                        "to twice as many until the fastest is seen twice (1: measure at once)")
-      ->check(CLI::Range(1, 10))
-      ->capture_default_str();
-  serve_cmd->add_option("--profile-sweep-spacing", serve.profile_sweep_spacing_s,
-                        "Seconds between two sweeps of one profile")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
-  serve_cmd->add_option("--profile-settle", serve.profile_settle_s,
-                        "Seconds after its first sweep by which a profile is final, whether or "
-                        "not two sweeps agreed (the bound on profiling a busy host)")
-      ->check(CLI::Range(0.0, 86400.0))
-      ->capture_default_str();
-  serve_cmd->callback([&] {
-    serve.max_body_bytes = max_body_mb << 20;
-    exit_code = maitre::controller::RunServe(serve);
+  AddProfilingOptions(*serve_cmd, serve);
+  serve_cmd->callback([flags, exit_code] {
+    flags->serve.max_body_bytes = flags->max_body_mb << 20;
+    *exit_code = maitre::controller::RunServe(flags->serve);
   });
+}
 
-  maitre::worker::WorkerOptions worker;
-  std::string cores;
+void AddWorkerCommand(CLI::App& app, int* exit_code) {
+  struct Flags {
+    maitre::worker::WorkerOptions worker;
+    std::string cores;
+  };
+  auto flags = std::make_shared<Flags>();
+  maitre::worker::WorkerOptions& worker = flags->worker;
   CLI::App* worker_cmd = app.add_subcommand("worker", "Run a worker process");
   worker_cmd->add_option("--controller", worker.controller, "Controller gRPC address")
       ->capture_default_str();
@@ -112,102 +134,135 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   worker_cmd->add_option("--advertise", worker.advertise_host,
                          "Host the controller should use to reach this worker");
-  worker_cmd->add_option("--cores", cores, "CPUs to pin to, e.g. 0,1");
+  worker_cmd->add_option("--cores", flags->cores, "CPUs to pin to, e.g. 0,1");
   worker_cmd->add_option("--cache-dir", worker.cache_dir, "Where fetched model files are kept");
   worker_cmd->add_option("--host-speed-file", worker.host_speed_file,
                          "File keeping the profiler's host-speed baseline across restarts "
                          "(one per worker type and host)");
   worker_cmd->add_option("--launch-token", worker.launch_token)->group("");
-  worker_cmd->callback([&] {
-    worker.cores = ParseCores(cores);
-    exit_code = maitre::worker::RunWorker(worker);
+  worker_cmd->callback([flags, exit_code] {
+    flags->worker.cores = ParseCores(flags->cores);
+    *exit_code = maitre::worker::RunWorker(flags->worker);
   });
+}
 
-  maitre::cli::RegisterArgs reg;
-  reg.server = kDefaultServer;
+void AddRegisterCommand(CLI::App& app, int* exit_code) {
+  auto reg = std::make_shared<maitre::cli::RegisterArgs>();
+  reg->server = kDefaultServer;
   CLI::App* reg_cmd = app.add_subcommand("register", "Register a model with an app");
-  reg_cmd->add_option("--server", reg.server, "Server URL")->capture_default_str();
-  reg_cmd->add_option("--app", reg.app, "App that owns the model")->required();
-  reg_cmd->add_option("--name", reg.name, "Model name")->required();
-  reg_cmd->add_option("--model", reg.model, "TorchScript .pt or ONNX file")->required();
-  reg_cmd->add_option("--valset", reg.valset, "Validation set .npz (inputs, labels)");
-  reg_cmd->add_option("--onnx", reg.onnx, "ONNX export of a TorchScript model");
-  reg_cmd->add_option("--meta", reg.meta, "Meta JSON file (format, inputs, outputs)");
-  reg_cmd->add_option("--format", reg.format, "torchscript | onnx");
-  reg_cmd->add_option("--input", reg.inputs, "NAME:DTYPE:SHAPE, e.g. input:FP32:-1,1,28,28");
-  reg_cmd->add_option("--output", reg.outputs, "NAME:DTYPE:SHAPE, e.g. logits:FP32:-1,10");
-  reg_cmd->add_option("--accuracy", reg.accuracy, "Declared accuracy when there is no valset");
-  reg_cmd->add_flag("--json", reg.json, "Print JSON");
-  reg_cmd->callback([&] { exit_code = maitre::cli::RunRegister(reg); });
+  reg_cmd->add_option("--server", reg->server, "Server URL")->capture_default_str();
+  reg_cmd->add_option("--app", reg->app, "App that owns the model")->required();
+  reg_cmd->add_option("--name", reg->name, "Model name")->required();
+  reg_cmd->add_option("--model", reg->model, "TorchScript .pt or ONNX file")->required();
+  reg_cmd->add_option("--valset", reg->valset, "Validation set .npz (inputs, labels)");
+  reg_cmd->add_option("--onnx", reg->onnx, "ONNX export of a TorchScript model");
+  reg_cmd->add_option("--meta", reg->meta, "Meta JSON file (format, inputs, outputs)");
+  reg_cmd->add_option("--format", reg->format, "torchscript | onnx");
+  reg_cmd->add_option("--input", reg->inputs, "NAME:DTYPE:SHAPE, e.g. input:FP32:-1,1,28,28");
+  reg_cmd->add_option("--output", reg->outputs, "NAME:DTYPE:SHAPE, e.g. logits:FP32:-1,10");
+  reg_cmd->add_option("--accuracy", reg->accuracy, "Declared accuracy when there is no valset");
+  reg_cmd->add_flag("--json", reg->json, "Print JSON");
+  reg_cmd->callback([reg, exit_code] { *exit_code = maitre::cli::RunRegister(*reg); });
+}
 
-  maitre::cli::InferArgs infer;
-  infer.server = kDefaultServer;
+void AddInferCommand(CLI::App& app, int* exit_code) {
+  auto infer = std::make_shared<maitre::cli::InferArgs>();
+  infer->server = kDefaultServer;
   CLI::App* infer_cmd = app.add_subcommand("infer", "Send one inference request");
-  infer_cmd->add_option("--server", infer.server, "Server URL")->capture_default_str();
-  infer_cmd->add_option("--model", infer.model, "Model, or model:variant");
-  infer_cmd->add_option("--app", infer.app, "App (model-less query)");
-  infer_cmd->add_option("--latency-ms", infer.latency_ms, "Latency objective");
-  infer_cmd->add_option("--min-accuracy", infer.min_accuracy, "Minimum accuracy (fraction)");
-  infer_cmd->add_option("--max-cost", infer.max_cost, "Cost ceiling, $/h");
-  infer_cmd->add_option("--input", infer.input, ".npz arrays or a .json v2 request")->required();
-  infer_cmd->add_flag("--json", infer.json, "Print the raw JSON response");
-  infer_cmd->callback([&] { exit_code = maitre::cli::RunInfer(infer); });
+  infer_cmd->add_option("--server", infer->server, "Server URL")->capture_default_str();
+  infer_cmd->add_option("--model", infer->model, "Model, or model:variant");
+  infer_cmd->add_option("--app", infer->app, "App (model-less query)");
+  infer_cmd->add_option("--latency-ms", infer->latency_ms, "Latency objective");
+  infer_cmd->add_option("--min-accuracy", infer->min_accuracy, "Minimum accuracy (fraction)");
+  infer_cmd->add_option("--max-cost", infer->max_cost, "Cost ceiling, $/h");
+  infer_cmd->add_option("--input", infer->input, ".npz arrays or a .json v2 request")->required();
+  infer_cmd->add_flag("--json", infer->json, "Print the raw JSON response");
+  infer_cmd->callback([infer, exit_code] { *exit_code = maitre::cli::RunInfer(*infer); });
+}
 
-  maitre::cli::VariantsArgs variants;
-  variants.server = kDefaultServer;
+// `variants`, and `profiles import|export`.
+void AddVariantAndProfileCommands(CLI::App& app, int* exit_code) {
+  auto variants = std::make_shared<maitre::cli::VariantsArgs>();
+  variants->server = kDefaultServer;
   CLI::App* variants_cmd =
       app.add_subcommand("variants", "Variants with accuracy and profiles per worker type");
-  variants_cmd->add_option("--server", variants.server, "Server URL")->capture_default_str();
-  variants_cmd->add_option("--app", variants.app, "Only this app");
-  variants_cmd->add_flag("--csv", variants.csv, "Print the profile CSV");
-  variants_cmd->add_flag("--json", variants.json, "Print JSON");
-  variants_cmd->callback([&] { exit_code = maitre::cli::RunVariants(variants); });
+  variants_cmd->add_option("--server", variants->server, "Server URL")->capture_default_str();
+  variants_cmd->add_option("--app", variants->app, "Only this app");
+  variants_cmd->add_flag("--csv", variants->csv, "Print the profile CSV");
+  variants_cmd->add_flag("--json", variants->json, "Print JSON");
+  variants_cmd->callback(
+      [variants, exit_code] { *exit_code = maitre::cli::RunVariants(*variants); });
 
-  maitre::cli::ProfilesArgs profiles;
-  profiles.server = kDefaultServer;
+  auto profiles = std::make_shared<maitre::cli::ProfilesArgs>();
+  profiles->server = kDefaultServer;
   CLI::App* profiles_cmd = app.add_subcommand("profiles", "Move profiles between servers");
   profiles_cmd->require_subcommand(1);
   CLI::App* import_cmd = profiles_cmd->add_subcommand("import", "Import a profile CSV");
-  import_cmd->add_option("file", profiles.file, "CSV file")->required();
-  import_cmd->add_option("--server", profiles.server, "Server URL")->capture_default_str();
-  import_cmd->callback([&] { exit_code = maitre::cli::RunProfilesImport(profiles); });
+  import_cmd->add_option("file", profiles->file, "CSV file")->required();
+  import_cmd->add_option("--server", profiles->server, "Server URL")->capture_default_str();
+  import_cmd->callback(
+      [profiles, exit_code] { *exit_code = maitre::cli::RunProfilesImport(*profiles); });
   CLI::App* export_cmd = profiles_cmd->add_subcommand("export", "Export the profile CSV");
-  export_cmd->add_option("file", profiles.file, "Output file (default stdout)");
-  export_cmd->add_option("--app", profiles.app, "Only this app");
-  export_cmd->add_option("--server", profiles.server, "Server URL")->capture_default_str();
-  export_cmd->callback([&] { exit_code = maitre::cli::RunProfilesExport(profiles); });
+  export_cmd->add_option("file", profiles->file, "Output file (default stdout)");
+  export_cmd->add_option("--app", profiles->app, "Only this app");
+  export_cmd->add_option("--server", profiles->server, "Server URL")->capture_default_str();
+  export_cmd->callback(
+      [profiles, exit_code] { *exit_code = maitre::cli::RunProfilesExport(*profiles); });
+}
 
-  std::string sim_config, sim_out;
+void AddSimCommand(CLI::App& app, int* exit_code) {
+  struct Flags {
+    std::string config, out;
+  };
+  auto flags = std::make_shared<Flags>();
   CLI::App* sim_cmd = app.add_subcommand("sim", "Run an experiment in the simulator");
-  sim_cmd->add_option("--config", sim_config, "Experiment YAML")->required();
-  sim_cmd->add_option("--out", sim_out, "Output directory")->required();
-  sim_cmd->callback([&] {
-    absl::Status s = maitre::sim::RunExperimentFile(sim_config, sim_out);
+  sim_cmd->add_option("--config", flags->config, "Experiment YAML")->required();
+  sim_cmd->add_option("--out", flags->out, "Output directory")->required();
+  sim_cmd->callback([flags, exit_code] {
+    absl::Status s = maitre::sim::RunExperimentFile(flags->config, flags->out);
     if (!s.ok()) {
       std::fprintf(stderr, "maitre sim: %s\n", std::string(s.message()).c_str());
-      exit_code = 1;
+      *exit_code = 1;
     }
   });
+}
 
-  maitre::cli::ListArgs list;
-  list.server = kDefaultServer;
+// `apps` (which can also set an app's default requirements) and `models`.
+void AddListCommands(CLI::App& app, int* exit_code) {
+  auto list = std::make_shared<maitre::cli::ListArgs>();
+  list->server = kDefaultServer;
   for (auto [name, help] : {std::pair{"apps", "List apps"}, {"models", "List models"}}) {
     CLI::App* cmd = app.add_subcommand(name, help);
-    cmd->add_option("--server", list.server, "Server URL")->capture_default_str();
-    cmd->add_option("--app", list.app, "Only this app");
-    cmd->add_flag("--json", list.json, "Print JSON");
+    cmd->add_option("--server", list->server, "Server URL")->capture_default_str();
+    cmd->add_option("--app", list->app, "Only this app");
+    cmd->add_flag("--json", list->json, "Print JSON");
   }
   CLI::App* apps_cmd = app.get_subcommand("apps");
-  apps_cmd->add_option("--latency-ms", list.latency_ms, "Set the app's default latency objective");
-  apps_cmd->add_option("--min-accuracy", list.min_accuracy, "Set the app's default accuracy floor");
-  apps_cmd->add_option("--max-cost", list.max_cost, "Set the app's default cost ceiling ($/h)");
-  apps_cmd->callback([&] { exit_code = maitre::cli::RunApps(list); });
-  app.get_subcommand("models")->callback([&] { exit_code = maitre::cli::RunModels(list); });
+  apps_cmd->add_option("--latency-ms", list->latency_ms, "Set the app's default latency objective");
+  apps_cmd->add_option("--min-accuracy", list->min_accuracy,
+                       "Set the app's default accuracy floor");
+  apps_cmd->add_option("--max-cost", list->max_cost, "Set the app's default cost ceiling ($/h)");
+  apps_cmd->callback([list, exit_code] { *exit_code = maitre::cli::RunApps(*list); });
+  app.get_subcommand("models")->callback(
+      [list, exit_code] { *exit_code = maitre::cli::RunModels(*list); });
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  SetUpProcess();
+  CLI::App app{"maitre: model-less inference serving"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  AddServeCommand(app, &exit_code);
+  AddWorkerCommand(app, &exit_code);
+  AddRegisterCommand(app, &exit_code);
+  AddInferCommand(app, &exit_code);
+  AddVariantAndProfileCommands(app, &exit_code);
+  AddSimCommand(app, &exit_code);
+  AddListCommands(app, &exit_code);
   maitre::cli::AddBenchCommand(app, &exit_code);
-
   maitre::cli::AddJobCommands(app, &exit_code, kDefaultServer);
-
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -82,6 +82,10 @@ absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseWorkerCounts(
 // destruction stops the front doors before what they use.
 class Controller {
  public:
+  // Builds and starts the components in dependency order: the stores, the
+  // catalog and live cluster, the serving path, the model lifecycle and
+  // jobs, the front doors, the local workers and the control loops. On an
+  // error the destructor stops whatever had started.
   absl::Status Start(const ServeOptions& options) {
     std::string data_dir = options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
     MAITRE_RETURN_IF_ERROR(MakeDirectories(data_dir));
@@ -91,14 +95,59 @@ class Controller {
     }
     MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(options.workers, types));
 
+    MAITRE_RETURN_IF_ERROR(OpenStores(data_dir));
+    MAITRE_RETURN_IF_ERROR(LoadCatalog(types));
+    MAITRE_RETURN_IF_ERROR(BuildServingPath(options));
+    MAITRE_RETURN_IF_ERROR(BuildModelLifecycleAndJobs(options, data_dir));
+    MAITRE_ASSIGN_OR_RETURN(std::string grpc_host, StartGrpc(options));
+    std::string grpc_address = absl::StrCat(grpc_host, ":", grpc_port_);
+    MAITRE_RETURN_IF_ERROR(StartHttp(options));
+    if (!worker_counts.empty()) {
+      StartLocalWorkers(options, types, worker_counts, data_dir, grpc_host);
+    }
+
+    pipeline_->Start();
+    jobs_->Start();  // resumes unfinished jobs
+    pipeline_->Kick();  // resume whatever a previous run left unfinished
+    MAITRE_RETURN_IF_ERROR(StartScalingLoop(options, types, worker_counts));
+    StartMaintenance();
+    return WriteEndpoints(options, data_dir, grpc_address);
+  }
+
+  ~Controller() {
+    if (jobs_ != nullptr) jobs_->Stop();  // before what its chunks use
+    stopping_.Request();
+    if (maintenance_.joinable()) maintenance_.join();
+    scaling_.reset();
+    if (http_server_ != nullptr) http_server_->Stop();
+    if (provider_ != nullptr) provider_->Stop();
+    if (grpc_server_ != nullptr) {
+      grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    }
+    control_.reset();  // finishes queued control work while the rest exists
+  }
+
+  int http_port() const { return http_server_->port(); }
+  int grpc_port() const { return grpc_port_; }
+
+
+ private:
+  using WorkerCounts = std::vector<std::pair<std::string, int>>;
+
+  // The durable stores under the data dir: the registry and the model files.
+  absl::Status OpenStores(const std::string& data_dir) {
     MAITRE_ASSIGN_OR_RETURN(registry_,
                             registry::Registry::Open({absl::StrCat(data_dir, "/registry.db")}));
     MAITRE_ASSIGN_OR_RETURN(blobs_, registry::BlobStore::Open({absl::StrCat(data_dir, "/blobs")}));
+    return absl::OkStatus();
+  }
 
+  // The live cluster, and the catalog read from the registry; every catalog
+  // change rebuilds the selection index (off the data path).
+  absl::Status LoadCatalog(const WorkerTypeTable& types) {
     Cluster::Options cluster_options;
     cluster_options.types = types;
     cluster_ = std::make_unique<Cluster>(cluster_options);
-    // Every catalog change rebuilds the selection index (off the data path).
     catalog_.OnReload([this, types](const std::shared_ptr<const CatalogSnapshot>& snapshot) {
       auto previous = cluster_->selection_index();
       auto index = BuildSelectionIndex(*snapshot, types, previous.get());
@@ -109,7 +158,12 @@ class Controller {
       cluster_->SetSelectionIndex(std::make_shared<const policy::SelectionIndex>(*std::move(index)),
                                   ModelSloMs(*snapshot));
     });
-    MAITRE_RETURN_IF_ERROR(catalog_.Reload(*registry_));
+    return catalog_.Reload(*registry_);
+  }
+
+  // What one query goes through: control work queue, metrics, placer and
+  // dispatcher.
+  absl::Status BuildServingPath(const ServeOptions& options) {
     // Two control threads: a long validation must not hold up every load.
     control_ = std::make_unique<WorkQueue>(2);
     MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metrics_registry_, cluster_.get()));
@@ -123,10 +177,17 @@ class Controller {
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
+    return absl::OkStatus();
+  }
+
+  // The offline job runner, the variant pipeline and the registrar; none of
+  // them starts work yet.
+  absl::Status BuildModelLifecycleAndJobs(const ServeOptions& options,
+                                          const std::string& data_dir) {
     // Offline jobs run through the dispatcher like online queries, and
     // yield to online load seen in the cluster's live view.
     jobs::JobRunner::Options jobs_options;
-    jobs_options.registry = registry_.get();
+    jobs_options.store = &registry_->jobs();
     jobs_options.catalog = &catalog_;
     jobs_options.infer = [this](InferTarget target, InferRequest request, Nanos received,
                                 InferDone done) {
@@ -153,8 +214,12 @@ class Controller {
     registrar_options.on_registered = [this] { pipeline_->Kick(); };
     registrar_options.measurement_mu = &measurement_mu_;
     registrar_ = std::make_unique<Registrar>(registrar_options);
+    return absl::OkStatus();
+  }
 
-    // gRPC: the public inference service and the workers' registry service.
+  // gRPC: the public inference service and the workers' registry service.
+  // Returns the host part of the listen address (the port is grpc_port_).
+  absl::StatusOr<std::string> StartGrpc(const ServeOptions& options) {
     RegistryService::Options registry_options;
     registry_options.cluster = cluster_.get();
     registry_options.blobs = blobs_.get();
@@ -182,9 +247,11 @@ class Controller {
     if (grpc_server_ == nullptr || grpc_port_ == 0) {
       return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options.grpc));
     }
-    std::string grpc_host = options.grpc.substr(0, options.grpc.rfind(':'));
-    std::string grpc_address = absl::StrCat(grpc_host, ":", grpc_port_);
+    return options.grpc.substr(0, options.grpc.rfind(':'));
+  }
 
+  // HTTP: the inference, management and job routes.
+  absl::Status StartHttp(const ServeOptions& options) {
     http::Router router;
     FrontendOptions frontend;
     frontend.catalog = &catalog_;
@@ -202,30 +269,38 @@ class Controller {
     http_options.max_body_bytes = options.max_body_bytes;
     MAITRE_ASSIGN_OR_RETURN(http_server_, http::Server::Create(http_options, std::move(router)));
     http_server_->Start();
+    return absl::OkStatus();
+  }
 
-    if (!worker_counts.empty()) {
-      LocalProvider::Options provider_options;
-      provider_options.binary = options.binary.empty() ? SelfExecutable() : options.binary;
-      // Workers reach the controller on loopback when it listens everywhere.
-      provider_options.controller =
-          absl::StrCat(grpc_host == "0.0.0.0" ? "127.0.0.1" : grpc_host, ":", grpc_port_);
-      provider_options.log_dir = absl::StrCat(data_dir, "/logs");
-      provider_options.cache_dir = absl::StrCat(data_dir, "/worker-cache");
-      provider_options.on_exit = [this](const LaunchedWorker& w) {
-        if (!w.worker_id.empty()) cluster_->RemoveWorker(w.worker_id, "its process ended");
-      };
-      provider_ = std::make_unique<LocalProvider>(provider_options);
-      for (const auto& [type, count] : worker_counts) {
-        provider_->SetDesired(*types.Find(type), count);
-      }
-      // A worker the cluster gave up on (silent) is killed so it is replaced.
-      cluster_->OnWorkerRemoved([this](const WorkerView& w) { provider_->Kill(w.id); });
-      provider_->Start();
+  // The local provider, keeping `worker_counts` worker processes running;
+  // they join over gRPC at `grpc_host`:grpc_port_.
+  void StartLocalWorkers(const ServeOptions& options, const WorkerTypeTable& types,
+                         const WorkerCounts& worker_counts, const std::string& data_dir,
+                         const std::string& grpc_host) {
+    LocalProvider::Options provider_options;
+    provider_options.binary = options.binary.empty() ? SelfExecutable() : options.binary;
+    // Workers reach the controller on loopback when it listens everywhere.
+    provider_options.controller =
+        absl::StrCat(grpc_host == "0.0.0.0" ? "127.0.0.1" : grpc_host, ":", grpc_port_);
+    provider_options.log_dir = absl::StrCat(data_dir, "/logs");
+    provider_options.cache_dir = absl::StrCat(data_dir, "/worker-cache");
+    provider_options.on_exit = [this](const LaunchedWorker& w) {
+      if (!w.worker_id.empty()) cluster_->RemoveWorker(w.worker_id, "its process ended");
+    };
+    provider_ = std::make_unique<LocalProvider>(provider_options);
+    for (const auto& [type, count] : worker_counts) {
+      provider_->SetDesired(*types.Find(type), count);
     }
+    // A worker the cluster gave up on (silent) is killed so it is replaced.
+    cluster_->OnWorkerRemoved([this](const WorkerView& w) { provider_->Kill(w.id); });
+    provider_->Start();
+  }
 
-    pipeline_->Start();
-    jobs_->Start();  // resumes unfinished jobs
-    pipeline_->Kick();  // resume whatever a previous run left unfinished
+  // The model and cluster autoscalers. The cluster keeps at least the
+  // --workers counts, and at most --max-workers or, without it, what this
+  // machine's free cores allow.
+  absl::Status StartScalingLoop(const ServeOptions& options, const WorkerTypeTable& types,
+                                const WorkerCounts& worker_counts) {
     ScalingLoop::Options scaling;
     scaling.catalog = &catalog_;
     scaling.cluster = cluster_.get();
@@ -249,14 +324,23 @@ class Controller {
     }
     MAITRE_ASSIGN_OR_RETURN(scaling_, ScalingLoop::Create(scaling));
     scaling_->Start();
+    return absl::OkStatus();
+  }
 
+  // Drops workers that stopped reporting, once per report interval.
+  void StartMaintenance() {
     maintenance_ = std::thread([this] {
       while (!SteadyClock::Get()->SleepUntil(SteadyClock::Get()->Now() + kReportInterval,
                                               &stopping_)) {
         cluster_->RemoveSilentWorkers();
       }
     });
+  }
 
+  // endpoints.json in the data dir tells clients and tests where this
+  // controller listens.
+  absl::Status WriteEndpoints(const ServeOptions& options, const std::string& data_dir,
+                              const std::string& grpc_address) {
     nlohmann::json endpoints{{"http", absl::StrCat("http://", options.http.substr(
                                                                   0, options.http.rfind(':')),
                                                    ":", http_server_->port())},
@@ -269,23 +353,6 @@ class Controller {
     return absl::OkStatus();
   }
 
-  ~Controller() {
-    if (jobs_ != nullptr) jobs_->Stop();  // before what its chunks use
-    stopping_.Request();
-    if (maintenance_.joinable()) maintenance_.join();
-    scaling_.reset();
-    if (http_server_ != nullptr) http_server_->Stop();
-    if (provider_ != nullptr) provider_->Stop();
-    if (grpc_server_ != nullptr) {
-      grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    }
-    control_.reset();  // finishes queued control work while the rest exists
-  }
-
-  int http_port() const { return http_server_->port(); }
-  int grpc_port() const { return grpc_port_; }
-
- private:
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<registry::BlobStore> blobs_;
   Catalog catalog_;

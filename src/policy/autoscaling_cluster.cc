@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/status_macros.h"
 #include "policy/provisioning.h"
 
 namespace maitre::policy {
@@ -206,6 +207,230 @@ std::vector<ClusterAction> AddsForDemand(const ClusterAutoscalerOptions& o, cons
   return adds;
 }
 
+// Decide refuses a snapshot that names an unknown worker type or has a
+// negative utilisation.
+absl::Status CheckSnapshot(const ClusterAutoscalerOptions& o, const ClusterSnapshot& snapshot) {
+  std::set<std::string> known;
+  for (const WorkerType& t : o.types) known.insert(t.name);
+  for (const ClusterWorker& w : snapshot.workers) {
+    if (known.count(w.type) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker ", w.id, " has unknown type ", w.type));
+    }
+    if (!(w.cpu_utilisation >= 0) || !(w.memory_utilisation >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("worker ", w.id, " has negative utilisation"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Rules 1 and 2: the cluster's cpu (or memory) utilisation, `utilisation`,
+// is over the threshold. The largest instance on a worker over the threshold
+// sizes the worker to add.
+Need UtilisationNeed(const ClusterAutoscalerOptions& o, const ClusterSnapshot& snapshot,
+                     Resource r, double utilisation) {
+  Need need;
+  for (const ClusterWorker& w : snapshot.workers) {
+    double u = r == Resource::kCpu ? w.cpu_utilisation : w.memory_utilisation;
+    if (w.starting || u <= o.utilisation_threshold) continue;
+    for (const ClusterInstance& i : w.instances) {
+      need.cores = std::max(need.cores, i.cores);
+      need.memory_mb = std::max(need.memory_mb, i.memory_mb);
+    }
+  }
+  need.resource = r;
+  const bool cpu = r == Resource::kCpu;
+  need.reason = cpu ? ClusterReason::kCpuUtilisation : ClusterReason::kMemoryUtilisation;
+  need.detail = absl::StrFormat("%s utilisation %.0f%% > %.0f%% across %d workers",
+                                cpu ? "cpu" : "memory", 100 * utilisation,
+                                100 * o.utilisation_threshold,
+                                static_cast<int>(snapshot.workers.size()));
+  return need;
+}
+
+// Rule 3: every active instance on the workers of one type is Interfered;
+// a worker of that type is asked for. A type with a worker still starting
+// is held back (in `held_back`): the new worker may be the relief.
+void AddAllInterferedNeeds(const ClusterAutoscalerOptions& o, const ClusterSnapshot& snapshot,
+                           std::vector<Need>& needs, std::vector<std::string>& held_back) {
+  for (const WorkerType& t : o.types) {
+    int counted = 0, interfered = 0;
+    bool starting = false;
+    Need need;
+    need.reason = ClusterReason::kAllInterfered;
+    need.allowed_types = {t.name};
+    for (const ClusterWorker& w : snapshot.workers) {
+      if (w.type != t.name) continue;
+      starting |= w.starting;
+      for (const ClusterInstance& i : w.instances) {
+        if (i.state == InstanceState::kInactive) continue;
+        ++counted;
+        if (i.state == InstanceState::kInterfered) {
+          ++interfered;
+          need.cores = std::max(need.cores, i.cores);
+          need.memory_mb = std::max(need.memory_mb, i.memory_mb);
+        }
+      }
+    }
+    if (counted == 0 || interfered < counted) continue;
+    if (starting) {
+      held_back.push_back(absl::StrCat("every instance on ", t.name,
+                                       " is Interfered; a worker of it is starting"));
+      continue;
+    }
+    need.detail = absl::StrFormat("all %d active instances on %s workers are Interfered", counted,
+                                  t.name);
+    needs.push_back(need);
+  }
+}
+
+// Rule 4: too many workers have an Overloaded instance. The add may be of
+// any type those workers are, sized by their largest Overloaded instance.
+Need OverloadedNeed(const ClusterAutoscalerOptions& o, const ClusterSnapshot& snapshot,
+                    double overloaded) {
+  Need need;
+  need.reason = ClusterReason::kOverloaded;
+  for (const ClusterWorker& w : snapshot.workers) {
+    if (w.starting || !HasOverloaded(w)) continue;
+    need.allowed_types.insert(w.type);
+    for (const ClusterInstance& i : w.instances) {
+      if (i.state != InstanceState::kOverloaded) continue;
+      need.cores = std::max(need.cores, i.cores);
+      need.memory_mb = std::max(need.memory_mb, i.memory_mb);
+    }
+  }
+  need.detail = absl::StrFormat("%.0f%% of workers have Overloaded instances (> %.0f%%)",
+                                100 * overloaded, 100 * o.overloaded_fraction);
+  return need;
+}
+
+// What the rules ask for, in rule order.
+std::vector<Need> CapacityNeeds(const ClusterAutoscalerOptions& o, const ClusterSnapshot& snapshot,
+                                const Figures& figures, std::vector<std::string>& held_back) {
+  std::vector<Need> needs;
+  if (figures.cpu > o.utilisation_threshold) {
+    needs.push_back(UtilisationNeed(o, snapshot, Resource::kCpu, figures.cpu));
+  }
+  if (figures.memory > o.utilisation_threshold) {
+    needs.push_back(UtilisationNeed(o, snapshot, Resource::kMemory, figures.memory));
+  }
+  AddAllInterferedNeeds(o, snapshot, needs, held_back);
+  if (figures.overloaded > o.overloaded_fraction) {
+    needs.push_back(OverloadedNeed(o, snapshot, figures.overloaded));
+  }
+  return needs;
+}
+
+// The adds for `needs`: sized by demand when the snapshot has demand
+// figures, else one worker of the cheapest type that fits the first need
+// that can be met. At most one add decision per round, none during the add
+// cool-down; every need not acted on is explained in held_back.
+void DecideAdds(const ClusterAutoscalerOptions& o, const Rules& rules,
+                const ClusterSnapshot& snapshot, const std::vector<Need>& needs,
+                const ClusterAutoscalerState& previous, Nanos now, ClusterDecision& decision) {
+  bool cooling = previous.last_add.has_value() && now - *previous.last_add < o.add_cooldown;
+  bool added = false;
+  // With demand figures, rules 1 and 3 are sized by demand alone (the first
+  // of them that holds names the trigger); when the demand is covered by
+  // what is loading or starting, they add nothing.
+  const bool by_demand = !snapshot.demands.empty();
+  const Need* served = nullptr;
+  if (by_demand && !cooling) {
+    auto capacity = std::find_if(needs.begin(), needs.end(), [](const Need& n) {
+      return n.reason != ClusterReason::kAllInterfered;
+    });
+    if (capacity != needs.end()) {
+      std::vector<ClusterAction> adds =
+          AddsForDemand(o, rules, snapshot, capacity->reason, capacity->detail);
+      if (!adds.empty()) {
+        for (ClusterAction& a : adds) decision.actions.push_back(std::move(a));
+        decision.state.last_add = now;
+        added = true;
+        served = &*capacity;
+      }
+    }
+  }
+  for (const Need& need : needs) {
+    if (&need == served) continue;
+    if (by_demand && need.reason != ClusterReason::kAllInterfered && !added && !cooling) {
+      decision.held_back.push_back(absl::StrCat(
+          need.detail,
+          " (no unmet demand beyond what is loading or starting, or no type left can serve it)"));
+      continue;
+    }
+    if (added) {
+      decision.held_back.push_back(absl::StrCat(need.detail, " (one add per round)"));
+      continue;
+    }
+    if (cooling) {
+      decision.held_back.push_back(absl::StrCat(need.detail, " (add cool-down)"));
+      continue;
+    }
+    const WorkerType* type = rules.Cheapest(need.allowed_types, need.cores, need.memory_mb,
+                                            need.resource);
+    if (type == nullptr) {
+      decision.held_back.push_back(
+          absl::StrCat(need.detail, " (no type that fits is below its worker limit)"));
+      continue;
+    }
+    ClusterAction add;
+    add.kind = ClusterAction::Kind::kAddWorker;
+    add.worker_type = type->name;
+    add.reason = need.reason;
+    add.detail = absl::StrFormat("%s: adding %s, the cheapest type that fits (%.4f $/h)",
+                                 need.detail, type->name, type->price_per_hour);
+    decision.actions.push_back(std::move(add));
+    decision.state.last_add = now;
+    added = true;
+  }
+}
+
+// Removals: workers idle past the cool-down, the most expensive (then the
+// longest idle) first, while the cluster keeps min_workers and what is left
+// stays under the removal limits.
+void DecideRemovals(const ClusterAutoscalerOptions& o, const Rules& rules,
+                    const ClusterSnapshot& snapshot, Nanos now, ClusterDecision& decision) {
+  std::vector<const ClusterWorker*> idle;
+  for (const ClusterWorker& w : snapshot.workers) {
+    if (!w.starting && w.idle_since.has_value() && now - *w.idle_since >= o.idle_cooldown) {
+      idle.push_back(&w);
+    }
+  }
+  std::sort(idle.begin(), idle.end(), [&](const ClusterWorker* a, const ClusterWorker* b) {
+    double pa = rules.TypeOf(*a).price_per_hour, pb = rules.TypeOf(*b).price_per_hour;
+    if (pa != pb) return pa > pb;
+    if (*a->idle_since != *b->idle_since) return *a->idle_since < *b->idle_since;
+    return a->id < b->id;
+  });
+  std::set<std::string> removed;
+  int remaining = static_cast<int>(snapshot.workers.size());
+  for (const ClusterWorker* w : idle) {
+    if (remaining - 1 < o.min_workers) break;
+    std::set<std::string> without = removed;
+    without.insert(w->id);
+    Figures after =
+        rules.Measure([&](const ClusterWorker& x) { return without.count(x.id) == 0; });
+    if (after.cpu > o.removal_utilisation_limit + kEps ||
+        after.memory > o.removal_utilisation_limit + kEps ||
+        after.overloaded > o.overloaded_fraction + kEps) {
+      decision.held_back.push_back(absl::StrFormat(
+          "%s is idle but removing it would leave cpu %.0f%% / memory %.0f%%", w->id,
+          100 * after.cpu, 100 * after.memory));
+      continue;
+    }
+    removed = std::move(without);
+    --remaining;
+    ClusterAction remove;
+    remove.kind = ClusterAction::Kind::kRemoveWorker;
+    remove.worker_type = w->type;
+    remove.worker_id = w->id;
+    remove.reason = ClusterReason::kIdle;
+    remove.detail = absl::StrFormat("%s idle for %.0f s (cool-down %.0f s)", w->id,
+                                    ToSeconds(now - *w->idle_since), ToSeconds(o.idle_cooldown));
+    decision.actions.push_back(std::move(remove));
+  }
+}
+
 }  // namespace
 
 double WorkerCapacityQps(const Profile& profile, double slo_ms, const WorkerType& type,
@@ -263,17 +488,7 @@ absl::StatusOr<ClusterDecision> ClusterAutoscaler::Decide(const ClusterSnapshot&
                                                           const ClusterAutoscalerState& previous,
                                                           Nanos now) const {
   const ClusterAutoscalerOptions& o = options_;
-  std::set<std::string> known;
-  for (const WorkerType& t : o.types) known.insert(t.name);
-  for (const ClusterWorker& w : snapshot.workers) {
-    if (known.count(w.type) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("worker ", w.id, " has unknown type ", w.type));
-    }
-    if (!(w.cpu_utilisation >= 0) || !(w.memory_utilisation >= 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("worker ", w.id, " has negative utilisation"));
-    }
-  }
+  MAITRE_RETURN_IF_ERROR(CheckSnapshot(o, snapshot));
   Rules rules(o, snapshot);
   ClusterDecision decision;
   decision.state = previous;
@@ -282,183 +497,12 @@ absl::StatusOr<ClusterDecision> ClusterAutoscaler::Decide(const ClusterSnapshot&
   decision.memory_utilisation = now_figures.memory;
   decision.overloaded_fraction = now_figures.overloaded;
 
-  // ---- what the rules ask for, in order ----
-  std::vector<Need> needs;
-  auto largest_on_hot = [&](Resource r) {
-    Need need;
-    for (const ClusterWorker& w : snapshot.workers) {
-      double u = r == Resource::kCpu ? w.cpu_utilisation : w.memory_utilisation;
-      if (w.starting || u <= o.utilisation_threshold) continue;
-      for (const ClusterInstance& i : w.instances) {
-        need.cores = std::max(need.cores, i.cores);
-        need.memory_mb = std::max(need.memory_mb, i.memory_mb);
-      }
-    }
-    need.resource = r;
-    return need;
-  };
-  if (now_figures.cpu > o.utilisation_threshold) {
-    Need need = largest_on_hot(Resource::kCpu);
-    need.reason = ClusterReason::kCpuUtilisation;
-    need.detail = absl::StrFormat("cpu utilisation %.0f%% > %.0f%% across %d workers",
-                                  100 * now_figures.cpu, 100 * o.utilisation_threshold,
-                                  static_cast<int>(snapshot.workers.size()));
-    needs.push_back(need);
-  }
-  if (now_figures.memory > o.utilisation_threshold) {
-    Need need = largest_on_hot(Resource::kMemory);
-    need.reason = ClusterReason::kMemoryUtilisation;
-    need.detail = absl::StrFormat("memory utilisation %.0f%% > %.0f%% across %d workers",
-                                  100 * now_figures.memory, 100 * o.utilisation_threshold,
-                                  static_cast<int>(snapshot.workers.size()));
-    needs.push_back(need);
-  }
-  for (const WorkerType& t : o.types) {
-    int counted = 0, interfered = 0;
-    bool starting = false;
-    Need need;
-    need.reason = ClusterReason::kAllInterfered;
-    need.allowed_types = {t.name};
-    for (const ClusterWorker& w : snapshot.workers) {
-      if (w.type != t.name) continue;
-      starting |= w.starting;
-      for (const ClusterInstance& i : w.instances) {
-        if (i.state == InstanceState::kInactive) continue;
-        ++counted;
-        if (i.state == InstanceState::kInterfered) {
-          ++interfered;
-          need.cores = std::max(need.cores, i.cores);
-          need.memory_mb = std::max(need.memory_mb, i.memory_mb);
-        }
-      }
-    }
-    if (counted == 0 || interfered < counted) continue;
-    if (starting) {
-      decision.held_back.push_back(absl::StrCat("every instance on ", t.name,
-                                                " is Interfered; a worker of it is starting"));
-      continue;
-    }
-    need.detail = absl::StrFormat("all %d active instances on %s workers are Interfered", counted,
-                                  t.name);
-    needs.push_back(need);
-  }
-  if (now_figures.overloaded > o.overloaded_fraction) {
-    Need need;
-    need.reason = ClusterReason::kOverloaded;
-    for (const ClusterWorker& w : snapshot.workers) {
-      if (w.starting || !HasOverloaded(w)) continue;
-      need.allowed_types.insert(w.type);
-      for (const ClusterInstance& i : w.instances) {
-        if (i.state != InstanceState::kOverloaded) continue;
-        need.cores = std::max(need.cores, i.cores);
-        need.memory_mb = std::max(need.memory_mb, i.memory_mb);
-      }
-    }
-    need.detail = absl::StrFormat("%.0f%% of workers have Overloaded instances (> %.0f%%)",
-                                  100 * now_figures.overloaded, 100 * o.overloaded_fraction);
-    needs.push_back(need);
-  }
-
-  // ---- adds: sized by demand when it is known, else one worker ----
-  bool cooling = previous.last_add.has_value() && now - *previous.last_add < o.add_cooldown;
-  bool added = false;
-  // With demand figures, rules 1 and 3 are sized by demand alone (the first
-  // of them that holds names the trigger); when the demand is covered by
-  // what is loading or starting, they add nothing.
-  const bool by_demand = !snapshot.demands.empty();
-  const Need* served = nullptr;
-  if (by_demand && !cooling) {
-    auto capacity = std::find_if(needs.begin(), needs.end(), [](const Need& n) {
-      return n.reason != ClusterReason::kAllInterfered;
-    });
-    if (capacity != needs.end()) {
-      std::vector<ClusterAction> adds =
-          AddsForDemand(o, rules, snapshot, capacity->reason, capacity->detail);
-      if (!adds.empty()) {
-        for (ClusterAction& a : adds) decision.actions.push_back(std::move(a));
-        decision.state.last_add = now;
-        added = true;
-        served = &*capacity;
-      }
-    }
-  }
-  for (const Need& need : needs) {
-    if (&need == served) continue;
-    if (by_demand && need.reason != ClusterReason::kAllInterfered && !added && !cooling) {
-      decision.held_back.push_back(absl::StrCat(
-          need.detail,
-          " (no unmet demand beyond what is loading or starting, or no type left can serve it)"));
-      continue;
-    }
-    if (added) {
-      decision.held_back.push_back(absl::StrCat(need.detail, " (one add per round)"));
-      continue;
-    }
-    if (cooling) {
-      decision.held_back.push_back(absl::StrCat(need.detail, " (add cool-down)"));
-      continue;
-    }
-    const WorkerType* type = rules.Cheapest(need.allowed_types, need.cores, need.memory_mb,
-                                            need.resource);
-    if (type == nullptr) {
-      decision.held_back.push_back(
-          absl::StrCat(need.detail, " (no type that fits is below its worker limit)"));
-      continue;
-    }
-    ClusterAction add;
-    add.kind = ClusterAction::Kind::kAddWorker;
-    add.worker_type = type->name;
-    add.reason = need.reason;
-    add.detail = absl::StrFormat("%s: adding %s, the cheapest type that fits (%.4f $/h)",
-                                 need.detail, type->name, type->price_per_hour);
-    decision.actions.push_back(std::move(add));
-    decision.state.last_add = now;
-    added = true;
-  }
+  std::vector<Need> needs = CapacityNeeds(o, snapshot, now_figures, decision.held_back);
+  DecideAdds(o, rules, snapshot, needs, previous, now, decision);
   // A round that wanted capacity removes none, even when the add was held
   // back.
   if (!needs.empty()) return decision;
-
-  // ---- removals ----
-  std::vector<const ClusterWorker*> idle;
-  for (const ClusterWorker& w : snapshot.workers) {
-    if (!w.starting && w.idle_since.has_value() && now - *w.idle_since >= o.idle_cooldown) {
-      idle.push_back(&w);
-    }
-  }
-  std::sort(idle.begin(), idle.end(), [&](const ClusterWorker* a, const ClusterWorker* b) {
-    double pa = rules.TypeOf(*a).price_per_hour, pb = rules.TypeOf(*b).price_per_hour;
-    if (pa != pb) return pa > pb;
-    if (*a->idle_since != *b->idle_since) return *a->idle_since < *b->idle_since;
-    return a->id < b->id;
-  });
-  std::set<std::string> removed;
-  int remaining = static_cast<int>(snapshot.workers.size());
-  for (const ClusterWorker* w : idle) {
-    if (remaining - 1 < o.min_workers) break;
-    std::set<std::string> without = removed;
-    without.insert(w->id);
-    Figures after =
-        rules.Measure([&](const ClusterWorker& x) { return without.count(x.id) == 0; });
-    if (after.cpu > o.removal_utilisation_limit + kEps ||
-        after.memory > o.removal_utilisation_limit + kEps ||
-        after.overloaded > o.overloaded_fraction + kEps) {
-      decision.held_back.push_back(absl::StrFormat(
-          "%s is idle but removing it would leave cpu %.0f%% / memory %.0f%%", w->id,
-          100 * after.cpu, 100 * after.memory));
-      continue;
-    }
-    removed = std::move(without);
-    --remaining;
-    ClusterAction remove;
-    remove.kind = ClusterAction::Kind::kRemoveWorker;
-    remove.worker_type = w->type;
-    remove.worker_id = w->id;
-    remove.reason = ClusterReason::kIdle;
-    remove.detail = absl::StrFormat("%s idle for %.0f s (cool-down %.0f s)", w->id,
-                                    ToSeconds(now - *w->idle_since), ToSeconds(o.idle_cooldown));
-    decision.actions.push_back(std::move(remove));
-  }
+  DecideRemovals(o, rules, snapshot, now, decision);
   return decision;
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "policy/selection_rules.h"
 
 namespace maitre::policy {
@@ -27,113 +28,138 @@ int32_t IdFor(absl::flat_hash_map<std::string, int32_t>& map, std::vector<Entry>
 absl::StatusOr<SelectionIndex> SelectionIndex::Create(const SelectionCatalogue& catalogue,
                                                       const SelectionIndex* previous) {
   SelectionIndex idx;
-  if (previous != nullptr) {
-    // Keep every id, emptied: what the new catalogue still holds is marked
-    // present again below; the rest stay as tombstones.
-    idx.app_ids_ = previous->app_ids_;
-    idx.model_ids_ = previous->model_ids_;
-    idx.variant_ids_ = previous->variant_ids_;
-    idx.type_ids_ = previous->type_ids_;
-    idx.apps_.resize(previous->apps_.size());
-    for (size_t i = 0; i < idx.apps_.size(); ++i) idx.apps_[i].name = previous->apps_[i].name;
-    idx.models_.resize(previous->models_.size());
-    for (size_t i = 0; i < idx.models_.size(); ++i) {
-      idx.models_[i].name = previous->models_[i].name;
-      idx.models_[i].app = previous->models_[i].app;
-    }
-    idx.variants_.resize(previous->variants_.size());
-    for (size_t i = 0; i < idx.variants_.size(); ++i) {
-      const Variant& old = previous->variants_[i];
-      Variant& v = idx.variants_[i];
-      v.key = old.key;
-      v.app = old.app;
-      v.model = old.model;
-    }
-    idx.types_.resize(previous->types_.size());
-    for (size_t i = 0; i < idx.types_.size(); ++i) idx.types_[i].type = previous->types_[i].type;
-  }
+  if (previous != nullptr) idx.KeepIdsOf(*previous);
+  MAITRE_RETURN_IF_ERROR(idx.AddWorkerTypes(catalogue.worker_types));
+  std::vector<std::pair<VariantId, const CatalogueVariant*>> sources;
+  for (const CatalogueApp& a : catalogue.apps) MAITRE_RETURN_IF_ERROR(idx.AddApp(a, sources));
+  idx.BuildOptions(sources);
+  idx.BuildColdOrders();
+  return idx;
+}
 
-  for (const WorkerType& t : catalogue.worker_types) {
-    WorkerTypeId id = IdFor(idx.type_ids_, idx.types_, t.name);
-    if (idx.types_[id].present) {
+void SelectionIndex::KeepIdsOf(const SelectionIndex& previous) {
+  // Keep every id, emptied: what the new catalogue still holds is marked
+  // present again; the rest stay as tombstones.
+  app_ids_ = previous.app_ids_;
+  model_ids_ = previous.model_ids_;
+  variant_ids_ = previous.variant_ids_;
+  type_ids_ = previous.type_ids_;
+  apps_.resize(previous.apps_.size());
+  for (size_t i = 0; i < apps_.size(); ++i) apps_[i].name = previous.apps_[i].name;
+  models_.resize(previous.models_.size());
+  for (size_t i = 0; i < models_.size(); ++i) {
+    models_[i].name = previous.models_[i].name;
+    models_[i].app = previous.models_[i].app;
+  }
+  variants_.resize(previous.variants_.size());
+  for (size_t i = 0; i < variants_.size(); ++i) {
+    const Variant& old = previous.variants_[i];
+    Variant& v = variants_[i];
+    v.key = old.key;
+    v.app = old.app;
+    v.model = old.model;
+  }
+  types_.resize(previous.types_.size());
+  for (size_t i = 0; i < types_.size(); ++i) types_[i].type = previous.types_[i].type;
+}
+
+absl::Status SelectionIndex::AddWorkerTypes(const std::vector<WorkerType>& worker_types) {
+  for (const WorkerType& t : worker_types) {
+    WorkerTypeId id = IdFor(type_ids_, types_, t.name);
+    if (types_[id].present) {
       return absl::InvalidArgumentError(absl::StrCat("worker type '", t.name, "' listed twice"));
     }
-    idx.types_[id].type = t;
-    idx.types_[id].present = true;
+    types_[id].type = t;
+    types_[id].present = true;
   }
+  return absl::OkStatus();
+}
 
-  std::vector<std::pair<VariantId, const CatalogueVariant*>> sources;
-  for (const CatalogueApp& a : catalogue.apps) {
-    AppId app = IdFor(idx.app_ids_, idx.apps_, a.name);
-    if (idx.apps_[app].present) {
-      return absl::InvalidArgumentError(absl::StrCat("app '", a.name, "' listed twice"));
-    }
-    idx.apps_[app].name = a.name;
-    idx.apps_[app].present = true;
-
-    for (const CatalogueVariant& cv : a.variants) {
-      if (!(cv.accuracy >= 0 && cv.accuracy <= 1)) {
-        return absl::InvalidArgumentError(absl::StrCat("variant ", cv.key.ToString(),
-                                                       " has accuracy ", cv.accuracy,
-                                                       "; it must lie in [0, 1]"));
-      }
-      // The model: reuse its id when it stays in this app.
-      ModelId model = kNoId;
-      auto mit = idx.model_ids_.find(cv.key.model);
-      if (mit != idx.model_ids_.end()) {
-        Model& m = idx.models_[mit->second];
-        if (m.present && m.app != app) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("model '", cv.key.model, "' belongs to two apps: '",
-                           idx.apps_[m.app].name, "' and '", a.name, "'"));
-        }
-        if (m.app == app) model = mit->second;
-      }
-      if (model == kNoId) {
-        model = static_cast<ModelId>(idx.models_.size());
-        idx.models_.emplace_back();
-        idx.model_ids_[cv.key.model] = model;
-      }
-      Model& m = idx.models_[model];
-      if (!m.present) {
-        m.name = cv.key.model;
-        m.app = app;
-        m.present = true;
-        idx.apps_[app].models.push_back(model);
-      }
-
-      // The variant: likewise, its id survives only within the same app.
-      const std::string key = cv.key.ToString();
-      VariantId variant = kNoId;
-      auto vit = idx.variant_ids_.find(key);
-      if (vit != idx.variant_ids_.end()) {
-        if (idx.variants_[vit->second].present) {
-          return absl::InvalidArgumentError(absl::StrCat("variant ", key, " listed twice"));
-        }
-        if (idx.variants_[vit->second].app == app) variant = vit->second;
-      }
-      if (variant == kNoId) {
-        variant = static_cast<VariantId>(idx.variants_.size());
-        idx.variants_.emplace_back();
-        idx.variant_ids_[key] = variant;
-      }
-      Variant& v = idx.variants_[variant];
-      v.key = cv.key;
-      v.app = app;
-      v.model = model;
-      v.present = true;
-      v.accuracy = cv.accuracy;
-      m.variants.push_back(variant);
-      sources.emplace_back(variant, &cv);
-    }
+absl::Status SelectionIndex::AddApp(
+    const CatalogueApp& a, std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources) {
+  AppId app = IdFor(app_ids_, apps_, a.name);
+  if (apps_[app].present) {
+    return absl::InvalidArgumentError(absl::StrCat("app '", a.name, "' listed twice"));
   }
+  apps_[app].name = a.name;
+  apps_[app].present = true;
 
+  for (const CatalogueVariant& cv : a.variants) {
+    if (!(cv.accuracy >= 0 && cv.accuracy <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("variant ", cv.key.ToString(),
+                                                     " has accuracy ", cv.accuracy,
+                                                     "; it must lie in [0, 1]"));
+    }
+    MAITRE_ASSIGN_OR_RETURN(ModelId model, AddModelOf(cv, app));
+    MAITRE_ASSIGN_OR_RETURN(VariantId variant, AddVariant(cv, app, model));
+    models_[model].variants.push_back(variant);
+    sources.emplace_back(variant, &cv);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelId> SelectionIndex::AddModelOf(const CatalogueVariant& cv, AppId app) {
+  // Reuse the model's id when it stays in this app.
+  ModelId model = kNoId;
+  auto mit = model_ids_.find(cv.key.model);
+  if (mit != model_ids_.end()) {
+    Model& m = models_[mit->second];
+    if (m.present && m.app != app) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", cv.key.model, "' belongs to two apps: '", apps_[m.app].name,
+                       "' and '", apps_[app].name, "'"));
+    }
+    if (m.app == app) model = mit->second;
+  }
+  if (model == kNoId) {
+    model = static_cast<ModelId>(models_.size());
+    models_.emplace_back();
+    model_ids_[cv.key.model] = model;
+  }
+  Model& m = models_[model];
+  if (!m.present) {
+    m.name = cv.key.model;
+    m.app = app;
+    m.present = true;
+    apps_[app].models.push_back(model);
+  }
+  return model;
+}
+
+absl::StatusOr<VariantId> SelectionIndex::AddVariant(const CatalogueVariant& cv, AppId app,
+                                                     ModelId model) {
+  // Likewise, a variant's id survives only within the same app.
+  const std::string key = cv.key.ToString();
+  VariantId variant = kNoId;
+  auto vit = variant_ids_.find(key);
+  if (vit != variant_ids_.end()) {
+    if (variants_[vit->second].present) {
+      return absl::InvalidArgumentError(absl::StrCat("variant ", key, " listed twice"));
+    }
+    if (variants_[vit->second].app == app) variant = vit->second;
+  }
+  if (variant == kNoId) {
+    variant = static_cast<VariantId>(variants_.size());
+    variants_.emplace_back();
+    variant_ids_[key] = variant;
+  }
+  Variant& v = variants_[variant];
+  v.key = cv.key;
+  v.app = app;
+  v.model = model;
+  v.present = true;
+  v.accuracy = cv.accuracy;
+  return variant;
+}
+
+void SelectionIndex::BuildOptions(
+    const std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources) {
   // Options, contiguous per variant, in type id order.
   for (const auto& [variant, cv] : sources) {
-    Variant& v = idx.variants_[variant];
-    v.first_option = static_cast<OptionId>(idx.options_.size());
-    for (WorkerTypeId t = 0; t < static_cast<WorkerTypeId>(idx.types_.size()); ++t) {
-      const Type& type = idx.types_[t];
+    Variant& v = variants_[variant];
+    v.first_option = static_cast<OptionId>(options_.size());
+    for (WorkerTypeId t = 0; t < static_cast<WorkerTypeId>(types_.size()); ++t) {
+      const Type& type = types_[t];
       if (!type.present) continue;
       auto pit = cv->profiles.find(type.type.name);
       if (pit == cv->profiles.end() || pit->second.empty()) continue;
@@ -147,46 +173,47 @@ absl::StatusOr<SelectionIndex> SelectionIndex::Create(const SelectionCatalogue& 
       o.memory_mb = o.profile.memory_mb();
       o.latency1_ms = o.profile.LatencyAt(1);
       o.cold_ms = o.load_ms + o.latency1_ms;
-      idx.options_.push_back(std::move(o));
+      options_.push_back(std::move(o));
     }
-    v.option_count = static_cast<int32_t>(idx.options_.size()) - v.first_option;
+    v.option_count = static_cast<int32_t>(options_.size()) - v.first_option;
   }
 
-  idx.option_ranges_.resize(idx.variants_.size());
-  for (VariantId v = 0; v < static_cast<VariantId>(idx.variants_.size()); ++v) {
-    const Variant& var = idx.variants_[v];
-    if (var.present) idx.option_ranges_[v] = {var.first_option, var.option_count};
+  option_ranges_.resize(variants_.size());
+  for (VariantId v = 0; v < static_cast<VariantId>(variants_.size()); ++v) {
+    const Variant& var = variants_[v];
+    if (var.present) option_ranges_[v] = {var.first_option, var.option_count};
   }
-  for (const VariantOption& o : idx.options_) idx.option_types_.push_back(o.type);
+  for (const VariantOption& o : options_) option_types_.push_back(o.type);
+}
 
-  auto cold_less = [&idx](OptionId a, OptionId b) {
-    return selection_internal::ColdBefore(idx.options_[a], idx.options_[b]);
+void SelectionIndex::BuildColdOrders() {
+  auto cold_less = [this](OptionId a, OptionId b) {
+    return selection_internal::ColdBefore(options_[a], options_[b]);
   };
-  auto entries = [&idx](const std::vector<OptionId>& order) {
+  auto entries = [this](const std::vector<OptionId>& order) {
     std::vector<ColdEntry> out;
     out.reserve(order.size());
-    for (OptionId id : order) out.push_back(idx.EntryOf(id));
+    for (OptionId id : order) out.push_back(EntryOf(id));
     return out;
   };
-  for (Model& m : idx.models_) {
+  for (Model& m : models_) {
     if (!m.present) continue;
     for (VariantId v : m.variants) {
-      const Variant& var = idx.variants_[v];
+      const Variant& var = variants_[v];
       for (int32_t k = 0; k < var.option_count; ++k) m.cold_order.push_back(var.first_option + k);
     }
     std::sort(m.cold_order.begin(), m.cold_order.end(), cold_less);
     m.cold = entries(m.cold_order);
   }
-  for (App& a : idx.apps_) {
+  for (App& a : apps_) {
     if (!a.present) continue;
     for (ModelId m : a.models) {
-      const Model& model = idx.models_[m];
+      const Model& model = models_[m];
       a.cold_order.insert(a.cold_order.end(), model.cold_order.begin(), model.cold_order.end());
     }
     std::sort(a.cold_order.begin(), a.cold_order.end(), cold_less);
     a.cold = entries(a.cold_order);
   }
-  return idx;
 }
 
 AppId SelectionIndex::FindApp(absl::string_view name) const {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -173,6 +174,23 @@ class SelectionIndex {
   std::string OptionName(OptionId id) const;
 
  private:
+  // The steps of Create, in order.
+  // Copies `previous`'s ids and names, every entry not present (a tombstone
+  // until the new catalogue names it again).
+  void KeepIdsOf(const SelectionIndex& previous);
+  absl::Status AddWorkerTypes(const std::vector<WorkerType>& worker_types);
+  // Adds the app, its models and variants; appends each variant with the
+  // catalogue entry it came from to `sources`, for BuildOptions.
+  absl::Status AddApp(const CatalogueApp& app,
+                      std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources);
+  absl::StatusOr<ModelId> AddModelOf(const CatalogueVariant& variant, AppId app);
+  absl::StatusOr<VariantId> AddVariant(const CatalogueVariant& variant, AppId app, ModelId model);
+  // Each variant's options (one per worker type it has a profile on) and the
+  // compact ranges FindOption reads.
+  void BuildOptions(const std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources);
+  // Every present model's and app's options in cold order.
+  void BuildColdOrders();
+
   std::vector<App> apps_;
   std::vector<Model> models_;
   std::vector<Variant> variants_;

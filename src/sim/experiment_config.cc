@@ -1,132 +1,33 @@
 #include "sim/experiment_config.h"
 
-#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/file_util.h"
 #include "core/profile_csv.h"
 #include "core/status_macros.h"
 #include "core/worker_type.h"
+#include "sim/experiment_yaml.h"
 #include "yaml-cpp/yaml.h"
 
 namespace maitre::sim {
 namespace {
 
-absl::Status Bad(const std::string& path, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
-}
-
-std::string Key(const std::string& path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
-}
-
-// Absent keys and empty values ("key:") both count as not given.
-bool Present(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
-
-std::string Item(const std::string& path, size_t i) { return absl::StrCat(path, "[", i, "]"); }
-
-std::string Resolve(const std::string& base_dir, const std::string& path) {
-  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
-  return absl::StrCat(base_dir, "/", path);
-}
-
-// Rejects keys outside `allowed`, so that a typo is an error rather than a
-// silently ignored setting.
-absl::Status CheckMap(const YAML::Node& node, const std::string& path,
-                      const std::vector<std::string>& allowed) {
-  if (!node.IsMap()) return Bad(path, "expected a mapping");
-  for (const auto& kv : node) {
-    std::string key = kv.first.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return Bad(Key(path, key),
-                 absl::StrCat("unknown key (expected one of: ", absl::StrJoin(allowed, ", "), ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<double> AsNumber(const YAML::Node& node, const std::string& path) {
-  double v;
-  if (!node.IsScalar() || !absl::SimpleAtod(node.Scalar(), &v) || !std::isfinite(v)) {
-    return Bad(path, "expected a number");
-  }
-  return v;
-}
-
-// Reads map[key] into *out when present; errors if `required` and absent.
-absl::Status ReadNumber(const YAML::Node& map, const std::string& path, const char* key,
-                        double* out, bool required = false) {
-  YAML::Node n = map[key];
-  if (!Present(n)) return required ? Bad(Key(path, key), "is required") : absl::OkStatus();
-  MAITRE_ASSIGN_OR_RETURN(*out, AsNumber(n, Key(path, key)));
-  return absl::OkStatus();
-}
-
-absl::Status ReadInt(const YAML::Node& map, const std::string& path, const char* key, int64_t* out,
-                     bool required = false) {
-  YAML::Node n = map[key];
-  if (!Present(n)) return required ? Bad(Key(path, key), "is required") : absl::OkStatus();
-  if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), out)) {
-    return Bad(Key(path, key), "expected an integer");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ReadString(const YAML::Node& map, const std::string& path, const char* key,
-                        std::string* out, bool required = false) {
-  YAML::Node n = map[key];
-  if (!Present(n)) return required ? Bad(Key(path, key), "is required") : absl::OkStatus();
-  if (!n.IsScalar() || n.Scalar().empty()) return Bad(Key(path, key), "expected a string");
-  *out = n.Scalar();
-  return absl::OkStatus();
-}
-
-absl::Status ReadBool(const YAML::Node& map, const std::string& path, const char* key, bool* out) {
-  YAML::Node n = map[key];
-  if (!Present(n)) return absl::OkStatus();
-  const std::string v = n.IsScalar() ? n.Scalar() : "";
-  if (v == "true" || v == "on" || v == "yes") {
-    *out = true;
-  } else if (v == "false" || v == "off" || v == "no") {
-    *out = false;
-  } else {
-    return Bad(Key(path, key), "expected true or false");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ReadMillis(const YAML::Node& map, const std::string& path, const char* key, Nanos* out,
-                        bool required = false) {
-  double ms = ToMillis(*out);
-  MAITRE_RETURN_IF_ERROR(ReadNumber(map, path, key, &ms, required));
-  *out = static_cast<Nanos>(std::llround(ms * kMillisecond));
-  return absl::OkStatus();
-}
-
-absl::Status ReadSeconds(const YAML::Node& map, const std::string& path, const char* key,
-                         Nanos* out, bool required = false) {
-  double s = ToSeconds(*out);
-  MAITRE_RETURN_IF_ERROR(ReadNumber(map, path, key, &s, required));
-  *out = static_cast<Nanos>(std::llround(s * kSecond));
-  return absl::OkStatus();
-}
-
-absl::Status ReadNumberList(const YAML::Node& map, const std::string& path, const char* key,
-                            std::vector<double>* out) {
-  YAML::Node n = map[key];
-  if (!Present(n)) return absl::OkStatus();
-  if (!n.IsSequence()) return Bad(Key(path, key), "expected a list of numbers");
-  out->clear();
-  for (size_t i = 0; i < n.size(); ++i) {
-    MAITRE_ASSIGN_OR_RETURN(double v, AsNumber(n[i], Item(Key(path, key), i)));
-    out->push_back(v);
-  }
-  return absl::OkStatus();
-}
+using experiment_yaml::AsNumber;
+using experiment_yaml::Bad;
+using experiment_yaml::CheckMap;
+using experiment_yaml::Item;
+using experiment_yaml::Key;
+using experiment_yaml::Present;
+using experiment_yaml::ReadInt;
+using experiment_yaml::ReadMillis;
+using experiment_yaml::ReadNumber;
+using experiment_yaml::ReadNumberList;
+using experiment_yaml::ReadSeconds;
+using experiment_yaml::ReadString;
+using experiment_yaml::Resolve;
 
 class Parser {
  public:
@@ -144,7 +45,7 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(ParseApps(root["apps"]));
     MAITRE_RETURN_IF_ERROR(ParseWorkerCounts(root["cluster"]));
     MAITRE_RETURN_IF_ERROR(ParseTrace(root["trace"]));
-    MAITRE_RETURN_IF_ERROR(ParsePolicies(root["policies"]));
+    MAITRE_RETURN_IF_ERROR(experiment_yaml::ParsePolicies(root["policies"], exp_.setup));
     MAITRE_RETURN_IF_ERROR(ParseSimulation(root["simulation"]));
     if (exp_.setup.routing != "selection") {
       // A static cluster serves an app only through the instances it lists.
@@ -240,52 +141,62 @@ class Parser {
       const std::string ip = Item(path, i);
       const YAML::Node& n = list[i];
       if (n.IsMap() && Present(n["csv"])) {
-        MAITRE_RETURN_IF_ERROR(CheckMap(n, ip, {"csv"}));
-        std::string file;
-        MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "csv", &file, true));
-        auto text = ReadFileToString(Resolve(base_dir_, file));
-        if (!text.ok()) return Bad(Key(ip, "csv"), text.status().message());
-        auto records = ParseProfileCsv(*text);
-        if (!records.ok())
-          return Bad(Key(ip, "csv"), absl::StrCat(file, ": ", records.status().message()));
-        for (ProfileRecord& r : *records) MAITRE_RETURN_IF_ERROR(AddVariant(std::move(r), ip));
-        continue;
+        MAITRE_RETURN_IF_ERROR(ParseProfileCsvFile(n, ip));
+      } else {
+        MAITRE_RETURN_IF_ERROR(ParseInlineProfile(n, ip));
       }
-      MAITRE_RETURN_IF_ERROR(CheckMap(
-          n, ip,
-          {"model", "variant", "worker_type", "accuracy", "load_ms", "memory_mb", "points"}));
-      ProfileRecord r;
-      double load_ms = 0, memory_mb = 0;
-      MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "model", &r.key.model, true));
-      MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "variant", &r.key.variant, true));
-      MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "worker_type", &r.worker_type, true));
-      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "accuracy", &r.accuracy));
-      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "load_ms", &load_ms));
-      MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "memory_mb", &memory_mb));
-      const std::string pp = Key(ip, "points");
-      YAML::Node points = n["points"];
-      if (!Present(points) || !points.IsSequence() || points.size() == 0) {
-        return Bad(pp, "expected a list of [batch, p50_ms, p99_ms]");
-      }
-      std::vector<LatencyPoint> parsed;
-      for (size_t k = 0; k < points.size(); ++k) {
-        const std::string kp = Item(pp, k);
-        if (!points[k].IsSequence() || points[k].size() != 3) {
-          return Bad(kp, "expected [batch, p50_ms, p99_ms]");
-        }
-        MAITRE_ASSIGN_OR_RETURN(double batch, AsNumber(points[k][0], kp));
-        MAITRE_ASSIGN_OR_RETURN(double p50, AsNumber(points[k][1], kp));
-        MAITRE_ASSIGN_OR_RETURN(double p99, AsNumber(points[k][2], kp));
-        if (batch != std::floor(batch) || batch < 1 || batch > 1e6)
-          return Bad(kp, "batch must be a whole number >= 1");
-        parsed.push_back({static_cast<int>(batch), p50, p99});
-      }
-      auto profile = Profile::Create(std::move(parsed), load_ms, memory_mb);
-      if (!profile.ok()) return Bad(pp, profile.status().message());
-      r.profile = *std::move(profile);
-      MAITRE_RETURN_IF_ERROR(AddVariant(std::move(r), ip));
     }
     return absl::OkStatus();
+  }
+
+  // profiles[i] as {csv: FILE}: every profile in the file.
+  absl::Status ParseProfileCsvFile(const YAML::Node& n, const std::string& ip) {
+    MAITRE_RETURN_IF_ERROR(CheckMap(n, ip, {"csv"}));
+    std::string file;
+    MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "csv", &file, true));
+    auto text = ReadFileToString(Resolve(base_dir_, file));
+    if (!text.ok()) return Bad(Key(ip, "csv"), text.status().message());
+    auto records = ParseProfileCsv(*text);
+    if (!records.ok())
+      return Bad(Key(ip, "csv"), absl::StrCat(file, ": ", records.status().message()));
+    for (ProfileRecord& r : *records) MAITRE_RETURN_IF_ERROR(AddVariant(std::move(r), ip));
+    return absl::OkStatus();
+  }
+
+  // profiles[i] written out: one variant on one worker type, with its points.
+  absl::Status ParseInlineProfile(const YAML::Node& n, const std::string& ip) {
+    MAITRE_RETURN_IF_ERROR(CheckMap(
+        n, ip, {"model", "variant", "worker_type", "accuracy", "load_ms", "memory_mb", "points"}));
+    ProfileRecord r;
+    double load_ms = 0, memory_mb = 0;
+    MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "model", &r.key.model, true));
+    MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "variant", &r.key.variant, true));
+    MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "worker_type", &r.worker_type, true));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "accuracy", &r.accuracy));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "load_ms", &load_ms));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "memory_mb", &memory_mb));
+    const std::string pp = Key(ip, "points");
+    YAML::Node points = n["points"];
+    if (!Present(points) || !points.IsSequence() || points.size() == 0) {
+      return Bad(pp, "expected a list of [batch, p50_ms, p99_ms]");
+    }
+    std::vector<LatencyPoint> parsed;
+    for (size_t k = 0; k < points.size(); ++k) {
+      const std::string kp = Item(pp, k);
+      if (!points[k].IsSequence() || points[k].size() != 3) {
+        return Bad(kp, "expected [batch, p50_ms, p99_ms]");
+      }
+      MAITRE_ASSIGN_OR_RETURN(double batch, AsNumber(points[k][0], kp));
+      MAITRE_ASSIGN_OR_RETURN(double p50, AsNumber(points[k][1], kp));
+      MAITRE_ASSIGN_OR_RETURN(double p99, AsNumber(points[k][2], kp));
+      if (batch != std::floor(batch) || batch < 1 || batch > 1e6)
+        return Bad(kp, "batch must be a whole number >= 1");
+      parsed.push_back({static_cast<int>(batch), p50, p99});
+    }
+    auto profile = Profile::Create(std::move(parsed), load_ms, memory_mb);
+    if (!profile.ok()) return Bad(pp, profile.status().message());
+    r.profile = *std::move(profile);
+    return AddVariant(std::move(r), ip);
   }
 
   // cluster.replica_cores: [{variant: "m:v", worker_type: T, cores: N}], what
@@ -345,80 +256,98 @@ class Parser {
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "min_accuracy", &app.min_accuracy));
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "share", &share));
       if (share < 0) return Bad(Key(ip, "share"), "must be >= 0");
-      if (YAML::Node models = n["models"]; Present(models)) {
-        const std::string mp = Key(ip, "models");
-        if (!models.IsSequence()) return Bad(mp, "expected a list of model names");
-        for (size_t k = 0; k < models.size(); ++k) {
-          if (!models[k].IsScalar() || models[k].Scalar().empty()) {
-            return Bad(Item(mp, k), "expected a model name");
-          }
-          bool profiled = false;
-          for (const SimVariant& v : exp_.setup.variants)
-            profiled |= v.key.model == models[k].Scalar();
-          if (!profiled) {
-            return Bad(Item(mp, k), absl::StrCat("no profile for model ", models[k].Scalar()));
-          }
-          app.models.push_back(models[k].Scalar());
-        }
-      }
-      if (YAML::Node variants = n["variants"]; Present(variants)) {
-        const std::string vp = Key(ip, "variants");
-        if (!variants.IsSequence()) return Bad(vp, "expected a list of model:variant");
-        for (size_t k = 0; k < variants.size(); ++k) {
-          auto key =
-              variants[k].IsScalar() ? VariantKey::Parse(variants[k].Scalar()) : std::nullopt;
-          if (!key) return Bad(Item(vp, k), "expected model:variant");
-          bool profiled = false;
-          for (const SimVariant& v : exp_.setup.variants) profiled |= v.key == *key;
-          if (!profiled) return Bad(Item(vp, k), absl::StrCat("no profile for ", key->ToString()));
-          app.variants.push_back(key->ToString());
-        }
-      }
+      MAITRE_RETURN_IF_ERROR(ParseAppModels(n, ip, app));
+      MAITRE_RETURN_IF_ERROR(ParseAppVariants(n, ip, app));
       const int32_t app_index = static_cast<int32_t>(exp_.setup.apps.size());
       exp_.setup.apps.push_back(app);
       shares_.push_back(share);
+      MAITRE_RETURN_IF_ERROR(ParseAppInstances(n, ip, app, app_index));
+    }
+    return absl::OkStatus();
+  }
 
-      const std::string lp = Key(ip, "instances");
-      YAML::Node instances = n["instances"];
-      if (!Present(instances)) continue;
-      if (!instances.IsSequence())
-        return Bad(lp, "expected a list of {variant, worker_type, count}");
-      for (size_t k = 0; k < instances.size(); ++k) {
-        const std::string kp = Item(lp, k);
-        MAITRE_RETURN_IF_ERROR(CheckMap(instances[k], kp, {"variant", "worker_type", "count"}));
-        std::string variant_name, type_name;
-        int64_t count = 1;
-        MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "variant", &variant_name, true));
-        MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "worker_type", &type_name));
-        MAITRE_RETURN_IF_ERROR(ReadInt(instances[k], kp, "count", &count));
-        if (count < 0) return Bad(Key(kp, "count"), "must be >= 0");
-        auto key = VariantKey::Parse(variant_name);
-        if (!key) return Bad(Key(kp, "variant"), "expected model:variant");
-        int32_t found = -1;
-        for (size_t v = 0; v < exp_.setup.variants.size(); ++v) {
-          const SimVariant& sv = exp_.setup.variants[v];
-          if (!(sv.key == *key)) continue;
-          if (!type_name.empty() &&
-              exp_.setup.worker_types[sv.worker_type].type.name != type_name) {
-            continue;
-          }
-          if (found >= 0) {
-            return Bad(kp, absl::StrCat(variant_name,
-                                        " has profiles on several worker types; name worker_type"));
-          }
-          found = static_cast<int32_t>(v);
-        }
-        if (found < 0) {
-          return Bad(Key(kp, "variant"),
-                     absl::StrCat("no profile for ", variant_name,
-                                  type_name.empty() ? "" : absl::StrCat(" on ", type_name)));
-        }
-        if (!AppMayUse(app, *key)) {
-          return Bad(Key(kp, "variant"),
-                     absl::StrCat(variant_name, " is not in ", Key(ip, "variants")));
-        }
-        for (int64_t c = 0; c < count; ++c) exp_.setup.instances.push_back({app_index, found});
+  // apps[i].models: the models the app may use (model-less queries); each
+  // must have a profile.
+  absl::Status ParseAppModels(const YAML::Node& n, const std::string& ip, SimApp& app) {
+    YAML::Node models = n["models"];
+    if (!Present(models)) return absl::OkStatus();
+    const std::string mp = Key(ip, "models");
+    if (!models.IsSequence()) return Bad(mp, "expected a list of model names");
+    for (size_t k = 0; k < models.size(); ++k) {
+      if (!models[k].IsScalar() || models[k].Scalar().empty()) {
+        return Bad(Item(mp, k), "expected a model name");
       }
+      bool profiled = false;
+      for (const SimVariant& v : exp_.setup.variants) profiled |= v.key.model == models[k].Scalar();
+      if (!profiled) {
+        return Bad(Item(mp, k), absl::StrCat("no profile for model ", models[k].Scalar()));
+      }
+      app.models.push_back(models[k].Scalar());
+    }
+    return absl::OkStatus();
+  }
+
+  // apps[i].variants: the variants the app is limited to; each must have a
+  // profile.
+  absl::Status ParseAppVariants(const YAML::Node& n, const std::string& ip, SimApp& app) {
+    YAML::Node variants = n["variants"];
+    if (!Present(variants)) return absl::OkStatus();
+    const std::string vp = Key(ip, "variants");
+    if (!variants.IsSequence()) return Bad(vp, "expected a list of model:variant");
+    for (size_t k = 0; k < variants.size(); ++k) {
+      auto key = variants[k].IsScalar() ? VariantKey::Parse(variants[k].Scalar()) : std::nullopt;
+      if (!key) return Bad(Item(vp, k), "expected model:variant");
+      bool profiled = false;
+      for (const SimVariant& v : exp_.setup.variants) profiled |= v.key == *key;
+      if (!profiled) return Bad(Item(vp, k), absl::StrCat("no profile for ", key->ToString()));
+      app.variants.push_back(key->ToString());
+    }
+    return absl::OkStatus();
+  }
+
+  // apps[i].instances: the static cluster's instances serving the app, each
+  // a profiled variant on a worker type (named when the variant has
+  // profiles on several).
+  absl::Status ParseAppInstances(const YAML::Node& n, const std::string& ip, const SimApp& app,
+                                 int32_t app_index) {
+    const std::string lp = Key(ip, "instances");
+    YAML::Node instances = n["instances"];
+    if (!Present(instances)) return absl::OkStatus();
+    if (!instances.IsSequence()) return Bad(lp, "expected a list of {variant, worker_type, count}");
+    for (size_t k = 0; k < instances.size(); ++k) {
+      const std::string kp = Item(lp, k);
+      MAITRE_RETURN_IF_ERROR(CheckMap(instances[k], kp, {"variant", "worker_type", "count"}));
+      std::string variant_name, type_name;
+      int64_t count = 1;
+      MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "variant", &variant_name, true));
+      MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "worker_type", &type_name));
+      MAITRE_RETURN_IF_ERROR(ReadInt(instances[k], kp, "count", &count));
+      if (count < 0) return Bad(Key(kp, "count"), "must be >= 0");
+      auto key = VariantKey::Parse(variant_name);
+      if (!key) return Bad(Key(kp, "variant"), "expected model:variant");
+      int32_t found = -1;
+      for (size_t v = 0; v < exp_.setup.variants.size(); ++v) {
+        const SimVariant& sv = exp_.setup.variants[v];
+        if (!(sv.key == *key)) continue;
+        if (!type_name.empty() && exp_.setup.worker_types[sv.worker_type].type.name != type_name) {
+          continue;
+        }
+        if (found >= 0) {
+          return Bad(kp, absl::StrCat(variant_name,
+                                      " has profiles on several worker types; name worker_type"));
+        }
+        found = static_cast<int32_t>(v);
+      }
+      if (found < 0) {
+        return Bad(Key(kp, "variant"),
+                   absl::StrCat("no profile for ", variant_name,
+                                type_name.empty() ? "" : absl::StrCat(" on ", type_name)));
+      }
+      if (!AppMayUse(app, *key)) {
+        return Bad(Key(kp, "variant"),
+                   absl::StrCat(variant_name, " is not in ", Key(ip, "variants")));
+      }
+      for (int64_t c = 0; c < count; ++c) exp_.setup.instances.push_back({app_index, found});
     }
     return absl::OkStatus();
   }
@@ -474,25 +403,34 @@ class Parser {
     if (has_file == Present(n["generator"])) {
       return Bad(path, "name exactly one of file and generator");
     }
-    if (has_file) {
-      std::string file;
-      MAITRE_RETURN_IF_ERROR(ReadString(n, path, "file", &file, true));
-      auto text = ReadFileToString(Resolve(base_dir_, file));
-      if (!text.ok()) return Bad(Key(path, "file"), text.status().message());
-      std::vector<std::string> names;
-      for (const SimApp& a : exp_.setup.apps) names.push_back(a.name);
-      auto rows = ParseTraceCsv(*text, names);
-      if (!rows.ok())
-        return Bad(Key(path, "file"), absl::StrCat(file, ": ", rows.status().message()));
-      exp_.trace_from_file = true;
-      exp_.trace_rows = *std::move(rows);
-      Nanos duration = exp_.trace_rows.empty() ? 0 : exp_.trace_rows.back().time + 1;
-      MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "duration_s", &duration));
-      if (duration <= 0) return Bad(Key(path, "duration_s"), "must be > 0 (or the trace is empty)");
-      exp_.setup.horizon = duration;
-      g.duration = duration;
-      return absl::OkStatus();
+    return has_file ? ParseTraceFile(n, path) : ParseGenerator(n, path);
+  }
+
+  // trace.file: arrivals replayed from a CSV.
+  absl::Status ParseTraceFile(const YAML::Node& n, const std::string& path) {
+    std::string file;
+    MAITRE_RETURN_IF_ERROR(ReadString(n, path, "file", &file, true));
+    auto text = ReadFileToString(Resolve(base_dir_, file));
+    if (!text.ok()) return Bad(Key(path, "file"), text.status().message());
+    std::vector<std::string> names;
+    for (const SimApp& a : exp_.setup.apps) names.push_back(a.name);
+    auto rows = ParseTraceCsv(*text, names);
+    if (!rows.ok()) {
+      return Bad(Key(path, "file"), absl::StrCat(file, ": ", rows.status().message()));
     }
+    exp_.trace_from_file = true;
+    exp_.trace_rows = *std::move(rows);
+    Nanos duration = exp_.trace_rows.empty() ? 0 : exp_.trace_rows.back().time + 1;
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "duration_s", &duration));
+    if (duration <= 0) return Bad(Key(path, "duration_s"), "must be > 0 (or the trace is empty)");
+    exp_.setup.horizon = duration;
+    exp_.generator.duration = duration;
+    return absl::OkStatus();
+  }
+
+  // trace.generator: a synthetic arrival process and its parameters.
+  absl::Status ParseGenerator(const YAML::Node& n, const std::string& path) {
+    GeneratorSpec& g = exp_.generator;
     std::string kind;
     MAITRE_RETURN_IF_ERROR(ReadString(n, path, "generator", &kind, true));
     auto parsed = ParseGeneratorKind(kind);
@@ -511,11 +449,25 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(ReadNumberList(n, path, "rates_qps", &g.mmpp_rates_qps));
     std::vector<double> dwell;
     MAITRE_RETURN_IF_ERROR(ReadNumberList(n, path, "mean_dwell_s", &dwell));
-    for (double d : dwell)
+    for (double d : dwell) {
       g.mmpp_mean_dwell.push_back(static_cast<Nanos>(std::llround(d * kSecond)));
+    }
     MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "amplitude", &g.amplitude));
     MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "period_s", &g.period));
     MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "phase", &g.phase));
+    MAITRE_RETURN_IF_ERROR(ParseSpikesAndSchedule(n, path, g));
+    g.app_shares = shares_;
+    exp_.setup.horizon = g.duration;
+    // Build once now so that a bad parameter is reported against the trace.
+    auto source = CreateGenerator(g);
+    if (!source.ok()) return Bad(path, source.status().message());
+    return absl::OkStatus();
+  }
+
+  // trace.spikes (rate multipliers for a while) and trace.schedule (a
+  // piecewise-constant rate).
+  static absl::Status ParseSpikesAndSchedule(const YAML::Node& n, const std::string& path,
+                                             GeneratorSpec& g) {
     if (YAML::Node spikes = n["spikes"]; Present(spikes)) {
       const std::string sp = Key(path, "spikes");
       if (!spikes.IsSequence()) return Bad(sp, "expected a list of {at_s, duration_s, multiplier}");
@@ -540,203 +492,6 @@ class Parser {
         MAITRE_RETURN_IF_ERROR(ReadNumber(schedule[i], ip, "rate_qps", &s.rate_qps, true));
         g.schedule.push_back(s);
       }
-    }
-    g.app_shares = shares_;
-    exp_.setup.horizon = g.duration;
-    // Build once now so that a bad parameter is reported against the trace.
-    auto source = CreateGenerator(g);
-    if (!source.ok()) return Bad(path, source.status().message());
-    return absl::OkStatus();
-  }
-
-  absl::Status ParsePolicies(const YAML::Node& n) {
-    const std::string path = "policies";
-    if (!Present(n)) return absl::OkStatus();  // defaults: proteus batching, least-queued routing
-    MAITRE_RETURN_IF_ERROR(CheckMap(n, path,
-                                    {"batching", "routing", "selection", "model_autoscaler",
-                                     "cluster_autoscaler", "report_interval_s"}));
-    policy::BatchingOptions& b = exp_.setup.batching;
-    if (YAML::Node batching = n["batching"]; Present(batching)) {
-      const std::string bp = Key(path, "batching");
-      if (batching.IsScalar()) {
-        b.policy = batching.Scalar();
-      } else {
-        MAITRE_RETURN_IF_ERROR(CheckMap(
-            batching, bp,
-            {"name", "max_batch", "max_queue_delay_ms", "slo_ms", "expected_rate_qps",
-             "aimd_initial_batch", "aimd_step", "aimd_decrease", "aimd_signal", "plan_with",
-             "demand_headroom"}));
-        int64_t max_batch = b.max_batch, initial = b.aimd_initial_batch;
-        std::string plan_with = "p99";
-        MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "name", &b.policy, true));
-        MAITRE_RETURN_IF_ERROR(ReadInt(batching, bp, "max_batch", &max_batch));
-        MAITRE_RETURN_IF_ERROR(ReadMillis(batching, bp, "max_queue_delay_ms", &b.max_queue_delay));
-        MAITRE_RETURN_IF_ERROR(ReadMillis(batching, bp, "slo_ms", &b.slo));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "expected_rate_qps", &b.expected_rate_qps));
-        MAITRE_RETURN_IF_ERROR(ReadInt(batching, bp, "aimd_initial_batch", &initial));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_step", &b.aimd_step));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_decrease", &b.aimd_decrease));
-        MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "plan_with", &plan_with));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "demand_headroom", &b.demand_headroom));
-        std::string signal = "deadline-miss";
-        MAITRE_RETURN_IF_ERROR(ReadString(batching, bp, "aimd_signal", &signal));
-        if (signal != "deadline-miss" && signal != "batch-latency") {
-          return Bad(Key(bp, "aimd_signal"), "expected deadline-miss or batch-latency");
-        }
-        b.aimd_batch_latency_signal = signal == "batch-latency";
-        if (plan_with != "p99" && plan_with != "p50") {
-          return Bad(Key(bp, "plan_with"), "expected p99 or p50");
-        }
-        if (max_batch < 1 || max_batch > 1 << 20) return Bad(Key(bp, "max_batch"), "must be >= 1");
-        if (initial < 1 || initial > 1 << 20)
-          return Bad(Key(bp, "aimd_initial_batch"), "must be >= 1");
-        b.max_batch = static_cast<int32_t>(max_batch);
-        b.aimd_initial_batch = static_cast<int32_t>(initial);
-        b.plan_with_median = plan_with == "p50";
-      }
-      // Catch unknown names and bad parameters here, against this key.
-      for (const SimInstanceSpec& s : exp_.setup.instances) {
-        policy::BatchingOptions options = b;  // as Simulator::Create will fill it
-        if (options.slo == 0) options.slo = exp_.setup.apps[s.app].latency;
-        auto p = policy::CreateBatchingPolicy(options, exp_.setup.variants[s.variant].profile);
-        if (!p.ok()) return Bad(bp, p.status().message());
-      }
-      // ... and for every variant a managed cluster may load.
-      for (const SimApp& app : exp_.setup.apps) {
-        for (const SimVariant& v : exp_.setup.variants) {
-          if (std::find(app.models.begin(), app.models.end(), v.key.model) == app.models.end()) {
-            continue;
-          }
-          policy::BatchingOptions options = b;
-          if (options.slo == 0) options.slo = app.latency;
-          auto p = policy::CreateBatchingPolicy(options, v.profile);
-          if (!p.ok()) return Bad(bp, p.status().message());
-        }
-      }
-    }
-    if (YAML::Node routing = n["routing"]; Present(routing)) {
-      const std::string rp = Key(path, "routing");
-      if (routing.IsScalar()) {
-        exp_.setup.routing = routing.Scalar();
-      } else {
-        MAITRE_RETURN_IF_ERROR(CheckMap(routing, rp, {"name"}));
-        MAITRE_RETURN_IF_ERROR(ReadString(routing, rp, "name", &exp_.setup.routing, true));
-      }
-      if (exp_.setup.routing != "selection") {
-        auto r = CreateRouter(exp_.setup.routing);
-        if (!r.ok()) {
-          return Bad(rp, absl::StrCat(r.status().message(), " (or selection: the selection policy "
-                                                            "and a managed cluster)"));
-        }
-      }
-    }
-    MAITRE_RETURN_IF_ERROR(ParseControl(n));
-    return absl::OkStatus();
-  }
-
-  // The managed cluster's policies: selection, the model and cluster
-  // autoscalers and the monitoring interval.
-  absl::Status ParseControl(const YAML::Node& n) {
-    const std::string path = "policies";
-    ControlSetup& c = exp_.setup.control;
-    const bool selection = exp_.setup.routing == "selection";
-    MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "report_interval_s", &c.report_interval));
-    if (c.report_interval <= 0) return Bad(Key(path, "report_interval_s"), "must be > 0");
-    if (YAML::Node sel = n["selection"]; Present(sel)) {
-      const std::string sp = Key(path, "selection");
-      if (!selection) return Bad(sp, "needs routing: selection");
-      MAITRE_RETURN_IF_ERROR(
-          CheckMap(sel, sp, {"loads", "allow_degraded", "use_loading_instances"}));
-      MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "loads", &c.selection_loads));
-      MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "allow_degraded", &c.selection.allow_degraded));
-      MAITRE_RETURN_IF_ERROR(
-          ReadBool(sel, sp, "use_loading_instances", &c.selection.use_loading_instances));
-    }
-    if (YAML::Node m = n["model_autoscaler"]; Present(m)) {
-      const std::string mp = Key(path, "model_autoscaler");
-      std::string name;
-      policy::ModelAutoscalerOptions& o = c.model_autoscaler;
-      if (m.IsScalar()) {
-        name = m.Scalar();
-      } else {
-        MAITRE_RETURN_IF_ERROR(CheckMap(m, mp,
-                                        {"name", "slack", "scale_down_headroom", "lambda_per_s",
-                                         "min_scale_down_wait_s", "min_consolidation_wait_s",
-                                         "min_replicas_per_model",
-                                         "max_accuracy_drop", "interval_s"}));
-        MAITRE_RETURN_IF_ERROR(ReadString(m, mp, "name", &name, true));
-        int64_t min_replicas = o.min_replicas_per_model;
-        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "slack", &o.slack));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "scale_down_headroom", &o.scale_down_headroom));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "lambda_per_s", &o.lambda_per_s));
-        MAITRE_RETURN_IF_ERROR(ReadSeconds(m, mp, "min_scale_down_wait_s", &o.min_scale_down_wait));
-        MAITRE_RETURN_IF_ERROR(
-            ReadSeconds(m, mp, "min_consolidation_wait_s", &o.min_consolidation_wait));
-        MAITRE_RETURN_IF_ERROR(ReadInt(m, mp, "min_replicas_per_model", &min_replicas));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "max_accuracy_drop", &o.max_accuracy_drop));
-        MAITRE_RETURN_IF_ERROR(ReadSeconds(m, mp, "interval_s", &c.model_interval));
-        if (min_replicas < 0 || min_replicas > 1000) {
-          return Bad(Key(mp, "min_replicas_per_model"), "must be in [0, 1000]");
-        }
-        o.min_replicas_per_model = static_cast<int>(min_replicas);
-        if (c.model_interval <= 0) return Bad(Key(mp, "interval_s"), "must be > 0");
-      }
-      if (name == "infaas") {
-        c.model_autoscaling = ModelAutoscaling::kInfaas;
-      } else if (name == "horizontal") {
-        c.model_autoscaling = ModelAutoscaling::kHorizontal;
-      } else if (name == "off" || name == "false") {
-        c.model_autoscaling = ModelAutoscaling::kOff;
-      } else {
-        return Bad(mp, absl::StrCat("unknown model autoscaler \"", name,
-                                    "\"; choose infaas, horizontal or off"));
-      }
-      if (c.model_autoscaling != ModelAutoscaling::kOff && !selection) {
-        return Bad(mp, "needs routing: selection");
-      }
-      auto created = policy::ModelAutoscaler::Create(o);
-      if (!created.ok()) return Bad(mp, created.status().message());
-    }
-    if (YAML::Node k = n["cluster_autoscaler"]; Present(k)) {
-      const std::string kp = Key(path, "cluster_autoscaler");
-      std::string name;
-      policy::ClusterAutoscalerOptions& o = c.cluster_autoscaler;
-      if (k.IsScalar()) {
-        name = k.Scalar();
-      } else {
-        MAITRE_RETURN_IF_ERROR(CheckMap(
-            k, kp,
-            {"name", "utilisation_threshold", "overloaded_fraction", "add_cooldown_s",
-             "idle_cooldown_s", "min_workers", "removal_utilisation_limit", "interval_s"}));
-        MAITRE_RETURN_IF_ERROR(ReadString(k, kp, "name", &name, true));
-        int64_t min_workers = o.min_workers;
-        MAITRE_RETURN_IF_ERROR(
-            ReadNumber(k, kp, "utilisation_threshold", &o.utilisation_threshold));
-        MAITRE_RETURN_IF_ERROR(ReadNumber(k, kp, "overloaded_fraction", &o.overloaded_fraction));
-        MAITRE_RETURN_IF_ERROR(ReadSeconds(k, kp, "add_cooldown_s", &o.add_cooldown));
-        MAITRE_RETURN_IF_ERROR(ReadSeconds(k, kp, "idle_cooldown_s", &o.idle_cooldown));
-        MAITRE_RETURN_IF_ERROR(ReadInt(k, kp, "min_workers", &min_workers));
-        MAITRE_RETURN_IF_ERROR(
-            ReadNumber(k, kp, "removal_utilisation_limit", &o.removal_utilisation_limit));
-        MAITRE_RETURN_IF_ERROR(ReadSeconds(k, kp, "interval_s", &c.cluster_interval));
-        if (min_workers < 0 || min_workers > 100000) {
-          return Bad(Key(kp, "min_workers"), "must be >= 0");
-        }
-        o.min_workers = static_cast<int>(min_workers);
-        if (c.cluster_interval <= 0) return Bad(Key(kp, "interval_s"), "must be > 0");
-      }
-      if (name == "on" || name == "true") {
-        c.cluster_autoscaling = true;
-      } else if (name == "off" || name == "false") {
-        c.cluster_autoscaling = false;
-      } else {
-        return Bad(kp, absl::StrCat("expected on or off, not \"", name, "\""));
-      }
-      if (c.cluster_autoscaling && !selection) return Bad(kp, "needs routing: selection");
-      policy::ClusterAutoscalerOptions check = o;
-      for (const SimWorkerType& t : exp_.setup.worker_types) check.types.push_back(t.type);
-      auto created = policy::ClusterAutoscaler::Create(check);
-      if (!created.ok()) return Bad(kp, created.status().message());
     }
     return absl::OkStatus();
   }

@@ -46,6 +46,34 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
     SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals) {
   if (arrivals == nullptr)
     return absl::InvalidArgumentError("the simulator needs an arrival source");
+  if (auto status = CheckSetup(setup); !status.ok()) return status;
+
+  auto sim = std::unique_ptr<Simulator>(new Simulator(std::move(setup), std::move(arrivals)));
+  const SimulationSetup& s = sim->setup_;
+  const int32_t n_apps = static_cast<int32_t>(s.apps.size());
+  sim->AssignVariantApps();
+  if (s.routing == "selection") {
+    if (auto status = sim->SetUpControl(); !status.ok()) return status;
+  } else {
+    auto router = CreateRouter(s.routing);
+    if (!router.ok()) return router.status();
+    sim->router_ = *std::move(router);
+  }
+
+  sim->by_app_.assign(n_apps, {});
+  sim->metrics_.per_app.assign(n_apps, Counters());
+  sim->metrics_.latency_per_app.assign(n_apps, LatencyHistogram());
+  sim->metrics_.per_second.reserve(static_cast<size_t>(s.horizon / kSecond) + 2);
+  sim->events_.Reserve(64 + 4 * s.instances.size());
+
+  if (auto status = sim->StartInitialCluster(); !status.ok()) return status;
+  if (sim->managed()) sim->events_.Push(s.control.report_interval, kControl, 0);
+  sim->events_.Push(s.control.report_interval, kDemand, 0);
+  sim->FetchArrival();
+  return sim;
+}
+
+absl::Status Simulator::CheckSetup(const SimulationSetup& setup) {
   const int32_t n_types = static_cast<int32_t>(setup.worker_types.size());
   const int32_t n_variants = static_cast<int32_t>(setup.variants.size());
   const int32_t n_apps = static_cast<int32_t>(setup.apps.size());
@@ -88,9 +116,13 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
                                        setup.control.cluster_autoscaling)) {
     return absl::InvalidArgumentError("autoscaling needs routing: selection");
   }
+  return absl::OkStatus();
+}
 
-  auto sim = std::unique_ptr<Simulator>(new Simulator(std::move(setup), std::move(arrivals)));
-  const SimulationSetup& s = sim->setup_;
+void Simulator::AssignVariantApps() {
+  const SimulationSetup& s = setup_;
+  const int32_t n_apps = static_cast<int32_t>(s.apps.size());
+  const int32_t n_variants = static_cast<int32_t>(s.variants.size());
   // The app each variant serves: the app whose instances run its model, else
   // the app that names its model.
   std::map<std::string, int32_t> model_app;
@@ -100,67 +132,55 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   for (int32_t a = 0; a < n_apps; ++a) {
     for (const std::string& m : s.apps[a].models) model_app.emplace(m, a);
   }
-  sim->variant_app_.assign(n_variants, -1);
+  variant_app_.assign(n_variants, -1);
   for (int32_t v = 0; v < n_variants; ++v) {
     auto it = model_app.find(s.variants[v].key.model);
     if (it != model_app.end() && AppMayUse(s.apps[it->second], s.variants[v].key)) {
-      sim->variant_app_[v] = it->second;
+      variant_app_[v] = it->second;
     }
   }
-  if (s.routing == "selection") {
-    if (auto status = sim->SetUpControl(); !status.ok()) return status;
-  } else {
-    auto router = CreateRouter(s.routing);
-    if (!router.ok()) return router.status();
-    sim->router_ = *std::move(router);
-  }
+}
 
-  sim->by_app_.assign(n_apps, {});
-  sim->metrics_.per_app.assign(n_apps, Counters());
-  sim->metrics_.latency_per_app.assign(n_apps, LatencyHistogram());
-  sim->metrics_.per_second.reserve(static_cast<size_t>(s.horizon / kSecond) + 2);
-  sim->events_.Reserve(64 + 4 * s.instances.size());
-
+absl::Status Simulator::StartInitialCluster() {
+  const SimulationSetup& s = setup_;
+  const int32_t n_types = static_cast<int32_t>(s.worker_types.size());
   // The workers paid for from the start, then one instance per worker of its
   // variant's type, in order.
   for (int32_t t = 0; t < n_types; ++t) {
-    for (int32_t k = 0; k < s.worker_types[t].count; ++k) sim->StartWorker(t, 0);
+    for (int32_t k = 0; k < s.worker_types[t].count; ++k) StartWorker(t, 0);
   }
   std::vector<size_t> next_worker(n_types, 0);
   for (const SimInstanceSpec& spec : s.instances) {
     const int32_t type = s.variants[spec.variant].worker_type;
     int32_t w = -1;
-    for (size_t k = next_worker[type]; k < sim->workers_.size(); ++k) {
-      if (sim->workers_[k].type == type && sim->workers_[k].instances.empty()) {
+    for (size_t k = next_worker[type]; k < workers_.size(); ++k) {
+      if (workers_[k].type == type && workers_[k].instances.empty()) {
         w = static_cast<int32_t>(k);
         next_worker[type] = k + 1;
         break;
       }
     }
-    auto i = sim->AddInstance(spec.app, spec.variant, w);
+    auto i = AddInstance(spec.app, spec.variant, w);
     if (!i.ok()) return i.status();
     Replica r;
     r.instance = *i;
     r.ready = true;
-    sim->instances_[*i].replicas.push_back(static_cast<int32_t>(sim->replicas_.size()));
-    sim->replicas_.push_back(std::move(r));
-    Instance& inst = sim->instances_[*i];
+    instances_[*i].replicas.push_back(static_cast<int32_t>(replicas_.size()));
+    replicas_.push_back(std::move(r));
+    Instance& inst = instances_[*i];
     ++inst.ready;
     ++inst.idle;
-    sim->RecordShape(spec.variant, -1, 1);
-    if (sim->selection_ != nullptr) {
-      auto added = sim->selection_->AddInstance(*i, spec.variant, w, 0);
+    RecordShape(spec.variant, -1, 1);
+    if (selection_ != nullptr) {
+      auto added = selection_->AddInstance(*i, spec.variant, w, 0);
       if (!added.ok()) return added;
       inst.history.state = policy::InstanceState::kActive;
-      sim->selection_->SetState(*i, inst.history.state);
-      sim->selection_->UpdateInstanceLoad(*i, 1, 1, 0);
-      sim->selection_->UpdateWorker(w, 0, sim->FreeMemoryForSelection(sim->workers_[w]));
+      selection_->SetState(*i, inst.history.state);
+      selection_->UpdateInstanceLoad(*i, 1, 1, 0);
+      selection_->UpdateWorker(w, 0, FreeMemoryForSelection(workers_[w]));
     }
   }
-  if (sim->managed()) sim->events_.Push(s.control.report_interval, kControl, 0);
-  sim->events_.Push(s.control.report_interval, kDemand, 0);
-  sim->FetchArrival();
-  return sim;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int32_t> Simulator::AddInstance(int32_t app, int32_t variant, int32_t worker) {

@@ -351,6 +351,12 @@ class Simulator {
   Counters& Second(Nanos t);
   void Fail(absl::Status status);
   absl::StatusOr<int32_t> AddInstance(int32_t app, int32_t variant, int32_t worker);
+  // The steps of Create: refuse an inconsistent setup; choose the app each
+  // variant serves (variant_app_); start the workers paid for from the start
+  // and the static instances on them, ready.
+  static absl::Status CheckSetup(const SimulationSetup& setup);
+  void AssignVariantApps();
+  absl::Status StartInitialCluster();
 
   // Control plane (simulator_control.cc).
   absl::Status SetUpControl();

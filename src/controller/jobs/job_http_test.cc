@@ -33,7 +33,7 @@ class JobHttpTest : public ::testing::Test {
         registry_->RegisterModel(model, {registry::test_util::MakeVariant("mlp", "torch")}).ok());
     ASSERT_TRUE(catalog_.Reload(*registry_).ok());
     JobRunner::Options o;
-    o.registry = registry_.get();
+    o.store = &registry_->jobs();
     o.catalog = &catalog_;
     o.infer = [](controller::InferTarget, controller::InferRequest request, Nanos,
                  controller::InferDone done) {

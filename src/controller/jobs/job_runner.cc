@@ -90,16 +90,16 @@ JobRunner::JobRunner(Options options)
 JobRunner::~JobRunner() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(Options options) {
-  if (options.registry == nullptr || options.catalog == nullptr || !options.infer ||
+  if (options.store == nullptr || options.catalog == nullptr || !options.infer ||
       options.clock == nullptr) {
-    return absl::InvalidArgumentError("the job runner needs a registry, a catalog and infer");
+    return absl::InvalidArgumentError("the job runner needs a job store, a catalog and infer");
   }
   if (options.default_batch_size < 1 || options.max_batch_size < options.default_batch_size) {
     return absl::InvalidArgumentError("the job runner's batch sizes are inconsistent");
   }
   std::unique_ptr<JobRunner> runner(new JobRunner(std::move(options)));
   absl::MutexLock lock(&runner->mu_);
-  for (registry::JobRecord& record : runner->options_.registry->ListJobs()) {
+  for (registry::JobRecord& record : runner->options_.store->ListJobs()) {
     auto job = std::make_unique<Job>();
     auto state = ParseJobState(record.state);
     if (!state.ok()) {
@@ -258,7 +258,7 @@ absl::StatusOr<JobStatus> JobRunner::Submit(const JobSubmission& submission) {
   record.id = absl::StrFormat("job-%06d", record.seq);
   record.state = std::string(JobStateName(JobState::kQueued));
   record.created_unix_ms = UnixMs();
-  MAITRE_RETURN_IF_ERROR(options_.registry->CreateJob(record));
+  MAITRE_RETURN_IF_ERROR(options_.store->CreateJob(record));
   auto job = std::make_unique<Job>();
   job->record = std::move(record);
   job->assembled.assign(job->record.files.size(), false);
@@ -346,7 +346,7 @@ void JobRunner::Transition(Job& job, JobState to, std::string error) {
   if (!error.empty()) job.record.error = std::move(error);
   // A failed write leaves the old state on disk; after a restart the job
   // is taken up again from there, which loses nothing.
-  if (absl::Status s = options_.registry->UpdateJobState(job.record); !s.ok()) {
+  if (absl::Status s = options_.store->UpdateJobState(job.record); !s.ok()) {
     spdlog::error("job {}: recording state {}: {}", job.record.id, job.record.state, s.message());
   }
 }
@@ -605,7 +605,7 @@ void JobRunner::HandleOutcome(Outcome outcome) {
   if (absl::Status s = WriteChunk(path, chunk->arrays); !s.ok()) return Retry(job, s, false);
   const int64_t correct = file.correct + chunk->correct;
   if (absl::Status s =
-          options_.registry->UpdateJobProgress(job.record.id, outcome.file, outcome.end, correct);
+          options_.store->UpdateJobProgress(job.record.id, outcome.file, outcome.end, correct);
       !s.ok()) {
     return Retry(job, s, false);
   }

@@ -14,7 +14,7 @@
 //  - Before each chunk the throttle (job_throttle.h) decides whether the
 //    head job runs or pauses; a paused job keeps its place.
 //  - A chunk's results are written to a staging file atomically and durably
-//    and only then is its progress recorded in the registry; when an input
+//    and only then is its progress recorded in the job store; when an input
 //    file is complete its result file is assembled (job_files.h). A restarted
 //    controller therefore resumes every unfinished job after its last
 //    durable chunk: finished chunks are never sent again.
@@ -24,7 +24,7 @@
 //    with a growing pause (nothing accepted is lost); other errors are
 //    retried up to max_attempts times in a row.
 //
-// Lifecycle of a job: job_state.h. Records: registry (migration 3).
+// Lifecycle of a job: job_state.h. Records: registry/job_store.h.
 //
 // Thread-safety: thread-safe. Submit, Get, List and Cancel may be called
 // from any thread; Submit reads the input files, so callers keep it off I/O
@@ -49,7 +49,7 @@
 #include "controller/jobs/job_files.h"
 #include "controller/jobs/job_state.h"
 #include "controller/jobs/job_throttle.h"
-#include "controller/registry/registry.h"
+#include "controller/registry/job_store.h"
 #include "core/clock.h"
 
 namespace maitre::jobs {
@@ -92,7 +92,7 @@ struct JobStatus {
 class JobRunner {
  public:
   struct Options {
-    registry::Registry* registry = nullptr;        // required; outlives the runner
+    registry::JobStore* store = nullptr;           // required; outlives the runner
     const controller::Catalog* catalog = nullptr;  // required; to check submissions
     InferFn infer;                                 // required
     // The cluster's live view (Cluster::Snapshot). Null: jobs are never
@@ -119,7 +119,7 @@ class JobRunner {
     Nanos max_retry_backoff = 10 * kSecond;    // ...up to this
   };
 
-  // Loads every job from the registry; unfinished ones resume once the loop
+  // Loads every job from the store; unfinished ones resume once the loop
   // runs. InvalidArgument when a required option is missing.
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(Options options);
   ~JobRunner();  // Stop()s

@@ -57,7 +57,7 @@ class JobRunnerTest : public ::testing::Test {
 
   std::unique_ptr<JobRunner> NewRunner() {
     JobRunner::Options o;
-    o.registry = registry_.get();
+    o.store = &registry_->jobs();
     o.catalog = &catalog_;
     o.infer = [this](controller::InferTarget target, controller::InferRequest request, Nanos,
                      controller::InferDone done) {
@@ -203,7 +203,7 @@ TEST_F(JobRunnerTest, RunsAJobInChunksThroughTheServingPathAndWritesResults) {
   ASSERT_EQ(calls_.size(), 2u);
   EXPECT_EQ(RowOf(calls_[1]), 4);
   EXPECT_EQ(runner->Get(id)->done, 4);
-  EXPECT_EQ(registry_->GetJob(id)->files[0].done_rows, 4);  // durable
+  EXPECT_EQ(registry_->jobs().GetJob(id)->files[0].done_rows, 4);  // durable
 
   AnswerOk(1);
   runner->Step();
@@ -220,7 +220,7 @@ TEST_F(JobRunnerTest, RunsAJobInChunksThroughTheServingPathAndWritesResults) {
   EXPECT_DOUBLE_EQ(*status->accuracy, 0.8);  // rows 4 and 9 are mislabelled
   EXPECT_EQ(status->record.started_unix_ms, kWallMs);
   EXPECT_EQ(status->record.finished_unix_ms, kWallMs);
-  EXPECT_EQ(registry_->GetJob(id)->state, "succeeded");
+  EXPECT_EQ(registry_->jobs().GetJob(id)->state, "succeeded");
 
   auto result = runtime::ParseNpz(*ReadFileToString(out_ + "/a.npz"));
   ASSERT_TRUE(result.ok()) << result.status();
@@ -265,7 +265,7 @@ TEST_F(JobRunnerTest, PausesWhileOnlineLoadIsHighAndResumesAfterTheHold) {
   EXPECT_EQ(runner->Get(id)->state, JobState::kPaused);
   EXPECT_THAT(runner->Get(id)->reason, HasSubstr("90%"));
   EXPECT_TRUE(calls_.empty());
-  EXPECT_EQ(registry_->GetJob(id)->state, "paused");
+  EXPECT_EQ(registry_->jobs().GetJob(id)->state, "paused");
 
   workers_ = {Worker(0.1, 100)};  // calm: the hold starts
   runner->Step();
@@ -363,7 +363,7 @@ TEST_F(JobRunnerTest, TheJobsOwnFaultFailsItAtOnce) {
   EXPECT_EQ(status->state, JobState::kFailed);
   EXPECT_THAT(status->record.error, HasSubstr("rows [4, 8)"));
   EXPECT_THAT(status->record.error, HasSubstr("no variant meets"));
-  EXPECT_EQ(registry_->GetJob(id)->state, "failed");
+  EXPECT_EQ(registry_->jobs().GetJob(id)->state, "failed");
   EXPECT_EQ(status->done, 4);
 }
 
@@ -430,7 +430,7 @@ TEST_F(JobRunnerTest, CancelStopsAJobAndDropsItsLateAnswer) {
   auto cancelled = runner->Cancel(id);
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(cancelled->state, JobState::kCancelled);
-  EXPECT_EQ(registry_->GetJob(id)->state, "cancelled");
+  EXPECT_EQ(registry_->jobs().GetJob(id)->state, "cancelled");
   AnswerOk(1);
   runner->Step();
   EXPECT_EQ(runner->Get(id)->done, 4);
@@ -504,7 +504,7 @@ TEST_F(JobRunnerTest, SubmissionsAreCheckedWithClearErrors) {
   s.output = in_;  // results named after the inputs would overwrite them
   EXPECT_EQ(code(s), absl::StatusCode::kAlreadyExists);
   EXPECT_TRUE(runner->List().empty());  // nothing refused was stored
-  EXPECT_TRUE(registry_->ListJobs().empty());
+  EXPECT_TRUE(registry_->jobs().ListJobs().empty());
 
   // Two live jobs may not write the same result.
   std::string first = SubmitOk(*runner, Submission(input));

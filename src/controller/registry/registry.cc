@@ -1,6 +1,5 @@
 #include "controller/registry/registry.h"
 
-#include <cmath>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -10,13 +9,12 @@
 #include "absl/strings/str_join.h"
 #include "controller/registry/blob_store.h"
 #include "controller/registry/sqlite.h"
+#include "controller/registry/validation.h"
 #include "core/status_macros.h"
 #include "core/logging.h"
 
 namespace maitre::registry {
 namespace {
-
-constexpr size_t kMaxNameLength = 128;
 
 // ---- enum names ----
 // core/variant.h has name functions but no parsers; these invert them by
@@ -44,30 +42,12 @@ absl::StatusOr<AccuracySource> ParseAccuracySourceName(absl::string_view name) {
 
 // ---- validation of records before they are written ----
 
-absl::Status ValidateFraction(absl::string_view what, double value) {
-  if (std::isfinite(value) && value >= 0 && value <= 1) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, " must be a fraction in [0,1], got ", value));
-}
-
 // `required` false lets the hash be empty (an optional file).
 absl::Status ValidateBlob(absl::string_view what, absl::string_view hash, bool required) {
   if (hash.empty() && !required) return absl::OkStatus();
   if (BlobStore::IsValidHash(hash)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(what, " must be a blob hash (64 lowercase hex digits)"));
-}
-
-absl::Status ValidateRequirements(const Requirements& r) {
-  if (r.latency_ms && !(std::isfinite(*r.latency_ms) && *r.latency_ms > 0)) {
-    return absl::InvalidArgumentError("default latency_ms must be a positive number");
-  }
-  if (r.min_accuracy)
-    MAITRE_RETURN_IF_ERROR(ValidateFraction("default min_accuracy", *r.min_accuracy));
-  if (r.max_cost && !(std::isfinite(*r.max_cost) && *r.max_cost >= 0)) {
-    return absl::InvalidArgumentError("default max_cost must be a non-negative number");
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ValidateModel(const ModelRecord& m) {
@@ -107,23 +87,6 @@ absl::Status ValidateProfile(const ProfileRecord& p) {
                                                    p.worker_type, " has negative sweeps left"));
   }
   return ValidateFraction(absl::StrCat("accuracy of ", p.key.ToString()), p.accuracy);
-}
-
-absl::Status ValidateJob(const JobRecord& j) {
-  MAITRE_RETURN_IF_ERROR(ValidateName("job id", j.id));
-  MAITRE_RETURN_IF_ERROR(ValidateName("app name", j.app));
-  if (!j.model.empty()) MAITRE_RETURN_IF_ERROR(ValidateName("model name", j.model));
-  if (!j.variant.empty()) MAITRE_RETURN_IF_ERROR(ValidateName("variant name", j.variant));
-  if (j.batch_size <= 0) return absl::InvalidArgumentError("a job's batch_size must be positive");
-  if (j.state.empty()) return absl::InvalidArgumentError("a job needs a state");
-  for (const JobFileRecord& f : j.files) {
-    if (f.rows < 0 || f.done_rows < 0 || f.done_rows > f.rows || f.correct < 0 ||
-        f.correct > f.done_rows) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("job ", j.id, " has inconsistent row counts for ", f.path));
-    }
-  }
-  return ValidateRequirements(j.requirements);
 }
 
 // ---- decoding rows ----
@@ -175,54 +138,6 @@ absl::StatusOr<VariantRecord> VariantFromRow(const Statement& st) {
   v.detail = st.Text(7);
   v.optimize_for_inference = st.Int(8) != 0;
   return v;
-}
-
-constexpr char kJobColumns[] =
-    "id, seq, app, model, variant, input, output, latency_ms, min_accuracy, max_cost,"
-    " batch_size, state, error, created_unix_ms, started_unix_ms, finished_unix_ms";
-
-JobRecord JobFromRow(const Statement& st) {
-  JobRecord j;
-  j.id = st.Text(0);
-  j.seq = st.Int(1);
-  j.app = st.Text(2);
-  j.model = st.Text(3);
-  j.variant = st.Text(4);
-  j.input = st.Text(5);
-  j.output = st.Text(6);
-  j.requirements.latency_ms = st.OptionalDouble(7);
-  j.requirements.min_accuracy = st.OptionalDouble(8);
-  j.requirements.max_cost = st.OptionalDouble(9);
-  j.batch_size = static_cast<int32_t>(st.Int(10));
-  j.state = st.Text(11);
-  j.error = st.Text(12);
-  j.created_unix_ms = st.Int(13);
-  j.started_unix_ms = st.Int(14);
-  j.finished_unix_ms = st.Int(15);
-  return j;
-}
-
-// Reads every row of `st` through `decode` (returning T or StatusOr<T>).
-// Rows that fail to decode are logged and skipped; a failing step is logged
-// and ends the list (see the note on List* in registry.h).
-template <typename T, typename Decode>
-std::vector<T> ReadAll(Statement& st, Decode decode, const char* what) {
-  std::vector<T> out;
-  while (true) {
-    absl::StatusOr<bool> row = st.Step();
-    if (!row.ok()) {
-      spdlog::error("listing {}: {}", what, row.status().ToString());
-      break;
-    }
-    if (!*row) break;
-    absl::StatusOr<T> item = decode(st);
-    if (!item.ok()) {
-      spdlog::error("listing {}: skipping a row: {}", what, item.status().ToString());
-      continue;
-    }
-    out.push_back(*std::move(item));
-  }
-  return out;
 }
 
 // Brings the file's schema up to `migrations.back().version`; returns the
@@ -279,23 +194,6 @@ absl::StatusOr<int> Migrate(Connection& db, const std::vector<Migration>& migrat
 
 }  // namespace
 
-absl::Status ValidateName(absl::string_view what, absl::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " must not be empty"));
-  if (name.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " is ", name.size(), " characters; the limit is ", kMaxNameLength));
-  }
-  for (char c : name) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " \"", name, "\" may only use letters, digits, '.', '_' and '-'"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::string_view VariantStateName(VariantState state) {
   switch (state) {
     case VariantState::kReady:
@@ -338,7 +236,10 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(Options options) {
 }
 
 Registry::Registry(std::unique_ptr<Connection> db, std::string path, int schema_version)
-    : path_(std::move(path)), schema_version_(schema_version), db_(std::move(db)) {}
+    : path_(std::move(path)),
+      schema_version_(schema_version),
+      db_(std::move(db)),
+      jobs_(&mu_, db_.get()) {}
 
 Registry::~Registry() = default;
 
@@ -399,7 +300,7 @@ std::vector<AppRecord> Registry::ListApps() const {
     spdlog::error("listing apps: {}", st.status().ToString());
     return {};
   }
-  return ReadAll<AppRecord>(*st, AppFromRow, "apps");
+  return ReadAllRows<AppRecord>(*st, AppFromRow, "apps");
 }
 
 // ---- models ----
@@ -493,7 +394,7 @@ std::vector<ModelRecord> Registry::ListModels(absl::string_view app) const {
     return {};
   }
   st->BindText(app);
-  return ReadAll<ModelRecord>(*st, ModelFromRow, "models");
+  return ReadAllRows<ModelRecord>(*st, ModelFromRow, "models");
 }
 
 absl::Status Registry::DeleteModel(absl::string_view name) {
@@ -567,7 +468,7 @@ std::vector<VariantRecord> Registry::ListVariants(absl::string_view model) const
     return {};
   }
   st->BindText(model);
-  return ReadAll<VariantRecord>(*st, VariantFromRow, "variants");
+  return ReadAllRows<VariantRecord>(*st, VariantFromRow, "variants");
 }
 
 // ---- profiles ----
@@ -721,142 +622,6 @@ absl::StatusOr<int> Registry::ImportProfiles(const std::vector<ProfileRecord>& p
   for (const ProfileRecord& p : profiles) MAITRE_RETURN_IF_ERROR(UpsertProfileLocked(p));
   MAITRE_RETURN_IF_ERROR(tx.Commit());
   return static_cast<int>(profiles.size());
-}
-
-// ---- offline jobs ----
-
-absl::Status Registry::CreateJob(const JobRecord& job) {
-  MAITRE_RETURN_IF_ERROR(ValidateJob(job));
-  absl::MutexLock lock(&mu_);
-  MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_.get()));
-  {
-    MAITRE_ASSIGN_OR_RETURN(Statement st,
-                            db_->Prepare("SELECT 1 FROM jobs WHERE id = ?1 OR seq = ?2"));
-    MAITRE_ASSIGN_OR_RETURN(bool taken, st.BindText(job.id).BindInt(job.seq).Step());
-    if (taken) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("a job with id ", job.id, " or seq ", job.seq, " already exists"));
-    }
-  }
-  {
-    MAITRE_ASSIGN_OR_RETURN(
-        Statement st,
-        db_->Prepare(absl::StrCat("INSERT INTO jobs(", kJobColumns,
-                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-                                  " ?13, ?14, ?15, ?16)")));
-    MAITRE_RETURN_IF_ERROR(st.BindText(job.id)
-                               .BindInt(job.seq)
-                               .BindText(job.app)
-                               .BindText(job.model)
-                               .BindText(job.variant)
-                               .BindText(job.input)
-                               .BindText(job.output)
-                               .BindOptionalDouble(job.requirements.latency_ms)
-                               .BindOptionalDouble(job.requirements.min_accuracy)
-                               .BindOptionalDouble(job.requirements.max_cost)
-                               .BindInt(job.batch_size)
-                               .BindText(job.state)
-                               .BindText(job.error)
-                               .BindInt(job.created_unix_ms)
-                               .BindInt(job.started_unix_ms)
-                               .BindInt(job.finished_unix_ms)
-                               .Run());
-  }
-  for (size_t i = 0; i < job.files.size(); ++i) {
-    const JobFileRecord& f = job.files[i];
-    MAITRE_ASSIGN_OR_RETURN(
-        Statement st,
-        db_->Prepare("INSERT INTO job_files(job, idx, path, rows, labelled, done_rows, correct)"
-                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
-    MAITRE_RETURN_IF_ERROR(st.BindText(job.id)
-                               .BindInt(static_cast<int64_t>(i))
-                               .BindText(f.path)
-                               .BindInt(f.rows)
-                               .BindInt(f.labelled ? 1 : 0)
-                               .BindInt(f.done_rows)
-                               .BindInt(f.correct)
-                               .Run());
-  }
-  return tx.Commit();
-}
-
-absl::Status Registry::ReadJobFilesLocked(JobRecord& job) const {
-  MAITRE_ASSIGN_OR_RETURN(
-      Statement st, db_->Prepare("SELECT path, rows, labelled, done_rows, correct FROM job_files"
-                                 " WHERE job = ?1 ORDER BY idx"));
-  st.BindText(job.id);
-  job.files.clear();
-  while (true) {
-    MAITRE_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) return absl::OkStatus();
-    job.files.push_back({st.Text(0), st.Int(1), st.Int(2) != 0, st.Int(3), st.Int(4)});
-  }
-}
-
-absl::StatusOr<JobRecord> Registry::GetJob(absl::string_view id) const {
-  absl::MutexLock lock(&mu_);
-  MAITRE_ASSIGN_OR_RETURN(
-      Statement st, db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = ?1")));
-  MAITRE_ASSIGN_OR_RETURN(bool found, st.BindText(id).Step());
-  if (!found) return absl::NotFoundError(absl::StrCat("no job with id \"", id, "\""));
-  JobRecord job = JobFromRow(st);
-  MAITRE_RETURN_IF_ERROR(ReadJobFilesLocked(job));
-  return job;
-}
-
-std::vector<JobRecord> Registry::ListJobs() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<JobRecord> jobs;
-  {
-    auto st = db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs ORDER BY seq"));
-    if (!st.ok()) {
-      spdlog::error("listing jobs: {}", st.status().ToString());
-      return {};
-    }
-    jobs = ReadAll<JobRecord>(*st, JobFromRow, "jobs");
-  }
-  for (JobRecord& job : jobs) {
-    if (absl::Status s = ReadJobFilesLocked(job); !s.ok()) {
-      spdlog::error("listing the files of job {}: {}", job.id, s.ToString());
-    }
-  }
-  return jobs;
-}
-
-absl::Status Registry::UpdateJobState(const JobRecord& job) {
-  MAITRE_RETURN_IF_ERROR(ValidateName("job id", job.id));
-  if (job.state.empty()) return absl::InvalidArgumentError("a job needs a state");
-  absl::MutexLock lock(&mu_);
-  MAITRE_ASSIGN_OR_RETURN(
-      Statement st,
-      db_->Prepare("UPDATE jobs SET state = ?2, error = ?3, started_unix_ms = ?4,"
-                   " finished_unix_ms = ?5 WHERE id = ?1"));
-  MAITRE_RETURN_IF_ERROR(st.BindText(job.id)
-                             .BindText(job.state)
-                             .BindText(job.error)
-                             .BindInt(job.started_unix_ms)
-                             .BindInt(job.finished_unix_ms)
-                             .Run());
-  if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no job with id ", job.id));
-  return absl::OkStatus();
-}
-
-absl::Status Registry::UpdateJobProgress(absl::string_view id, int index, int64_t done_rows,
-                                         int64_t correct) {
-  if (done_rows < 0 || correct < 0 || correct > done_rows) {
-    return absl::InvalidArgumentError(absl::StrCat("inconsistent progress for job ", id));
-  }
-  absl::MutexLock lock(&mu_);
-  MAITRE_ASSIGN_OR_RETURN(
-      Statement st,
-      db_->Prepare("UPDATE job_files SET done_rows = ?3, correct = ?4"
-                   " WHERE job = ?1 AND idx = ?2 AND ?3 <= rows"));
-  MAITRE_RETURN_IF_ERROR(st.BindText(id).BindInt(index).BindInt(done_rows).BindInt(correct).Run());
-  if (db_->Changes() == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("job ", id, " has no file ", index, " with at least ", done_rows, " rows"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace maitre::registry

@@ -6,7 +6,8 @@
 //
 // Only the durable half of the metadata store lives here. Live state (loaded
 // instances, queue lengths, worker health) is in memory elsewhere and is
-// never written to this file.
+// never written to this file. Offline jobs' records share the file but have
+// their own store (job_store.h), reached through jobs().
 //
 // Errors: InvalidArgument for a malformed record (names, hashes, fractions),
 // NotFound for something absent, AlreadyExists for a model name taken by
@@ -31,7 +32,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "controller/registry/job_store.h"
 #include "controller/registry/schema.h"
+#include "controller/registry/validation.h"
 #include "core/model_spec.h"
 #include "core/profile.h"
 #include "core/profile_csv.h"
@@ -40,12 +43,6 @@
 namespace maitre::registry {
 
 class Connection;
-
-// Names of apps, models, variants and worker types: 1 to 128 characters from
-// [A-Za-z0-9._-]. They appear in URL paths (/v2/models/{name}) and variant
-// ids ("model:variant"), so ':' and '/' are excluded. `what` names the field
-// in the error ("app name").
-absl::Status ValidateName(absl::string_view what, absl::string_view name);
 
 struct AppRecord {
   std::string name;
@@ -86,36 +83,6 @@ struct VariantRecord {
 };
 
 using ::maitre::ProfileRecord;
-
-// One input file of an offline job and how far through it the job is.
-struct JobFileRecord {
-  std::string path;       // the .npz the job reads
-  int64_t rows = 0;       // rows in the file
-  bool labelled = false;  // the file holds "labels"
-  int64_t done_rows = 0;  // rows [0, done_rows) have durable results
-  int64_t correct = 0;    // among the done rows, predictions equal to the labels
-};
-
-// An offline job (controller/jobs). `state` is the name of a jobs::JobState;
-// the jobs library owns the lifecycle and the registry stores the name it
-// is given, as it does for variants.
-struct JobRecord {
-  std::string id;
-  int64_t seq = 0;  // submission order, unique
-  std::string app;
-  std::string model;    // empty: the app's models (model-less)
-  std::string variant;  // empty: Maitre chooses
-  std::string input;    // as submitted: a .npz or a directory of them
-  std::string output;   // the directory results are written to
-  Requirements requirements;
-  int32_t batch_size = 0;
-  std::string state;
-  std::string error;
-  int64_t created_unix_ms = 0;
-  int64_t started_unix_ms = 0;   // 0: not started
-  int64_t finished_unix_ms = 0;  // 0: not finished
-  std::vector<JobFileRecord> files;  // in processing order
-};
 
 class Registry {
  public:
@@ -195,19 +162,9 @@ class Registry {
   absl::StatusOr<int> ImportProfiles(const std::vector<ProfileRecord>& profiles);
 
   // ---- offline jobs ----
-  // Stores a new job with its files in one transaction; AlreadyExists when
-  // the id or seq is taken.
-  absl::Status CreateJob(const JobRecord& job);
-  absl::StatusOr<JobRecord> GetJob(absl::string_view id) const;
-  // Every job with its files, by seq.
-  std::vector<JobRecord> ListJobs() const;
-  // Sets a job's state, error and timestamps (the other fields never
-  // change); NotFound for an unknown id.
-  absl::Status UpdateJobState(const JobRecord& job);
-  // Records that rows [0, done_rows) of file `index` have durable results,
-  // `correct` of them matching the labels; NotFound for an unknown file.
-  absl::Status UpdateJobProgress(absl::string_view id, int index, int64_t done_rows,
-                                 int64_t correct);
+  // The jobs' records, in this registry's file (job_store.h).
+  JobStore& jobs() { return jobs_; }
+  const JobStore& jobs() const { return jobs_; }
 
   // The List* calls have no error channel: a read that fails part way (disk
   // error, a damaged row) logs the error and returns the rows read so far,
@@ -228,7 +185,6 @@ class Registry {
   // The stored profile's sweeps left, or kNoStoredProfile.
   absl::StatusOr<int> SweepsLeftLocked(const VariantKey& key, absl::string_view worker_type) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status ReadJobFilesLocked(JobRecord& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const int schema_version_;
@@ -237,6 +193,8 @@ class Registry {
   // reads can lock it.
   mutable absl::Mutex mu_;
   const std::unique_ptr<Connection> db_ ABSL_GUARDED_BY(mu_);
+  // Shares db_ and mu_; declared after them so that it is built after them.
+  JobStore jobs_;
 };
 
 }  // namespace maitre::registry

@@ -172,11 +172,11 @@ TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveAResta
     auto r = MustOpen({path});
     EXPECT_EQ(r->schema_version(), Latest());
     EXPECT_EQ(Dump(*r), models);
-    ASSERT_TRUE(r->CreateJob(job).ok());
-    ASSERT_TRUE(r->UpdateJobProgress(job.id, 0, 64, 50).ok());
+    ASSERT_TRUE(r->jobs().CreateJob(job).ok());
+    ASSERT_TRUE(r->jobs().UpdateJobProgress(job.id, 0, 64, 50).ok());
   }
   auto r = MustOpen({path});
-  auto back = r->GetJob(job.id);
+  auto back = r->jobs().GetJob(job.id);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->state, "running");
   EXPECT_EQ(back->files[0].done_rows, 64);

@@ -2,8 +2,6 @@
 // corrupt files and concurrency are in registry_durability_test.cc.
 #include "controller/registry/registry.h"
 
-#include <sqlite3.h>
-
 #include <cmath>
 #include <string>
 #include <vector>
@@ -75,16 +73,7 @@ class RegistryTest : public ::testing::Test {
 
   // Rows in one table, read past the Registry to see what is really stored.
   int64_t CountRows(const std::string& table) {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open(tmp_.File("registry.db").c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* st = nullptr;
-    std::string sql = "SELECT COUNT(*) FROM " + table;  // test-only, fixed table names
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
-    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
-    int64_t n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return test_util::CountRows(tmp_.File("registry.db"), table);
   }
 
   TempDir tmp_;
@@ -455,102 +444,6 @@ TEST_F(RegistryTest, DeleteModelCascadesAndFreesTheName) {
 
   EXPECT_EQ(registry_->DeleteModel("m").code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(registry_->RegisterModel(MakeModel("audio", "m", "x"), {}).ok());
-}
-
-JobRecord MakeJob(const std::string& id, int64_t seq) {
-  JobRecord job;
-  job.id = id;
-  job.seq = seq;
-  job.app = "fashion";
-  job.model = "fmnist-mlp";
-  job.input = "/data/in";
-  job.output = "/data/out";
-  job.requirements.min_accuracy = 0.8;
-  job.batch_size = 64;
-  job.state = "queued";
-  job.created_unix_ms = 1700000000123;
-  job.files = {{"/data/in/a.npz", 100, true, 0, 0}, {"/data/in/b.npz", 7, false, 0, 0}};
-  return job;
-}
-
-TEST_F(RegistryTest, JobsRoundTripWithTheirFiles) {
-  ASSERT_TRUE(registry_->CreateJob(MakeJob("job-000002", 2)).ok());
-  ASSERT_TRUE(registry_->CreateJob(MakeJob("job-000001", 1)).ok());
-  auto job = registry_->GetJob("job-000002");
-  ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_EQ(job->app, "fashion");
-  EXPECT_EQ(job->model, "fmnist-mlp");
-  EXPECT_EQ(job->variant, "");
-  EXPECT_EQ(job->requirements.min_accuracy, 0.8);
-  EXPECT_FALSE(job->requirements.latency_ms.has_value());
-  EXPECT_EQ(job->batch_size, 64);
-  EXPECT_EQ(job->state, "queued");
-  EXPECT_EQ(job->created_unix_ms, 1700000000123);
-  ASSERT_EQ(job->files.size(), 2u);
-  EXPECT_EQ(job->files[0].path, "/data/in/a.npz");
-  EXPECT_EQ(job->files[0].rows, 100);
-  EXPECT_TRUE(job->files[0].labelled);
-  EXPECT_FALSE(job->files[1].labelled);
-  // Listed in submission order, not by id or insertion.
-  std::vector<std::string> ids;
-  for (const JobRecord& j : registry_->ListJobs()) ids.push_back(j.id);
-  EXPECT_THAT(ids, ElementsAre("job-000001", "job-000002"));
-  EXPECT_EQ(registry_->ListJobs()[1].files.size(), 2u);
-  EXPECT_EQ(registry_->GetJob("job-9").status().code(), absl::StatusCode::kNotFound);
-}
-
-TEST_F(RegistryTest, JobIdsAndSeqsAreUnique) {
-  ASSERT_TRUE(registry_->CreateJob(MakeJob("job-000001", 1)).ok());
-  EXPECT_EQ(registry_->CreateJob(MakeJob("job-000001", 5)).code(),
-            absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(registry_->CreateJob(MakeJob("job-000005", 1)).code(),
-            absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(CountRows("job_files"), 2);  // the refused jobs left no files behind
-}
-
-TEST_F(RegistryTest, MalformedJobsAreRefused) {
-  JobRecord bad = MakeJob("job/1", 1);
-  EXPECT_EQ(registry_->CreateJob(bad).code(), absl::StatusCode::kInvalidArgument);
-  bad = MakeJob("job-1", 1);
-  bad.batch_size = 0;
-  EXPECT_EQ(registry_->CreateJob(bad).code(), absl::StatusCode::kInvalidArgument);
-  bad = MakeJob("job-1", 1);
-  bad.files[0].done_rows = 101;
-  EXPECT_EQ(registry_->CreateJob(bad).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CountRows("jobs"), 0);
-}
-
-TEST_F(RegistryTest, JobStateAndProgressUpdates) {
-  ASSERT_TRUE(registry_->CreateJob(MakeJob("job-000001", 1)).ok());
-  ASSERT_TRUE(registry_->UpdateJobProgress("job-000001", 0, 64, 60).ok());
-  ASSERT_TRUE(registry_->UpdateJobProgress("job-000001", 1, 7, 0).ok());
-  JobRecord job = *registry_->GetJob("job-000001");
-  job.state = "failed";
-  job.error = "the input vanished";
-  job.started_unix_ms = 5;
-  job.finished_unix_ms = 9;
-  job.app = "ignored";  // only state, error and timestamps change
-  ASSERT_TRUE(registry_->UpdateJobState(job).ok());
-  JobRecord back = *registry_->GetJob("job-000001");
-  EXPECT_EQ(back.state, "failed");
-  EXPECT_EQ(back.error, "the input vanished");
-  EXPECT_EQ(back.started_unix_ms, 5);
-  EXPECT_EQ(back.finished_unix_ms, 9);
-  EXPECT_EQ(back.app, "fashion");
-  EXPECT_EQ(back.files[0].done_rows, 64);
-  EXPECT_EQ(back.files[0].correct, 60);
-  EXPECT_EQ(back.files[1].done_rows, 7);
-
-  // Past the file's end, an unknown file or job, or more correct than done.
-  EXPECT_EQ(registry_->UpdateJobProgress("job-000001", 0, 101, 0).code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(registry_->UpdateJobProgress("job-000001", 2, 1, 0).code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(registry_->UpdateJobProgress("job-7", 0, 1, 0).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(registry_->UpdateJobProgress("job-000001", 0, 10, 11).code(),
-            absl::StatusCode::kInvalidArgument);
-  job.id = "job-7";
-  EXPECT_EQ(registry_->UpdateJobState(job).code(), absl::StatusCode::kNotFound);
 }
 
 TEST(VariantStateTest, NamesRoundTrip) {

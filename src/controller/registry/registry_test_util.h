@@ -1,11 +1,13 @@
 // Helpers shared by the registry's tests: a scratch directory that removes
-// itself, and small valid records to store.
+// itself, small valid records to store, and a row count read past the stores.
 //
 // Thread-safety: the helpers are pure functions; a TempDir is not shared.
 #pragma once
 
+#include <sqlite3.h>
 #include <stdlib.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -91,6 +93,21 @@ inline ProfileRecord MakeProfile(const std::string& model, const std::string& va
   p.accuracy = 0.875;
   p.profile = *Profile::Create(std::move(points), /*load_ms=*/42.5, /*memory_mb=*/128.25);
   return p;
+}
+
+// Rows in one table of the SQLite file at `db_path`, read past the stores to
+// see what is really stored.
+inline int64_t CountRows(const std::string& db_path, const std::string& table) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  std::string sql = "SELECT COUNT(*) FROM " + table;  // test-only, fixed table names
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+  int64_t n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
 }
 
 }  // namespace maitre::registry::test_util

@@ -1,8 +1,9 @@
 #include "controller/registry/schema.h"
 
 namespace maitre::registry {
+namespace {
 
-// Design notes for version 1:
+// Version 1. Design notes:
 // - Model names are the primary key of `models` (not (app, name)) because
 //   /v2/models/{name} addresses a model without its app.
 // - Requirements are nullable columns: NULL means "no default".
@@ -16,9 +17,7 @@ namespace maitre::registry {
 //   REPLACE, which would delete the row and cascade away its children.
 // - Profile points are rows, one per batch size, so every measured point is
 //   kept exactly (REAL is an IEEE double) and can be queried.
-const std::vector<Migration>& SchemaMigrations() {
-  static const auto* migrations = new std::vector<Migration>{
-      {1, "apps, models, variants, profiles", R"sql(
+constexpr char kAppsModelsVariantsProfiles[] = R"sql(
 CREATE TABLE apps (
   name         TEXT PRIMARY KEY NOT NULL,
   latency_ms   REAL,
@@ -67,21 +66,24 @@ CREATE TABLE profile_points (
   FOREIGN KEY (model, variant, worker_type)
     REFERENCES profiles(model, variant, worker_type) ON DELETE CASCADE
 );
-)sql"},
-      // torch-opt is the registered file run with optimize_for_inference
-      // applied at load time (a CNN saved after that pass does not load
-      // again), so a variant needs to say how it is loaded, not only what.
-      {2, "variants: optimize_for_inference", R"sql(
+)sql";
+
+// torch-opt is the registered file run with optimize_for_inference
+// applied at load time (a CNN saved after that pass does not load
+// again), so a variant needs to say how it is loaded, not only what.
+constexpr char kVariantsOptimizeForInference[] = R"sql(
 ALTER TABLE variants ADD COLUMN optimize_for_inference INTEGER NOT NULL DEFAULT 0;
-)sql"},
-      // Offline jobs (controller/jobs): a job and its input files, with the
-      // rows of each file whose results are durable, so a restarted
-      // controller resumes after the last completed chunk. `seq` orders jobs
-      // by submission (they run first come, first served). There is no
-      // foreign key to apps or models: a finished job's record outlives the
-      // model that served it. `correct` counts rows whose prediction matched
-      // the file's labels, among the rows done.
-      {3, "offline jobs", R"sql(
+)sql";
+
+// Offline jobs (controller/jobs): a job and its input files, with the
+// rows of each file whose results are durable, so a restarted
+// controller resumes after the last completed chunk. `seq` orders jobs
+// by submission (they run first come, first served). There is no
+// foreign key to apps or models: a finished job's record outlives the
+// model that served it. `correct` counts rows whose prediction matched
+// the file's labels, among the rows done.
+// The jobs' records are read and written by JobStore (job_store.h).
+constexpr char kOfflineJobs[] = R"sql(
 CREATE TABLE jobs (
   id               TEXT PRIMARY KEY NOT NULL,
   seq              INTEGER NOT NULL UNIQUE,
@@ -110,14 +112,26 @@ CREATE TABLE job_files (
   correct   INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (job, idx)
 );
-)sql"},
-      // The profiler measures each profile in sweeps minutes apart and keeps
-      // the fastest (controller/variant_pipeline.h); a profile with sweeps
-      // left is usable but still being refined. Profiles stored before
-      // sweeps count as final.
-      {4, "profiles: sweeps left", R"sql(
+)sql";
+
+// The profiler measures each profile in sweeps minutes apart and keeps
+// the fastest (controller/variant_pipeline.h); a profile with sweeps
+// left is usable but still being refined. Profiles stored before
+// sweeps count as final.
+constexpr char kProfilesSweepsLeft[] = R"sql(
 ALTER TABLE profiles ADD COLUMN sweeps_left INTEGER NOT NULL DEFAULT 0;
-)sql"},
+)sql";
+
+}  // namespace
+
+// A new migration is appended with the next version; shipped ones never
+// change (schema.h).
+const std::vector<Migration>& SchemaMigrations() {
+  static const auto* migrations = new std::vector<Migration>{
+      {1, "apps, models, variants, profiles", kAppsModelsVariantsProfiles},
+      {2, "variants: optimize_for_inference", kVariantsOptimizeForInference},
+      {3, "offline jobs", kOfflineJobs},
+      {4, "profiles: sweeps left", kProfilesSweepsLeft},
   };
   return *migrations;
 }

@@ -7,9 +7,9 @@
 // caller's string into SQL text.
 //
 // Thread-safety: NOT thread-safe. A Connection and every Statement borrowed
-// from it must be used by one thread at a time; the Registry serialises all
-// use behind its mutex (the connection is opened with SQLITE_OPEN_NOMUTEX for
-// that reason).
+// from it must be used by one thread at a time; the Registry and its
+// JobStore serialise all use behind the registry's mutex (the connection is
+// opened with SQLITE_OPEN_NOMUTEX for that reason).
 #pragma once
 
 #include <cstdint>
@@ -17,10 +17,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/logging.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -135,5 +137,29 @@ class Transaction {
   Connection* connection_;
   bool open_;
 };
+
+// Reads every row of `st` through `decode` (returning T or StatusOr<T>).
+// Rows that fail to decode are logged and skipped; a failing step is logged
+// and ends the list. This is how the stores' List* calls, which have no
+// error channel, read (see the note on List* in registry.h).
+template <typename T, typename Decode>
+std::vector<T> ReadAllRows(Statement& st, Decode decode, const char* what) {
+  std::vector<T> out;
+  while (true) {
+    absl::StatusOr<bool> row = st.Step();
+    if (!row.ok()) {
+      spdlog::error("listing {}: {}", what, row.status().ToString());
+      break;
+    }
+    if (!*row) break;
+    absl::StatusOr<T> item = decode(st);
+    if (!item.ok()) {
+      spdlog::error("listing {}: skipping a row: {}", what, item.status().ToString());
+      continue;
+    }
+    out.push_back(*std::move(item));
+  }
+  return out;
+}
 
 }  // namespace maitre::registry
