@@ -8,7 +8,7 @@ absl::StatusOr<policy::SelectionIndex> BuildSelectionIndex(const CatalogSnapshot
   policy::SelectionCatalogue input;
   input.worker_types = types.types();
   for (const auto& [app_name, app] : catalog.apps) {
-    policy::CatalogueApp out;
+    policy::ServableApp out;
     out.name = app_name;
     for (const std::string& model_name : app.models) {
       const CatalogModel* model = catalog.FindModel(model_name);

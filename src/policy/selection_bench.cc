@@ -44,10 +44,10 @@ const World& TheWorld() {
     SelectionCatalogue c;
     c.worker_types = {{"cpu-1", 1, 4096, 0.0425}, {"cpu-2", 2, 8192, 0.085}};
     for (int a = 0; a < 100; ++a) {
-      CatalogueApp app{absl::StrCat("app-", a), {}};
+      ServableApp app{absl::StrCat("app-", a), {}};
       for (int m = 0; m < 10; ++m) {
         for (int v = 0; v < 10; ++v) {
-          CatalogueVariant var;
+          ServableVariant var;
           var.key = {absl::StrCat("app-", a, "-model-", m), absl::StrCat("variant-", v)};
           var.accuracy = d.Real(0.6, 0.99);
           const double fixed = d.Real(0.3, 30), per_row = d.Real(0.05, 4);

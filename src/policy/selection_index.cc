@@ -30,8 +30,8 @@ absl::StatusOr<SelectionIndex> SelectionIndex::Create(const SelectionCatalogue& 
   SelectionIndex idx;
   if (previous != nullptr) idx.KeepIdsOf(*previous);
   MAITRE_RETURN_IF_ERROR(idx.AddWorkerTypes(catalogue.worker_types));
-  std::vector<std::pair<VariantId, const CatalogueVariant*>> sources;
-  for (const CatalogueApp& a : catalogue.apps) MAITRE_RETURN_IF_ERROR(idx.AddApp(a, sources));
+  std::vector<std::pair<VariantId, const ServableVariant*>> sources;
+  for (const ServableApp& a : catalogue.apps) MAITRE_RETURN_IF_ERROR(idx.AddApp(a, sources));
   idx.BuildOptions(sources);
   idx.BuildColdOrders();
   return idx;
@@ -76,7 +76,7 @@ absl::Status SelectionIndex::AddWorkerTypes(const std::vector<WorkerType>& worke
 }
 
 absl::Status SelectionIndex::AddApp(
-    const CatalogueApp& a, std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources) {
+    const ServableApp& a, std::vector<std::pair<VariantId, const ServableVariant*>>& sources) {
   AppId app = IdFor(app_ids_, apps_, a.name);
   if (apps_[app].present) {
     return absl::InvalidArgumentError(absl::StrCat("app '", a.name, "' listed twice"));
@@ -84,7 +84,7 @@ absl::Status SelectionIndex::AddApp(
   apps_[app].name = a.name;
   apps_[app].present = true;
 
-  for (const CatalogueVariant& cv : a.variants) {
+  for (const ServableVariant& cv : a.variants) {
     if (!(cv.accuracy >= 0 && cv.accuracy <= 1)) {
       return absl::InvalidArgumentError(absl::StrCat("variant ", cv.key.ToString(),
                                                      " has accuracy ", cv.accuracy,
@@ -98,7 +98,7 @@ absl::Status SelectionIndex::AddApp(
   return absl::OkStatus();
 }
 
-absl::StatusOr<ModelId> SelectionIndex::AddModelOf(const CatalogueVariant& cv, AppId app) {
+absl::StatusOr<ModelId> SelectionIndex::AddModelOf(const ServableVariant& cv, AppId app) {
   // Reuse the model's id when it stays in this app.
   ModelId model = kNoId;
   auto mit = model_ids_.find(cv.key.model);
@@ -126,7 +126,7 @@ absl::StatusOr<ModelId> SelectionIndex::AddModelOf(const CatalogueVariant& cv, A
   return model;
 }
 
-absl::StatusOr<VariantId> SelectionIndex::AddVariant(const CatalogueVariant& cv, AppId app,
+absl::StatusOr<VariantId> SelectionIndex::AddVariant(const ServableVariant& cv, AppId app,
                                                      ModelId model) {
   // Likewise, a variant's id survives only within the same app.
   const std::string key = cv.key.ToString();
@@ -153,7 +153,7 @@ absl::StatusOr<VariantId> SelectionIndex::AddVariant(const CatalogueVariant& cv,
 }
 
 void SelectionIndex::BuildOptions(
-    const std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources) {
+    const std::vector<std::pair<VariantId, const ServableVariant*>>& sources) {
   // Options, contiguous per variant, in type id order.
   for (const auto& [variant, cv] : sources) {
     Variant& v = variants_[variant];

@@ -38,9 +38,11 @@ using WorkerTypeId = int32_t;
 using OptionId = int32_t;
 inline constexpr int32_t kNoId = -1;
 
-// Input: one servable variant. Only variants that are ready to load belong
-// in the catalogue given to the index.
-struct CatalogueVariant {
+// Input: one servable variant: a variant as selection sees it (the
+// controller's catalog holds much more about it: controller::CatalogVariant).
+// Only variants that are ready to load belong in the catalogue given to the
+// index.
+struct ServableVariant {
   VariantKey key;
   double accuracy = 0;
   // By worker type name. A variant runs only on the types it has a
@@ -51,14 +53,14 @@ struct CatalogueVariant {
 
 // Input: an app and the variants of all its models. A model belongs to one
 // app; model names are unique across apps (they name /v2/models/{model}).
-struct CatalogueApp {
+struct ServableApp {
   std::string name;
-  std::vector<CatalogueVariant> variants;
+  std::vector<ServableVariant> variants;
 };
 
 struct SelectionCatalogue {
   std::vector<WorkerType> worker_types;
-  std::vector<CatalogueApp> apps;
+  std::vector<ServableApp> apps;
 };
 
 // A (variant, worker type) pair that has a profile: the unit selection
@@ -181,13 +183,13 @@ class SelectionIndex {
   absl::Status AddWorkerTypes(const std::vector<WorkerType>& worker_types);
   // Adds the app, its models and variants; appends each variant with the
   // catalogue entry it came from to `sources`, for BuildOptions.
-  absl::Status AddApp(const CatalogueApp& app,
-                      std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources);
-  absl::StatusOr<ModelId> AddModelOf(const CatalogueVariant& variant, AppId app);
-  absl::StatusOr<VariantId> AddVariant(const CatalogueVariant& variant, AppId app, ModelId model);
+  absl::Status AddApp(const ServableApp& app,
+                      std::vector<std::pair<VariantId, const ServableVariant*>>& sources);
+  absl::StatusOr<ModelId> AddModelOf(const ServableVariant& variant, AppId app);
+  absl::StatusOr<VariantId> AddVariant(const ServableVariant& variant, AppId app, ModelId model);
   // Each variant's options (one per worker type it has a profile on) and the
   // compact ranges FindOption reads.
-  void BuildOptions(const std::vector<std::pair<VariantId, const CatalogueVariant*>>& sources);
+  void BuildOptions(const std::vector<std::pair<VariantId, const ServableVariant*>>& sources);
   // Every present model's and app's options in cold order.
   void BuildColdOrders();
 

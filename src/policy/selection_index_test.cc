@@ -9,9 +9,9 @@ namespace {
 
 using selection_testing::LinearProfile;
 
-CatalogueVariant Var(std::string model, std::string variant, double accuracy,
+ServableVariant Var(std::string model, std::string variant, double accuracy,
                      std::vector<std::pair<std::string, Profile>> profiles) {
-  CatalogueVariant v;
+  ServableVariant v;
   v.key = {std::move(model), std::move(variant)};
   v.accuracy = accuracy;
   for (auto& [type, p] : profiles) v.profiles[type] = p;

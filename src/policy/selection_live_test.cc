@@ -15,9 +15,9 @@ using selection_testing::LinearProfile;
 SelectionCatalogue Catalogue() {
   SelectionCatalogue c;
   c.worker_types = {{"a", 1, 1000, 0.1}, {"b", 2, 2000, 0.2}};
-  CatalogueVariant x{{"m1", "x"}, 0.9, {{"a", LinearProfile(1, 1, 10, 10)}}};
-  CatalogueVariant y{{"m1", "y"}, 0.8, {{"a", LinearProfile(1, 1, 10, 10)}}};
-  CatalogueVariant z{{"m2", "z"}, 0.8, {{"b", LinearProfile(1, 1, 10, 10)}}};
+  ServableVariant x{{"m1", "x"}, 0.9, {{"a", LinearProfile(1, 1, 10, 10)}}};
+  ServableVariant y{{"m1", "y"}, 0.8, {{"a", LinearProfile(1, 1, 10, 10)}}};
+  ServableVariant z{{"m2", "z"}, 0.8, {{"b", LinearProfile(1, 1, 10, 10)}}};
   c.apps.push_back({"app1", {x, y}});
   c.apps.push_back({"app2", {z}});
   return c;

@@ -25,10 +25,10 @@ class SelectionTest : public ::testing::Test {
   void SetUp() override {
     SelectionCatalogue c;
     c.worker_types = {{"small", 1, 1000, 0.04}, {"big", 2, 2000, 0.08}};
-    CatalogueApp app{"vision", {}};
+    ServableApp app{"vision", {}};
     auto add = [&app](std::string model, std::string variant, double accuracy, double fixed,
                       double per_row, double load, double memory) {
-      CatalogueVariant v;
+      ServableVariant v;
       v.key = {model, variant};
       v.accuracy = accuracy;
       v.profiles["small"] = LinearProfile(fixed, per_row, load, memory);
@@ -191,7 +191,7 @@ TEST_F(SelectionTest, ColdTiesGoToTheLowerPrice) {
   // Same profile on both types: equal load + latency, so the cheaper wins.
   SelectionCatalogue c;
   c.worker_types = {{"pricey", 1, 1000, 0.5}, {"cheap", 1, 1000, 0.1}};
-  CatalogueVariant v{{"m", "v"}, 0.9, {}};
+  ServableVariant v{{"m", "v"}, 0.9, {}};
   v.profiles["pricey"] = LinearProfile(1, 1, 10, 10);
   v.profiles["cheap"] = LinearProfile(1, 1, 10, 10);
   c.apps.push_back({"a", {v}});

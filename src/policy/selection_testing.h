@@ -65,12 +65,12 @@ inline SelectionCatalogue RandomCatalogue(Draw& d, const RandomCatalogueSpec& sp
     c.worker_types.push_back(type);
   }
   for (int a = 0; a < spec.apps; ++a) {
-    CatalogueApp app;
+    ServableApp app;
     app.name = absl::StrCat("app-", a);
     for (int m = 0; m < spec.models_per_app; ++m) {
       const std::string model = absl::StrCat("app-", a, "-model-", m);
       for (int v = 0; v < spec.variants_per_model; ++v) {
-        CatalogueVariant var;
+        ServableVariant var;
         var.key = {model, absl::StrCat("v", v)};
         var.accuracy = spec.coarse ? d.Coarse(0.6, 0.05, 7) : d.Real(0.5, 0.99);
         const double fixed = spec.coarse ? d.Coarse(1, 1, 9) : d.Real(0.2, 20);

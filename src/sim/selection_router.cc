@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<SelectionRouter>> SelectionRouter::Create(
         }
       }
     }
-    policy::CatalogueApp entry;
+    policy::ServableApp entry;
     entry.name = app.name;
     // Variants in the order they first appear among the profiles, each with
     // its profiles on every worker type.
