@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   for (const auto& m : *zoo) {
     if (m.name == "fmnist-mlp") mlp = &m;
   }
-  Tensor image = *runtime::SliceRows((*valset)->inputs, 0, 1);
+  Tensor image = *SliceRows((*valset)->inputs, 0, 1);
   image.name = "input";
 
   // The raw executor, one thread (a cpu-1 worker's setting).

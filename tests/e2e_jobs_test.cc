@@ -20,9 +20,9 @@
 #include "absl/strings/str_split.h"
 #include "core/file_util.h"
 #include "http/client.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 #include "runtime/testing/zoo.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 #include "testing/server_process.h"
 #include "testing/wait.h"
 
@@ -52,9 +52,9 @@ std::string RunCommand(const std::string& command, int* status) {
 // query, so the workers do more per request than the front-end does.
 class OnlineLoad {
  public:
-  OnlineLoad(const std::string& url, const std::string& model, const runtime::Valset& valset,
+  OnlineLoad(const std::string& url, const std::string& model, const Valset& valset,
              int threads, int rows) {
-    Tensor images = *runtime::SliceRows(valset.inputs, 0, rows);
+    Tensor images = *SliceRows(valset.inputs, 0, rows);
     std::string body = absl::StrCat(R"({"inputs":[{"name":"input","datatype":"FP32","shape":[)",
                                     rows, R"(,1,28,28],"data":[)");
     for (int64_t i = 0; i < images.NumElements(); ++i) {
@@ -114,11 +114,11 @@ class JobsTest : public ::testing::Test {
     // Registration measures accuracy on the validation set; 500 images keep
     // it quick where the test does not compare with the measured figure.
     small_valset_ = dir_->path() + "/valset-500.npz";
-    Tensor inputs = *runtime::SliceRows(valset_->inputs, 0, 500);
-    Tensor labels = *runtime::SliceRows(valset_->labels, 0, 500);
+    Tensor inputs = *SliceRows(valset_->inputs, 0, 500);
+    Tensor labels = *SliceRows(valset_->labels, 0, 500);
     inputs.name = "inputs";
     labels.name = "labels";
-    ASSERT_TRUE(WriteFileAtomically(small_valset_, runtime::WriteNpz({inputs, labels})).ok());
+    ASSERT_TRUE(WriteFileAtomically(small_valset_, WriteNpz({inputs, labels})).ok());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -187,7 +187,7 @@ class JobsTest : public ::testing::Test {
     auto bytes = ReadFileToString(path);
     EXPECT_TRUE(bytes.ok()) << bytes.status();
     if (!bytes.ok()) return -1;
-    auto arrays = runtime::ParseNpz(*bytes);
+    auto arrays = ParseNpz(*bytes);
     EXPECT_TRUE(arrays.ok()) << arrays.status();
     if (!arrays.ok()) return -1;
     const Tensor& logits = arrays->at("logits");
@@ -209,14 +209,14 @@ class JobsTest : public ::testing::Test {
   }
 
   static std::vector<runtime::testing::ZooModel>* zoo_;
-  static const runtime::Valset* valset_;
+  static const Valset* valset_;
   static std::string valset_path_;
   static ScopedTempDir* dir_;
   static std::string small_valset_;
 };
 
 std::vector<runtime::testing::ZooModel>* JobsTest::zoo_ = nullptr;
-const runtime::Valset* JobsTest::valset_ = nullptr;
+const Valset* JobsTest::valset_ = nullptr;
 std::string JobsTest::valset_path_;
 ScopedTempDir* JobsTest::dir_ = nullptr;
 std::string JobsTest::small_valset_;

@@ -13,9 +13,9 @@
 #include "core/file_util.h"
 #include "runtime/evaluate.h"
 #include "runtime/executor.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 #include "runtime/testing/zoo.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 #include "testing/server_process.h"
 #include "testing/wait.h"
 
@@ -46,8 +46,8 @@ bool AllThreadsStopped(pid_t pid) {
 }
 
 // A v2 JSON request with validation images [begin, end).
-std::string ImageRequest(const runtime::Valset& valset, int64_t begin, int64_t end) {
-  Tensor rows = *runtime::SliceRows(valset.inputs, begin, end);
+std::string ImageRequest(const Valset& valset, int64_t begin, int64_t end) {
+  Tensor rows = *SliceRows(valset.inputs, begin, end);
   std::string body = absl::StrCat(R"({"inputs":[{"name":"input","datatype":"FP32","shape":[)",
                                    end - begin, R"(,1,28,28],"data":[)");
   for (int64_t i = 0; i < rows.NumElements(); ++i) {
@@ -89,11 +89,11 @@ class ServingTest : public ::testing::Test {
     dir_ = new ScopedTempDir();
     // A 500-image validation set keeps registration quick in tests.
     small_valset_ = dir_->path() + "/valset-500.npz";
-    Tensor inputs = *runtime::SliceRows(valset_->inputs, 0, 500);
-    Tensor labels = *runtime::SliceRows(valset_->labels, 0, 500);
+    Tensor inputs = *SliceRows(valset_->inputs, 0, 500);
+    Tensor labels = *SliceRows(valset_->labels, 0, 500);
     inputs.name = "inputs";
     labels.name = "labels";
-    ASSERT_TRUE(WriteFileAtomically(small_valset_, runtime::WriteNpz({inputs, labels})).ok());
+    ASSERT_TRUE(WriteFileAtomically(small_valset_, WriteNpz({inputs, labels})).ok());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -136,13 +136,13 @@ class ServingTest : public ::testing::Test {
   }
 
   static std::vector<runtime::testing::ZooModel>* zoo_;
-  static const runtime::Valset* valset_;
+  static const Valset* valset_;
   static ScopedTempDir* dir_;
   static std::string small_valset_;
 };
 
 std::vector<runtime::testing::ZooModel>* ServingTest::zoo_ = nullptr;
-const runtime::Valset* ServingTest::valset_ = nullptr;
+const Valset* ServingTest::valset_ = nullptr;
 ScopedTempDir* ServingTest::dir_ = nullptr;
 std::string ServingTest::small_valset_;
 
@@ -275,7 +275,7 @@ TEST_F(ServingTest, EveryBadInputGetsAClearErrorAndTheServerKeepsServing) {
   std::string bad_valset = data.path() + "/bad-valset.npz";
   Tensor flat{"inputs", DataType::kFp32, {3, 784}, std::string(3 * 784 * 4, '\0')};
   Tensor labels{"labels", DataType::kInt64, {3}, std::string(3 * 8, '\0')};
-  ASSERT_TRUE(WriteFileAtomically(bad_valset, runtime::WriteNpz({flat, labels})).ok());
+  ASSERT_TRUE(WriteFileAtomically(bad_valset, WriteNpz({flat, labels})).ok());
   const auto& m = Model("fmnist-logreg");
   auto misfit = server->Register("fashion", "misfit", m.torchscript, "", bad_valset);
   EXPECT_EQ(misfit->status, 400) << misfit->body;
@@ -396,9 +396,9 @@ TEST_F(ServingTest, ServedAccuracyMatchesTheZoo) {
     auto executor = runtime::CreateExecutor(
         {maitre::Runtime::kTorch, m.torchscript, runtime::testing::FmnistSpec()});
     ASSERT_TRUE(executor.ok());
-    runtime::Valset first;
-    first.inputs = *runtime::SliceRows(valset_->inputs, 0, n);
-    first.labels = *runtime::SliceRows(valset_->labels, 0, n);
+    Valset first;
+    first.inputs = *SliceRows(valset_->inputs, 0, n);
+    first.labels = *SliceRows(valset_->labels, 0, n);
     auto offline = runtime::EvaluateTop1(**executor, first, 100);
     ASSERT_TRUE(offline.ok());
     std::printf("%-16s served %.4f offline %.4f zoo.json %.4f\n", m.name.c_str(), served,

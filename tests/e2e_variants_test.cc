@@ -14,9 +14,9 @@
 #include "core/file_util.h"
 #include "core/profile.h"
 #include "http/multipart.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 #include "runtime/testing/zoo.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 #include "testing/server_process.h"
 
 namespace maitre {
@@ -29,8 +29,8 @@ using testing::ServerProcess;
 
 constexpr int kValsetRows = 500;
 
-std::string ImageRequest(const runtime::Valset& valset, int64_t row, const json& parameters) {
-  Tensor image = *runtime::SliceRows(valset.inputs, row, row + 1);
+std::string ImageRequest(const Valset& valset, int64_t row, const json& parameters) {
+  Tensor image = *SliceRows(valset.inputs, row, row + 1);
   json j{{"inputs", {{{"name", "input"}, {"datatype", "FP32"}, {"shape", {1, 1, 28, 28}}}}}};
   json data = json::array();
   for (int64_t i = 0; i < image.NumElements(); ++i) data.push_back(image.As<float>()[i]);
@@ -68,14 +68,14 @@ class VariantsTest : public ::testing::Test {
     dir_ = new ScopedTempDir();
     zoo_ = new std::vector<runtime::testing::ZooModel>(*runtime::testing::LoadZoo());
     valset_ = *runtime::testing::ZooValset();
-    small_ = new runtime::Valset();
-    small_->inputs = *runtime::SliceRows(valset_->inputs, 0, kValsetRows);
-    small_->labels = *runtime::SliceRows(valset_->labels, 0, kValsetRows);
+    small_ = new Valset();
+    small_->inputs = *SliceRows(valset_->inputs, 0, kValsetRows);
+    small_->labels = *SliceRows(valset_->labels, 0, kValsetRows);
     small_path_ = dir_->path() + "/valset.npz";
     Tensor inputs = small_->inputs, labels = small_->labels;
     inputs.name = "inputs";
     labels.name = "labels";
-    ASSERT_TRUE(WriteFileAtomically(small_path_, runtime::WriteNpz({inputs, labels})).ok());
+    ASSERT_TRUE(WriteFileAtomically(small_path_, WriteNpz({inputs, labels})).ok());
     data_dir_ = dir_->path() + "/data";
     server_ = StartServer();
     ASSERT_NE(server_, nullptr);
@@ -132,8 +132,8 @@ class VariantsTest : public ::testing::Test {
 
   static ScopedTempDir* dir_;
   static std::vector<runtime::testing::ZooModel>* zoo_;
-  static const runtime::Valset* valset_;
-  static runtime::Valset* small_;
+  static const Valset* valset_;
+  static Valset* small_;
   static std::string small_path_;
   static std::string data_dir_;
   static ServerProcess* server_;
@@ -141,8 +141,8 @@ class VariantsTest : public ::testing::Test {
 
 ScopedTempDir* VariantsTest::dir_ = nullptr;
 std::vector<runtime::testing::ZooModel>* VariantsTest::zoo_ = nullptr;
-const runtime::Valset* VariantsTest::valset_ = nullptr;
-runtime::Valset* VariantsTest::small_ = nullptr;
+const Valset* VariantsTest::valset_ = nullptr;
+Valset* VariantsTest::small_ = nullptr;
 std::string VariantsTest::small_path_;
 std::string VariantsTest::data_dir_;
 ServerProcess* VariantsTest::server_ = nullptr;
@@ -285,17 +285,17 @@ TEST_F(VariantsTest, BadRegistrationsChangeNothing) {
   std::string short_labels = dir_->path() + "/short-labels.npz";
   std::string float_labels = dir_->path() + "/float-labels.npz";
   std::string wrong_inputs = dir_->path() + "/wrong-inputs.npz";
-  Tensor inputs = *runtime::SliceRows(small_->inputs, 0, 10);
+  Tensor inputs = *SliceRows(small_->inputs, 0, 10);
   inputs.name = "inputs";
-  Tensor labels = *runtime::SliceRows(small_->labels, 0, 9);
+  Tensor labels = *SliceRows(small_->labels, 0, 9);
   labels.name = "labels";
-  ASSERT_TRUE(WriteFileAtomically(short_labels, runtime::WriteNpz({inputs, labels})).ok());
+  ASSERT_TRUE(WriteFileAtomically(short_labels, WriteNpz({inputs, labels})).ok());
   Tensor fl{"labels", DataType::kFp32, {10}, std::string(40, '\0')};
-  ASSERT_TRUE(WriteFileAtomically(float_labels, runtime::WriteNpz({inputs, fl})).ok());
+  ASSERT_TRUE(WriteFileAtomically(float_labels, WriteNpz({inputs, fl})).ok());
   Tensor flat{"inputs", DataType::kFp32, {10, 784}, std::string(10 * 784 * 4, '\0')};
-  Tensor ten = *runtime::SliceRows(small_->labels, 0, 10);
+  Tensor ten = *SliceRows(small_->labels, 0, 10);
   ten.name = "labels";
-  ASSERT_TRUE(WriteFileAtomically(wrong_inputs, runtime::WriteNpz({flat, ten})).ok());
+  ASSERT_TRUE(WriteFileAtomically(wrong_inputs, WriteNpz({flat, ten})).ok());
 
   std::string before = App().dump();
   for (const auto& [name, file, valset] :

@@ -18,7 +18,7 @@
 #include "core/json_text.h"
 #include "core/status_macros.h"
 #include "http/multipart.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 
 namespace maitre::cli {
 namespace {
@@ -88,7 +88,7 @@ absl::StatusOr<std::string> RequestBody(const InferArgs& args, std::vector<int64
       return absl::InvalidArgumentError(absl::StrCat(args.input, " is not a JSON object"));
     }
   } else {
-    MAITRE_ASSIGN_OR_RETURN(auto arrays, runtime::ParseNpz(bytes));
+    MAITRE_ASSIGN_OR_RETURN(auto arrays, ParseNpz(bytes));
     request["inputs"] = json::array();
     for (const auto& [name, tensor] : arrays) {
       if (name == "labels") {

@@ -7,7 +7,7 @@
 #include "core/profile_csv.h"
 #include "core/sha256.h"
 #include "core/status_macros.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 #include "core/logging.h"
 
 namespace maitre::controller {
@@ -196,8 +196,8 @@ absl::StatusOr<Registration> Registrar::RegisterLocked(const Upload& upload) {
     return absl::InvalidArgumentError("a validation set needs a model with exactly one input");
   }
   if (!upload.valset_bytes.empty()) {
-    MAITRE_ASSIGN_OR_RETURN(runtime::Valset valset, runtime::ParseValset(upload.valset_bytes));
-    MAITRE_RETURN_IF_ERROR(runtime::CheckValsetFits(valset, spec));
+    MAITRE_ASSIGN_OR_RETURN(Valset valset, ParseValset(upload.valset_bytes));
+    MAITRE_RETURN_IF_ERROR(CheckValsetFits(valset, spec));
   }
 
   // Idempotent by content: the same model bytes under the same name and app

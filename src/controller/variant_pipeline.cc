@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 namespace maitre::controller {
 namespace {
@@ -56,8 +56,8 @@ bool Transient(const absl::Status& status) {
 // input (sparsity, early exits, denormals) is timed as it will serve.
 absl::StatusOr<Tensor> FirstValsetRow(const registry::BlobStore& blobs, const std::string& blob) {
   MAITRE_ASSIGN_OR_RETURN(std::string bytes, blobs.Read(blob));
-  MAITRE_ASSIGN_OR_RETURN(runtime::Valset valset, runtime::ParseValset(bytes));
-  return runtime::SliceRows(valset.inputs, 0, 1);
+  MAITRE_ASSIGN_OR_RETURN(Valset valset, ParseValset(bytes));
+  return SliceRows(valset.inputs, 0, 1);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry_test_util.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 
 namespace maitre::controller {
 namespace {
@@ -90,7 +90,7 @@ class VariantPipelineTest : public ::testing::Test {
     std::fill(pixels.begin() + 28 * 28, pixels.end(), 0.25f);
     inputs.data.assign(reinterpret_cast<const char*>(pixels.data()), pixels.size() * 4);
     Tensor labels{"labels", DataType::kInt64, {2}, std::string(16, '\0')};
-    auto valset = blobs_->Put(runtime::WriteNpz({inputs, labels}));
+    auto valset = blobs_->Put(WriteNpz({inputs, labels}));
     ASSERT_TRUE(valset.ok()) << valset.status();
     // An ONNX model has only its registered variant, so the pipeline has
     // nothing to generate or measure: it only profiles.

@@ -1,11 +1,12 @@
 #include "core/malloc_tuning.h"
 
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -20,38 +21,55 @@ long MinorFaults() {
 }
 
 // What a forward pass does to the heap: several activations of ~13 MB live
-// at once, then all freed. Returns the page faults of the last of `rounds`
-// rounds, measured in a child process so that each case starts from a fresh
-// heap and the tuning stays out of this process.
-long FaultsPerRound(bool tuned) {
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return -1;
-  pid_t child = fork();
-  if (child == 0) {
-    if (tuned && !TuneMalloc()) _exit(2);
-    constexpr size_t kBytes = 13 << 20;
-    long faults = 0;
-    for (int round = 0; round < 4; ++round) {
-      const long before = MinorFaults();
-      std::vector<char*> blocks;
-      for (int i = 0; i < 4; ++i) {
-        char* block = static_cast<char*>(std::malloc(kBytes));
-        std::memset(block, i + round, kBytes);
-        blocks.push_back(block);
-      }
-      for (char* block : blocks) std::free(block);
-      faults = MinorFaults() - before;
+// at once, then all freed. Returns the page faults of the last of four
+// rounds.
+long FaultsOfLastRound() {
+  constexpr size_t kBytes = 13 << 20;
+  long faults = 0;
+  for (int round = 0; round < 4; ++round) {
+    const long before = MinorFaults();
+    std::vector<char*> blocks;
+    for (int i = 0; i < 4; ++i) {
+      char* block = static_cast<char*>(std::malloc(kBytes));
+      std::memset(block, i + round, kBytes);
+      blocks.push_back(block);
     }
-    (void)!write(pipe_fds[1], &faults, sizeof faults);
-    _exit(0);
+    for (char* block : blocks) std::free(block);
+    faults = MinorFaults() - before;
   }
-  close(pipe_fds[1]);
-  long faults = -1;
-  if (read(pipe_fds[0], &faults, sizeof faults) != sizeof faults) faults = -1;
-  close(pipe_fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
   return faults;
+}
+
+constexpr char kProbeEnv[] = "MAITRE_MALLOC_PROBE";
+
+// FaultsOfLastRound in a new process running this binary, so that each case
+// starts from glibc's defaults. A forked child would not: it inherits this
+// process's heap, whose mmap threshold glibc has already raised if another
+// test in the binary freed a large block, and then "untuned" reuses memory
+// as well as "tuned" does.
+long FaultsPerRound(bool tuned) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return -1;
+  self[n] = '\0';
+  const std::string command = std::string(kProbeEnv) + "=" + (tuned ? "tuned" : "untuned") + " '" +
+                              self + "' --gtest_filter=MallocTuningTest.ProbeInAFreshProcess";
+  FILE* out = popen(command.c_str(), "r");
+  if (out == nullptr) return -1;
+  std::string text;
+  char buf[4096];
+  while (size_t got = fread(buf, 1, sizeof buf, out)) text.append(buf, got);
+  if (pclose(out) != 0) return -1;
+  const size_t at = text.find("faults=");
+  return at == std::string::npos ? -1 : std::strtol(text.c_str() + at + 7, nullptr, 10);
+}
+
+// The measuring side of FaultsPerRound; does nothing when run on its own.
+TEST(MallocTuningTest, ProbeInAFreshProcess) {
+  const char* mode = std::getenv(kProbeEnv);
+  if (mode == nullptr) GTEST_SKIP() << "run by FaultsPerRound in a process of its own";
+  if (std::string(mode) == "tuned") ASSERT_TRUE(TuneMalloc());
+  std::printf("faults=%ld\n", FaultsOfLastRound());
 }
 
 TEST(MallocTuningTest, LargeBuffersAreReusedWithoutFaultingAgain) {

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "loadgen/testing/fake_servers.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 
 namespace maitre::loadgen {
 namespace {
@@ -98,7 +98,7 @@ TEST(RunBenchTest, BinaryRequestsCarryTheFileRowsInTurn) {
   auto server = FakeHttpInferServer::Create(
       Metadata(), [](const ReceivedHttpRequest&, int64_t) { return BinaryAnswer(); });
   ASSERT_TRUE(server.ok()) << server.status();
-  TempFile npz("rows.npz", runtime::WriteNpz({Inputs(3)}));
+  TempFile npz("rows.npz", WriteNpz({Inputs(3)}));
   BenchOptions o = ShortRun((*server)->url());
   o.protocol = Protocol::kHttpBinary;
   o.concurrency = 2;

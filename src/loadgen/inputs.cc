@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "http/client.h"
-#include "runtime/batch.h"
-#include "runtime/npz.h"
+#include "core/batch.h"
+#include "core/npz.h"
 
 namespace maitre::loadgen {
 namespace {
@@ -65,7 +65,7 @@ absl::StatusOr<std::vector<TensorSpec>> ParseTensorSpecs(const nlohmann::json& i
 
 absl::StatusOr<std::vector<std::vector<Tensor>>> RowsFromNpz(
     absl::string_view npz_bytes, size_t max_rows, const std::vector<TensorSpec>& specs) {
-  MAITRE_ASSIGN_OR_RETURN(auto arrays, runtime::ParseNpz(npz_bytes));
+  MAITRE_ASSIGN_OR_RETURN(auto arrays, ParseNpz(npz_bytes));
   std::vector<Tensor> inputs;
   for (auto& [name, tensor] : arrays) {
     if (name == "labels") continue;
@@ -159,7 +159,7 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> BatchRequests(
     for (size_t k = 0; k < members.size(); ++k) {
       members[k] = &rows[(i * members.size() + k) % rows.size()];
     }
-    MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> request, runtime::ConcatRows(members));
+    MAITRE_ASSIGN_OR_RETURN(std::vector<Tensor> request, ConcatRows(members));
     requests.push_back(std::move(request));
   }
   return requests;

@@ -2,7 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 
 namespace maitre::loadgen {
 namespace {
@@ -55,7 +55,7 @@ TEST(ZeroRowTest, AnyDimensionBecomesOne) {
 }
 
 TEST(RowsFromNpzTest, SplitsRowsLeavesLabelsOutAndTakesTheModelsName) {
-  std::string npz = runtime::WriteNpz({Fp32Matrix("inputs", 5, 3), Labels(5)});
+  std::string npz = WriteNpz({Fp32Matrix("inputs", 5, 3), Labels(5)});
   auto rows = RowsFromNpz(npz, 100, {TensorSpec{"input", DataType::kFp32, {-1, 3}}});
   ASSERT_TRUE(rows.ok()) << rows.status();
   ASSERT_EQ(rows->size(), 5u);
@@ -74,7 +74,7 @@ TEST(RowsFromNpzTest, SplitsRowsLeavesLabelsOutAndTakesTheModelsName) {
 }
 
 TEST(BatchRequestsTest, GroupsRowsCyclicallyIntoRequestsOfTheBatch) {
-  std::string npz = runtime::WriteNpz({Fp32Matrix("inputs", 3, 2)});
+  std::string npz = WriteNpz({Fp32Matrix("inputs", 3, 2)});
   auto rows = RowsFromNpz(npz, 100, {});
   ASSERT_TRUE(rows.ok()) << rows.status();
   auto requests = BatchRequests(*rows, 2);
@@ -96,9 +96,9 @@ TEST(BatchRequestsTest, GroupsRowsCyclicallyIntoRequestsOfTheBatch) {
 }
 
 TEST(RowsFromNpzTest, RefusesFilesWithoutUsableInputs) {
-  EXPECT_THAT(RowsFromNpz(runtime::WriteNpz({Labels(3)}), 10, {}).status().message(),
+  EXPECT_THAT(RowsFromNpz(WriteNpz({Labels(3)}), 10, {}).status().message(),
               HasSubstr("no input arrays"));
-  EXPECT_THAT(RowsFromNpz(runtime::WriteNpz({Fp32Matrix("a", 2, 2), Fp32Matrix("b", 3, 2)}), 10,
+  EXPECT_THAT(RowsFromNpz(WriteNpz({Fp32Matrix("a", 2, 2), Fp32Matrix("b", 3, 2)}), 10,
                           {})
                   .status()
                   .message(),

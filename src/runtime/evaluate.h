@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/executor.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 namespace maitre::runtime {
 

@@ -18,7 +18,7 @@
 #include "benchmark/benchmark.h"
 #include "runtime/executor.h"
 #include "runtime/testing/zoo.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 namespace maitre::runtime {
 namespace {

@@ -10,12 +10,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/evaluate.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 #include "runtime/opencv_executor.h"
 #include "runtime/serial_runs.h"
 #include "runtime/testing/zoo.h"
 #include "runtime/torch_executor.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 namespace maitre::runtime {
 namespace {

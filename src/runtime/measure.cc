@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "runtime/batch.h"
+#include "core/batch.h"
 
 namespace maitre::runtime {
 namespace {

@@ -1,4 +1,6 @@
-#include "runtime/npz.h"
+// core/npz.h against numpy: files numpy wrote, and numpy reading what
+// WriteNpz wrote (it needs Python and the zoo, hence the runtime test).
+#include "core/npz.h"
 
 #include <cstring>
 #include <random>

@@ -22,7 +22,7 @@
 #include "runtime/executor.h"
 #include "runtime/measure.h"
 #include "runtime/testing/zoo.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 namespace maitre::runtime {
 namespace {

@@ -1,7 +1,7 @@
 #include "worker/instance.h"
 
 #include "absl/strings/str_cat.h"
-#include "runtime/batch.h"
+#include "core/batch.h"
 
 namespace maitre::worker {
 namespace {
@@ -251,10 +251,10 @@ void Instance::RunBatch(runtime::Executor& executor, std::vector<Pending> batch)
       split = out.status();
     }
   } else {
-    auto joined = runtime::ConcatRows(parts);
+    auto joined = ConcatRows(parts);
     auto out = joined.ok() ? executor.Run(*joined)
                            : absl::StatusOr<std::vector<Tensor>>(joined.status());
-    split = out.ok() ? runtime::SplitRows(*out, rows)
+    split = out.ok() ? SplitRows(*out, rows)
                      : absl::StatusOr<std::vector<std::vector<Tensor>>>(out.status());
   }
   Nanos finish = clock_->Now();

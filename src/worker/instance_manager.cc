@@ -7,10 +7,10 @@
 #include "core/file_util.h"
 #include "core/status_macros.h"
 #include "core/zero_row.h"
-#include "runtime/batch.h"
+#include "core/batch.h"
 #include "runtime/measure.h"
 #include "runtime/process_stats.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 #include "core/logging.h"
 
 namespace maitre::worker {
@@ -33,7 +33,7 @@ void WarmUp(runtime::Executor& executor, const ModelSpec& spec, int max_batch,
   const absl::StatusOr<std::vector<Tensor>> row = ZeroRow(spec.inputs);
   if (!row.ok()) return;
   for (int batch = 1; batch <= max_batch; batch *= 2) {
-    absl::StatusOr<std::vector<Tensor>> inputs = runtime::TileRows(*row, batch);
+    absl::StatusOr<std::vector<Tensor>> inputs = TileRows(*row, batch);
     if (!inputs.ok()) return;
     Nanos start = clock.Now();
     for (int i = 0; i < 2; ++i) {
@@ -247,8 +247,8 @@ absl::StatusOr<runtime::Accuracy> InstanceManager::Evaluate(const VariantSpec& s
                                                             int batch_size) {
   MAITRE_ASSIGN_OR_RETURN(std::string path, LocalPath(valset_blob));
   MAITRE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  MAITRE_ASSIGN_OR_RETURN(runtime::Valset valset, runtime::ParseValset(bytes));
-  MAITRE_RETURN_IF_ERROR(runtime::CheckValsetFits(valset, spec.spec));
+  MAITRE_ASSIGN_OR_RETURN(Valset valset, ParseValset(bytes));
+  MAITRE_RETURN_IF_ERROR(CheckValsetFits(valset, spec.spec));
   MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
   return runtime::EvaluateTop1(*executor, valset, std::max(1, batch_size));
 }

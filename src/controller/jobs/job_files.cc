@@ -12,8 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
-#include "runtime/batch.h"
-#include "runtime/npz.h"
+#include "core/batch.h"
+#include "core/npz.h"
 
 namespace maitre::jobs {
 namespace {
@@ -77,7 +77,7 @@ absl::StatusOr<InputFile> ReadInputFile(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot read the input ", path, ": ", bytes.status().message()));
   }
-  auto arrays = runtime::ParseNpz(*bytes);
+  auto arrays = ParseNpz(*bytes);
   if (!arrays.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the input ", path, " is not a usable .npz: ", arrays.status().message()));
@@ -195,7 +195,7 @@ absl::StatusOr<ChunkResult> SummariseChunk(std::vector<Tensor> outputs, int64_t 
 
 absl::Status WriteChunk(const std::string& path, const std::vector<Tensor>& arrays) {
   MAITRE_RETURN_IF_ERROR(MakeDirectories(fs::path(path).parent_path().string()));
-  return WriteFileAtomically(path, runtime::WriteNpz(arrays));
+  return WriteFileAtomically(path, WriteNpz(arrays));
 }
 
 absl::Status AssembleResult(const std::vector<std::string>& chunk_paths,
@@ -207,21 +207,21 @@ absl::Status AssembleResult(const std::vector<std::string>& chunk_paths,
     if (!bytes.ok()) {
       return absl::InternalError(absl::StrCat("a result chunk is missing: ", path));
     }
-    MAITRE_ASSIGN_OR_RETURN(auto arrays, runtime::ParseNpz(*bytes));
+    MAITRE_ASSIGN_OR_RETURN(auto arrays, ParseNpz(*bytes));
     std::vector<Tensor> chunk;
     for (auto& [name, tensor] : arrays) chunk.push_back(std::move(tensor));
     chunks.push_back(std::move(chunk));
   }
   std::vector<const std::vector<Tensor>*> parts;
   for (const auto& c : chunks) parts.push_back(&c);
-  auto joined = runtime::ConcatRows(parts);
+  auto joined = ConcatRows(parts);
   if (!joined.ok()) {
     return absl::InternalError(absl::StrCat("the chunks of ", result_path,
                                             " cannot be joined (were they served by models with "
                                             "different outputs? name a model for the job): ",
                                             joined.status().message()));
   }
-  MAITRE_RETURN_IF_ERROR(WriteFileAtomically(result_path, runtime::WriteNpz(*joined)));
+  MAITRE_RETURN_IF_ERROR(WriteFileAtomically(result_path, WriteNpz(*joined)));
   std::error_code ec;
   for (const std::string& path : chunk_paths) fs::remove(path, ec);
   return absl::OkStatus();

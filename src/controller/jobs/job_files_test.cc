@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/file_util.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 #include "runtime/testing/zoo.h"
 
 namespace maitre::jobs {
@@ -33,7 +33,7 @@ Tensor Int64s(const std::string& name, const std::vector<int64_t>& v) {
 }
 
 void WriteNpzFile(const std::string& path, const std::vector<Tensor>& arrays) {
-  ASSERT_TRUE(WriteFileAtomically(path, runtime::WriteNpz(arrays)).ok());
+  ASSERT_TRUE(WriteFileAtomically(path, WriteNpz(arrays)).ok());
 }
 
 TEST(ListInputFilesTest, AFileOrTheNpzFilesOfADirectoryInNameOrder) {
@@ -138,7 +138,7 @@ TEST(ResultFilesTest, ChunksAreJoinedIntoOneResultAndRemoved) {
   std::string result = ResultPath(dir.path(), "/somewhere/else/a.npz");
   EXPECT_EQ(result, dir.path() + "/a.npz");
   ASSERT_TRUE(AssembleResult(chunks, result).ok());
-  auto arrays = runtime::ParseNpz(*ReadFileToString(result));
+  auto arrays = ParseNpz(*ReadFileToString(result));
   ASSERT_TRUE(arrays.ok());
   EXPECT_EQ(arrays->at("logits").shape, (std::vector<int64_t>{3, 1}));
   EXPECT_EQ(arrays->at("logits").As<float>()[2], 3);

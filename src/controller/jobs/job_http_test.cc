@@ -9,7 +9,7 @@
 
 #include "controller/registry/registry_test_util.h"
 #include "core/file_util.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 #include "runtime/testing/zoo.h"
 
 namespace maitre::jobs {
@@ -55,7 +55,7 @@ class JobHttpTest : public ::testing::Test {
     std::vector<int64_t> label_values{0, 1, 1};
     labels.data.assign(reinterpret_cast<const char*>(label_values.data()), 3 * 8);
     input_ = dir_.path() + "/in.npz";
-    ASSERT_TRUE(WriteFileAtomically(input_, runtime::WriteNpz({inputs, labels})).ok());
+    ASSERT_TRUE(WriteFileAtomically(input_, WriteNpz({inputs, labels})).ok());
   }
 
   http::Response Send(const std::string& method, const std::string& path, std::string body = "") {

@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 namespace maitre::jobs {
 namespace {
@@ -517,7 +517,7 @@ void JobRunner::SendNext(Job& job) {
   request.requirements = record.requirements;
   request.offline = true;
   for (const Tensor& t : cached_file_->inputs) {
-    auto rows = runtime::SliceRows(t, begin, end);
+    auto rows = SliceRows(t, begin, end);
     if (!rows.ok()) {
       absl::MutexLock lock(&mu_);
       Transition(job, JobState::kFailed, std::string(rows.status().message()));
@@ -589,7 +589,7 @@ void JobRunner::HandleOutcome(Outcome outcome) {
       cached_path_ = file.path;
       cached_file_ = std::make_shared<const InputFile>(*std::move(read));
     }
-    auto slice = runtime::SliceRows(*cached_file_->labels, outcome.begin, outcome.end);
+    auto slice = SliceRows(*cached_file_->labels, outcome.begin, outcome.end);
     if (!slice.ok()) return Retry(job, slice.status(), false);
     labels = *std::move(slice);
   }

@@ -10,7 +10,7 @@
 
 #include "controller/registry/registry_test_util.h"
 #include "core/file_util.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 #include "runtime/testing/zoo.h"
 
 namespace maitre::jobs {
@@ -86,7 +86,7 @@ class JobRunnerTest : public ::testing::Test {
     std::vector<Tensor> arrays{inputs};
     if (labelled) arrays.push_back(labels);
     std::string path = in_ + "/" + name;
-    EXPECT_TRUE(WriteFileAtomically(path, runtime::WriteNpz(arrays)).ok());
+    EXPECT_TRUE(WriteFileAtomically(path, WriteNpz(arrays)).ok());
     return path;
   }
 
@@ -222,7 +222,7 @@ TEST_F(JobRunnerTest, RunsAJobInChunksThroughTheServingPathAndWritesResults) {
   EXPECT_EQ(status->record.finished_unix_ms, kWallMs);
   EXPECT_EQ(registry_->jobs().GetJob(id)->state, "succeeded");
 
-  auto result = runtime::ParseNpz(*ReadFileToString(out_ + "/a.npz"));
+  auto result = ParseNpz(*ReadFileToString(out_ + "/a.npz"));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->at("logits").shape, (std::vector<int64_t>{10, 3}));
   const Tensor& predictions = result->at("predictions");
@@ -251,7 +251,7 @@ TEST_F(JobRunnerTest, ADirectoryOfFilesGivesOneResultEach) {
   EXPECT_DOUBLE_EQ(*status->accuracy, 0.8);
   EXPECT_EQ(calls_[0].target.variant, "opencv");
   EXPECT_EQ(calls_[0].request.requirements.latency_ms, 250);
-  auto b = runtime::ParseNpz(*ReadFileToString(out_ + "/b.npz"));
+  auto b = ParseNpz(*ReadFileToString(out_ + "/b.npz"));
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->at("predictions").shape, (std::vector<int64_t>{3}));
   EXPECT_EQ(b->count("labels"), 0u);
@@ -408,7 +408,7 @@ TEST_F(JobRunnerTest, ARestartedRunnerResumesAfterTheLastDurableChunk) {
   EXPECT_EQ(status->state, JobState::kSucceeded);
   EXPECT_EQ(status->rows_sent, status->total - status->resumed_from);
   EXPECT_DOUBLE_EQ(*status->accuracy, 0.8);
-  auto result = runtime::ParseNpz(*ReadFileToString(out_ + "/a.npz"));
+  auto result = ParseNpz(*ReadFileToString(out_ + "/a.npz"));
   ASSERT_TRUE(result.ok());
   const Tensor& predictions = result->at("predictions");
   ASSERT_EQ(predictions.shape, (std::vector<int64_t>{10}));

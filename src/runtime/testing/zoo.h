@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/model_spec.h"
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 namespace maitre::runtime::testing {
 

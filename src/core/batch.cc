@@ -1,11 +1,11 @@
-#include "runtime/batch.h"
+#include "core/batch.h"
 
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
-namespace maitre::runtime {
+namespace maitre {
 namespace {
 
 // Bytes in one row (everything after the batch dimension) of a valid tensor.
@@ -123,4 +123,4 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> SplitRows(
   return split;
 }
 
-}  // namespace maitre::runtime
+}  // namespace maitre

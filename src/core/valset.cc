@@ -1,13 +1,13 @@
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 #include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 
-namespace maitre::runtime {
+namespace maitre {
 
 absl::StatusOr<Valset> ParseValset(absl::string_view npz_bytes) {
   absl::StatusOr<std::map<std::string, Tensor>> arrays = ParseNpz(npz_bytes);
@@ -95,4 +95,4 @@ absl::StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t end) {
   return out;
 }
 
-}  // namespace maitre::runtime
+}  // namespace maitre

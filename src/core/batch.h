@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
 
-namespace maitre::runtime {
+namespace maitre {
 
 // Concatenates along the first (batch) dimension. Every request must hold the
 // same number of tensors, and the k-th tensor of each must agree in name,
@@ -32,4 +32,4 @@ absl::StatusOr<std::vector<Tensor>> TileRows(const std::vector<Tensor>& request,
 absl::StatusOr<std::vector<std::vector<Tensor>>> SplitRows(
     const std::vector<Tensor>& outputs, const std::vector<int64_t>& rows_per_request);
 
-}  // namespace maitre::runtime
+}  // namespace maitre

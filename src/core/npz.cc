@@ -1,4 +1,4 @@
-#include "runtime/npz.h"
+#include "core/npz.h"
 
 #include <array>
 #include <limits>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 
-namespace maitre::runtime {
+namespace maitre {
 namespace {
 
 constexpr uint32_t kLocalHeaderSig = 0x04034b50;
@@ -648,4 +648,4 @@ std::string WriteNpz(const std::vector<Tensor>& arrays, const NpzWriteOptions& o
   return out;
 }
 
-}  // namespace maitre::runtime
+}  // namespace maitre

@@ -1,9 +1,9 @@
-#include "runtime/batch.h"
+#include "core/batch.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace maitre::runtime {
+namespace maitre {
 namespace {
 
 using ::testing::HasSubstr;
@@ -103,4 +103,4 @@ TEST(BatchTest, SplitRefusesWrongRowCounts) {
 }
 
 }  // namespace
-}  // namespace maitre::runtime
+}  // namespace maitre

@@ -1,10 +1,10 @@
-#include "runtime/valset.h"
+#include "core/valset.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/npz.h"
+#include "core/npz.h"
 
-namespace maitre::runtime {
+namespace maitre {
 namespace {
 
 using ::testing::HasSubstr;
@@ -113,4 +113,4 @@ TEST(ValsetTest, SliceRowsCopiesTheRange) {
 }
 
 }  // namespace
-}  // namespace maitre::runtime
+}  // namespace maitre

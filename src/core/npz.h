@@ -21,7 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
 
-namespace maitre::runtime {
+namespace maitre {
 
 // Parses a whole .npz file held in memory. Keys and tensor names are the
 // member names without ".npy"; members with other suffixes are ignored.
@@ -49,4 +49,4 @@ std::string WriteNpz(const std::vector<Tensor>& arrays, const NpzWriteOptions& o
 // The .npy encoding of one tensor (header + data), as WriteNpz stores it.
 std::string WriteNpy(const Tensor& tensor);
 
-}  // namespace maitre::runtime
+}  // namespace maitre

@@ -12,7 +12,7 @@
 #include "core/model_spec.h"
 #include "core/tensor.h"
 
-namespace maitre::runtime {
+namespace maitre {
 
 struct Valset {
   Tensor inputs;  // [N, ...]
@@ -35,4 +35,4 @@ absl::Status CheckValsetFits(const Valset& valset, const ModelSpec& spec);
 // Rows [begin, end) of `t` as a new tensor with the same name and dtype.
 absl::StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t end);
 
-}  // namespace maitre::runtime
+}  // namespace maitre
