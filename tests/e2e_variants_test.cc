@@ -18,6 +18,7 @@
 #include "runtime/testing/zoo.h"
 #include "core/valset.h"
 #include "testing/server_process.h"
+#include "testing/wait.h"
 
 namespace maitre {
 namespace {
@@ -465,13 +466,13 @@ TEST_F(VariantsTest, SustainedOverloadIsReportedAndRoutedAround) {
   // Once the burst is over (the machine may still be busy loading what the
   // autoscaler asked for), queries are served again.
   http::Response after;
-  for (int i = 0; i < 20; ++i) {
-    auto r = server_->Post("/v2/apps/fashion/infer", ImageRequest(*small_, 0, nullptr));
-    ASSERT_TRUE(r.ok());
-    after = *r;
-    if (after.status == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  testing::WaitUntil(
+      [&] {
+        auto r = server_->Post("/v2/apps/fashion/infer", ImageRequest(*small_, 0, nullptr));
+        if (r.ok()) after = *r;
+        return r.ok() && after.status == 200;
+      },
+      120);
   EXPECT_EQ(after.status, 200) << after.body;
 }
 

@@ -5,11 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,11 +17,6 @@
 #include "testing/wait.h"
 
 namespace maitre::testing {
-namespace {
-
-void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-}  // namespace
 
 std::string MaitreBinary() {
   const char* path = std::getenv("MAITRE_BINARY");
@@ -75,21 +68,25 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
 
   // The server writes its real ports to endpoints.json once it listens.
   // The limits are minutes for what takes a second: a busy host is slow.
-  for (int i = 0; i < 1200 && server->url_.empty(); ++i) {
-    if (waitpid(pid, nullptr, WNOHANG) == pid) {
-      server->pid_ = 0;
-      auto text = ReadFileToString(log);
-      return absl::InternalError(
-          absl::StrCat("maitre serve exited early: ", text.ok() ? *text : ""));
-    }
-    if (auto text = ReadFileToString(endpoints); text.ok()) {
-      auto j = nlohmann::json::parse(*text, nullptr, false);
-      if (!j.is_discarded()) {
-        server->url_ = j.value("http", "");
-        server->grpc_address_ = j.value("grpc", "");
-      }
-    }
-    if (server->url_.empty()) SleepMs(100);
+  bool exited = false;
+  WaitUntil(
+      [&] {
+        if (waitpid(pid, nullptr, WNOHANG) == pid) return exited = true;
+        if (auto text = ReadFileToString(endpoints); text.ok()) {
+          auto j = nlohmann::json::parse(*text, nullptr, false);
+          if (!j.is_discarded()) {
+            server->url_ = j.value("http", "");
+            server->grpc_address_ = j.value("grpc", "");
+          }
+        }
+        return !server->url_.empty();
+      },
+      120);
+  if (exited) {
+    server->pid_ = 0;
+    auto text = ReadFileToString(log);
+    return absl::InternalError(
+        absl::StrCat("maitre serve exited early: ", text.ok() ? *text : ""));
   }
   if (server->url_.empty()) return absl::DeadlineExceededError("maitre serve did not start");
   http::ClientOptions client_options;
@@ -103,10 +100,13 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   size_t want = 0;
   for (char c : options.workers) want += c == ',' ? 1 : 0;
   ++want;
-  for (int i = 0; i < 1800; ++i) {
-    auto index = server->RepositoryIndex();
-    if (index.ok() && (*index)["workers"].size() >= want) return server;
-    SleepMs(100);
+  if (WaitUntil(
+          [&] {
+            auto index = server->RepositoryIndex();
+            return index.ok() && (*index)["workers"].size() >= want;
+          },
+          180)) {
+    return server;
   }
   return absl::DeadlineExceededError("the workers did not join within 180 s");
 }
@@ -116,20 +116,14 @@ ServerProcess::~ServerProcess() { (void)Stop(); }
 absl::Status ServerProcess::Stop() {
   if (pid_ == 0) return absl::OkStatus();
   kill(pid_, SIGTERM);
-  int status = 0;
-  for (int i = 0; i < 1200; ++i) {
-    if (waitpid(pid_, &status, WNOHANG) == pid_) break;
-    if (i == 1199) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
-    SleepMs(50);
+  if (!WaitUntil([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 60)) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
   }
   pid_ = 0;
   // Workers are started with the data directory in their arguments.
-  for (int i = 0; i < 600; ++i) {
-    if (ProcessesMentioning(options_.data_dir).empty()) return absl::OkStatus();
-    SleepMs(50);
+  if (WaitUntil([&] { return ProcessesMentioning(options_.data_dir).empty(); }, 30)) {
+    return absl::OkStatus();
   }
   std::vector<pid_t> left = ProcessesMentioning(options_.data_dir);
   for (pid_t p : left) kill(p, SIGKILL);
