@@ -8,7 +8,7 @@ namespace maitre::controller {
 HeldReplicas HeldBy(const InstanceView& instance) {
   HeldReplicas held;
   if (instance.phase == InstancePhase::kReady) held.ready = std::max(1, instance.stats.replicas);
-  if (instance.phase == InstancePhase::kLoading) held.loading = 1;
+  held.loading = instance.loading_replicas;
   return held;
 }
 
@@ -78,6 +78,7 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
   auto it = workers_.find(report.worker_id);
   if (it == workers_.end()) return false;
   Worker& w = it->second;
+  w.view.previous_report = w.view.last_report;
   w.view.last_report = options_.clock->Now();
   w.view.cpu_utilisation = report.cpu_utilisation;
   w.view.memory_mb = report.memory_mb;
@@ -99,8 +100,14 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
 WorkerView Cluster::ViewOf(const Worker& worker) const {
   WorkerView view = worker.view;
   for (const auto& [key, inst] : worker.instances) {
-    view.instances.push_back(InstanceView{key, inst.phase, inst.history.state, inst.error,
-                                          inst.phase_since, inst.outstanding, inst.stats});
+    InstanceView v{key, inst.phase, inst.history.state, inst.error,
+                   inst.phase_since, inst.outstanding, inst.stats};
+    if (inst.phase == InstancePhase::kLoading) {
+      v.loading_replicas = std::max(1, inst.target_replicas);
+    } else if (inst.resizing && inst.phase == InstancePhase::kReady) {
+      v.loading_replicas = std::max(0, inst.target_replicas - std::max(1, inst.stats.replicas));
+    }
+    view.instances.push_back(std::move(v));
   }
   return view;
 }
@@ -221,12 +228,18 @@ bool Cluster::WaitForLoad(const VariantKey& key, LoadWaiter& waiter) {
 }
 
 absl::Status Cluster::BeginLoad(const std::string& worker_id, const VariantKey& key,
-                                LoadWaiter waiter) {
+                                LoadWaiter waiter, int replicas) {
   {
     absl::MutexLock lock(&mu_);
     auto w = workers_.find(worker_id);
     if (w != workers_.end()) {
       Instance& inst = w->second.instances[key];
+      inst.target_replicas = replicas;
+      if (inst.phase == InstancePhase::kReady) {
+        inst.resizing = true;
+        if (waiter) inst.waiters.push_back(std::move(waiter));
+        return absl::OkStatus();
+      }
       inst.phase = InstancePhase::kLoading;
       inst.error.clear();
       inst.phase_since = options_.clock->Now();
@@ -251,14 +264,22 @@ void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
     if (it == w->second.instances.end()) return;
     Instance& inst = it->second;
     waiters.swap(inst.waiters);
-    inst.phase_since = options_.clock->Now();
-    if (status.ok()) {
+    if (inst.resizing) {
+      // A ready instance changed its replicas (or kept the old ones if that
+      // failed); it served throughout.
+      inst.resizing = false;
+      if (status.ok()) inst.stats.replicas = inst.target_replicas;
+    } else if (inst.phase == InstancePhase::kUnloading) {
+      // Unloaded while its load was under way: nothing more to record.
+    } else if (status.ok()) {
+      inst.phase_since = options_.clock->Now();
       inst.phase = InstancePhase::kReady;
       load_failures_.erase(key);
       inst.history = policy::InstanceHistory{policy::InstanceState::kActive};
       LiveAddInstanceLocked(w->second, key, inst, policy::InstanceState::kActive);
       if (inst.live != policy::kNoId) live_.SetState(inst.live, policy::InstanceState::kActive);
     } else {
+      inst.phase_since = options_.clock->Now();
       inst.phase = InstancePhase::kFailed;
       inst.error = std::string(status.message());
       load_failures_[key] = {inst.phase_since, inst.error};

@@ -57,6 +57,9 @@ struct InstanceView {
   Nanos phase_since = 0;
   int64_t outstanding = 0;  // queries in flight from this controller
   InstanceStats stats;
+  // Replicas a load under way adds: all it asks for while kLoading, the
+  // difference while a ready instance grows (it keeps serving meanwhile).
+  int loading_replicas = 0;
 };
 
 struct WorkerView {
@@ -67,13 +70,15 @@ struct WorkerView {
   std::string launch_token;
   Nanos registered_at = 0;
   Nanos last_report = 0;
+  // The report before it: the figures of the last one cover the time since.
+  Nanos previous_report = 0;
   double cpu_utilisation = 0;
   double memory_mb = 0;
   std::vector<InstanceView> instances;
 };
 
 // Replicas of a variant on a worker as the autoscalers and placement count
-// them: ready ones (at least 1 once ready) and 1 while a load is under way.
+// them: ready ones (at least 1 once ready) and those a load under way adds.
 struct HeldReplicas {
   int ready = 0;
   int loading = 0;
@@ -155,10 +160,13 @@ class Cluster {
   // Where `key` is loading, if anywhere: adds `waiter` there and returns
   // true. Otherwise returns false and keeps `waiter`.
   bool WaitForLoad(const VariantKey& key, LoadWaiter& waiter);
-  // Marks `key` as loading on `worker_id` with a first waiter (may be null).
-  // If the worker is gone, the waiter is told so and the error returned.
+  // Marks `key` as loading on `worker_id` with `replicas` replicas and a
+  // first waiter (may be null). An instance already ready there is resized
+  // instead: it stays ready and keeps serving while the worker changes its
+  // replicas. If the worker is gone, the waiter is told so and the error
+  // returned.
   absl::Status BeginLoad(const std::string& worker_id, const VariantKey& key,
-                         LoadWaiter waiter);
+                         LoadWaiter waiter, int replicas = 1);
   // Ends a load; waiters are told (outside the lock).
   void FinishLoad(const std::string& worker_id, const VariantKey& key, absl::Status status);
   // Marks an instance as being unloaded: no query is routed to it, and the
@@ -191,6 +199,8 @@ class Cluster {
     Nanos phase_since = 0;
     int64_t outstanding = 0;
     InstanceStats stats;
+    int target_replicas = 1;  // what the last load asked for
+    bool resizing = false;    // a ready instance's replica change is under way
     std::vector<LoadWaiter> waiters;
     // Its entry in the selection's live view (kNoId while its variant has
     // no profile) and its state machine's memory.

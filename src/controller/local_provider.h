@@ -22,6 +22,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "core/clock.h"
+#include "controller/worker_provider.h"
 #include "core/worker_type.h"
 
 namespace maitre::controller {
@@ -35,7 +36,7 @@ struct LaunchedWorker {
   Nanos started = 0;
 };
 
-class LocalProvider {
+class LocalProvider : public WorkerProvider {
  public:
   struct Options {
     std::string binary;      // the maitre executable
@@ -57,8 +58,8 @@ class LocalProvider {
   void Stop();
 
   // How many workers of `type` should run.
-  void SetDesired(const WorkerType& type, int count);
-  int Desired(const std::string& type) const;
+  void SetDesired(const WorkerType& type, int count) override;
+  int Desired(const std::string& type) const override;
   // A launched worker registered under `worker_id`.
   void OnJoin(const std::string& worker_id, const std::string& token);
   // Kills the process behind `worker_id` if it is one of ours (the cluster
@@ -67,9 +68,9 @@ class LocalProvider {
   // Stops the worker behind `worker_id` for good: one fewer of its type is
   // wanted, and it is that worker (not the newest) that goes. False if it is
   // not one of ours.
-  bool Retire(const std::string& worker_id);
+  bool Retire(const std::string& worker_id) override;
   // Launched workers that have not registered yet, by type.
-  std::map<std::string, int> Starting() const;
+  std::map<std::string, int> Starting() const override;
   std::vector<LaunchedWorker> Launched() const;
 
  private:

@@ -127,7 +127,8 @@ void Placer::EnsureLoaded(const CatalogVariant& variant, LoadWaiter done) {
 
 void Placer::LoadOn(const std::string& worker_id, const CatalogVariant& variant, int replicas,
                     LoadWaiter done) {
-  absl::Status begun = options_.cluster->BeginLoad(worker_id, variant.spec.key, std::move(done));
+  absl::Status begun =
+      options_.cluster->BeginLoad(worker_id, variant.spec.key, std::move(done), replicas);
   if (!begun.ok()) return;
   StartLoad(worker_id, variant, replicas);
 }

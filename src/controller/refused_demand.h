@@ -4,9 +4,8 @@
 // arrival rates, and with them the model autoscaler's offered load, would
 // stop at what the loaded instances already accept, and nothing would scale
 // up. The dispatcher counts them here per app; the scaling loop takes the
-// counts every model round and adds them to the offered load of the
-// instances serving the app, as the simulator does (sim/simulator_control.cc,
-// AttributeRefused), so both worlds show the policies the same demand.
+// counts every model round and hands them to the allocator, which spreads
+// them over the instances serving the app (control/refused_share.h).
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -32,16 +31,5 @@ class RefusedDemand {
   absl::Mutex mu_;
   std::map<std::string, int64_t> rows_ ABSL_GUARDED_BY(mu_);
 };
-
-// Each instance's share of its app's refused rate, in proportion to the
-// queries it was sent (evenly among them when none was sent any). Keyed by
-// the caller's instance index; apps with no serving instance get nothing
-// (selection plans their loads).
-struct ServingInstance {
-  std::string app;
-  double arrival_qps = 0;
-};
-std::map<size_t, double> ShareRefused(const std::map<std::string, double>& refused_qps,
-                                      const std::vector<ServingInstance>& instances);
 
 }  // namespace maitre::controller

@@ -5,48 +5,97 @@
 #include "core/status_macros.h"
 
 namespace maitre::controller {
-namespace {
 
-using Kind = policy::ModelScaleAction::Kind;
+// Carries the allocator's decisions out on the real cluster.
+class ScalingLoop::Sink : public control::ActionSink {
+ public:
+  Sink(ScalingLoop* loop, const Options& options) : loop_(loop), options_(options) {}
 
-// How long a capacity observed under overload is believed over the profile.
-constexpr Nanos kObservedMemory = 30 * kSecond;
-// An instance is not removed until it has been ready this long: the
-// selection policy loads instances for a reason, and removing them at once
-// would only make the two fight.
-constexpr Nanos kMinInstanceAge = 30 * kSecond;
+  void Load(const std::string& worker, const VariantKey& key, int add,
+            std::vector<std::pair<VariantKey, int>> then_remove,
+            std::function<void()> done) override {
+    const CatalogVariant* variant = Find(key);
+    if (variant == nullptr) {
+      if (done) done();
+      return;
+    }
+    // A loaded variant is reloaded with the new replica count.
+    const int target = Held(worker, key).ready + add;
+    options_.placer->LoadOn(
+        worker, *variant, target,
+        [this, worker, key, then_remove = std::move(then_remove), done](absl::Status status) {
+          if (status.ok()) {
+            {
+              absl::MutexLock lock(&loop_->mu_);
+              loop_->ready_since_[{worker, key}] = options_.clock->Now();
+            }
+            for (const auto& [from, n] : then_remove) Remove(worker, from, n);
+          }
+          if (done) done();
+        });
+  }
 
-// Whether an instance's reported arrivals are load to scale for. One being
-// unloaded (or that failed) takes no more queries: its last report's
-// arrivals go elsewhere now, and counting them would load it again.
-bool TakesQueries(const InstanceView& inst) {
-  return inst.phase == InstancePhase::kReady || inst.phase == InstancePhase::kLoading;
-}
+  void Remove(const std::string& worker, const VariantKey& key, int replicas) override {
+    const CatalogVariant* variant = Find(key);
+    const int left = Held(worker, key).ready - replicas;
+    if (left > 0 && variant != nullptr) {
+      options_.placer->LoadOn(worker, *variant, left, nullptr);
+    } else {
+      options_.placer->Unload(worker, key);
+    }
+  }
 
-}  // namespace
+  void AddWorker(const std::string& type) override {
+    const WorkerType* t = options_.cluster->types().Find(type);
+    if (t != nullptr) options_.provider->SetDesired(*t, options_.provider->Desired(type) + 1);
+  }
+
+  bool RetireWorker(const std::string& worker) override {
+    return options_.provider->Retire(worker);
+  }
+
+  void Record(const control::Decision& decision) override {
+    spdlog::info("allocator: {}", control::DecisionLine(decision));
+    if (options_.metrics != nullptr) options_.metrics->RecordAutoscalerAction(decision.kind);
+  }
+
+  // The catalog the round's decisions refer to (held for the round).
+  void SetCatalog(std::shared_ptr<const CatalogSnapshot> catalog) {
+    absl::MutexLock lock(&mu_);
+    catalog_ = std::move(catalog);
+  }
+
+ private:
+  const CatalogVariant* Find(const VariantKey& key) {
+    absl::MutexLock lock(&mu_);
+    const CatalogModel* model = catalog_ != nullptr ? catalog_->FindModel(key.model) : nullptr;
+    return model != nullptr ? model->FindVariant(key.variant) : nullptr;
+  }
+  HeldReplicas Held(const std::string& worker, const VariantKey& key) const {
+    for (const WorkerView& w : options_.cluster->Snapshot()) {
+      if (w.id == worker) return HeldOn(w, key);
+    }
+    return {};
+  }
+
+  ScalingLoop* const loop_;
+  const Options& options_;
+  absl::Mutex mu_;
+  // Kept alive while loads it started may still complete.
+  std::shared_ptr<const CatalogSnapshot> catalog_ ABSL_GUARDED_BY(mu_);
+};
+
+ScalingLoop::ScalingLoop(Options options)
+    : options_(std::move(options)), sink_(std::make_unique<Sink>(this, options_)) {}
 
 absl::StatusOr<std::unique_ptr<ScalingLoop>> ScalingLoop::Create(Options options) {
+  control::AllocatorOptions allocator = options.allocator_options;
+  allocator.types = options.cluster->types().types();
+  allocator.model_period = options.model_period;
+  allocator.cluster_scaling &= options.provider != nullptr;
   std::unique_ptr<ScalingLoop> loop(new ScalingLoop(options));
-  loop->refused_taken_at_ = options.clock->Now();
-  if (options.model_autoscaler != "off") {
-    policy::ModelAutoscalerOptions model;
-    if (options.model_autoscaler == "horizontal") {
-      model.allow_upgrade = false;
-      model.allow_downgrade = false;
-    } else if (options.model_autoscaler != "infaas") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown model autoscaler \"", options.model_autoscaler,
-          "\"; use infaas, horizontal or off"));
-    }
-    MAITRE_ASSIGN_OR_RETURN(loop->model_autoscaler_, policy::ModelAutoscaler::Create(model));
-  }
-  if (options.cluster_autoscaler && options.provider != nullptr) {
-    policy::ClusterAutoscalerOptions cluster;
-    cluster.types = options.cluster->types().types();
-    cluster.max_workers = options.max_workers;
-    cluster.min_workers = 1;
-    MAITRE_ASSIGN_OR_RETURN(loop->cluster_autoscaler_, policy::ClusterAutoscaler::Create(cluster));
-  }
+  MAITRE_ASSIGN_OR_RETURN(loop->allocator_,
+                          control::CreateAllocator(options.allocator, allocator));
   return loop;
 }
 
@@ -74,415 +123,106 @@ void ScalingLoop::Start() {
   });
 }
 
-void ScalingLoop::Record(absl::string_view action) {
-  if (options_.metrics != nullptr) options_.metrics->RecordAutoscalerAction(action);
-}
-
-ScalingLoop::RefusedShares ScalingLoop::TakeRefusedShares(const std::vector<WorkerView>& workers,
-                                                          const CatalogSnapshot& catalog,
-                                                          Nanos now) {
-  RefusedShares shares;
-  if (options_.refused == nullptr) return shares;
-  std::map<std::string, int64_t> rows = options_.refused->Take();
-  const double seconds = ToSeconds(now - refused_taken_at_);
-  refused_taken_at_ = now;
-  if (rows.empty() || !(seconds > 0)) return shares;
-  std::map<std::string, double> qps;
-  for (const auto& [app, n] : rows) qps[app] = static_cast<double>(n) / seconds;
-  std::vector<ServingInstance> serving;
-  std::vector<std::pair<std::string, std::string>> where;  // (worker, model) of each
-  for (const WorkerView& w : workers) {
-    for (const InstanceView& inst : w.instances) {
-      const CatalogModel* model = catalog.FindModel(inst.key.model);
-      if (inst.phase != InstancePhase::kReady || model == nullptr) continue;
-      serving.push_back({model->app, inst.stats.arrival_qps});
-      where.emplace_back(w.id, inst.key.model);
+control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool take_refused) {
+  control::Observation o;
+  o.now = options_.clock->Now();
+  o.types = options_.cluster->types().types();
+  for (const auto& [name, model] : catalog.models) {
+    control::ModelOption m;
+    m.name = model.name;
+    m.app = model.app;
+    m.slo_ms = options_.default_slo_ms;
+    if (const CatalogApp* app = catalog.FindApp(model.app)) {
+      if (app->defaults.latency_ms) m.slo_ms = *app->defaults.latency_ms;
+      m.min_accuracy = app->defaults.min_accuracy;
     }
-  }
-  for (const auto& [i, share] : ShareRefused(qps, serving)) shares[where[i]] += share;
-  return shares;
-}
-
-policy::ModelScalingSnapshot ScalingLoop::WorkerSnapshot(const WorkerView& worker,
-                                                         const CatalogSnapshot& catalog,
-                                                         const RefusedShares& refused) {
-  Nanos now = options_.clock->Now();
-  // Profiles are measured alone; on a busy host an instance sustains less.
-  // When monitoring says an instance is past its limit, its capacity is
-  // taken from what it does, for a while (long enough that relief does not
-  // undo the scale-up at once): an Overloaded instance can do what it
-  // served; an Interfered one, its profiled capacity slowed by the ratio of
-  // its observed batch time to its profiled one.
-  for (const InstanceView& inst : worker.instances) {
-    double capacity = 0;
-    if (inst.state == policy::InstanceState::kOverloaded && inst.stats.served_qps > 0) {
-      capacity = inst.stats.served_qps / std::max(1, inst.stats.replicas);
-    } else if (inst.state == policy::InstanceState::kInterfered &&
-               inst.stats.compute_p50_ms > 0) {
-      const CatalogModel* m = catalog.FindModel(inst.key.model);
-      const CatalogVariant* v = m != nullptr ? m->FindVariant(inst.key.variant) : nullptr;
-      const Profile* p = v != nullptr ? v->ProfileOn(worker.type.name) : nullptr;
-      if (p == nullptr) continue;
-      int batch = std::max(1, static_cast<int>(inst.stats.mean_batch + 0.5));
-      double slowdown = std::max(1.0, inst.stats.compute_p50_ms / p->LatencyAt(batch));
-      capacity = p->ThroughputAt(batch) / slowdown;
-    }
-    if (capacity > 0) {
-      observed_[{worker.id, inst.key.ToString()}] = {capacity, now + kObservedMemory};
-    }
-  }
-  policy::ModelScalingSnapshot snapshot;
-  snapshot.cores = worker.type.cores;
-  snapshot.memory_mb = static_cast<double>(worker.type.memory_mb);
-  std::map<std::string, double> offered;  // by model: arrivals at this worker
-  for (const InstanceView& inst : worker.instances) {
-    if (TakesQueries(inst)) offered[inst.key.model] += inst.stats.arrival_qps;
-  }
-  for (const auto& [where, qps] : refused) {
-    if (where.first == worker.id) offered[where.second] += qps;
-  }
-  for (const auto& [model_name, load] : offered) {
-    const CatalogModel* model = catalog.FindModel(model_name);
-    if (model == nullptr) continue;
-    const CatalogApp* app = catalog.FindApp(model->app);
-    const double slo = SloOf(catalog, *model);
-    policy::ScalingModel m;
-    m.model = model_name;
-    m.load_qps = load;
-    if (app != nullptr) m.min_accuracy = app->defaults.min_accuracy;
-    for (const CatalogVariant& v : model->variants) {
-      const Profile* profile = v.ProfileOn(worker.type.name);
-      if (!v.ready() || profile == nullptr) continue;
-      policy::ScalingVariant sv =
-          policy::MakeScalingVariant(v.spec.key.variant, v.accuracy, *profile, slo, worker.type);
-      auto seen = observed_.find({worker.id, v.spec.key.ToString()});
-      if (seen != observed_.end() && seen->second.until > now) {
-        sv.saturation_qps = std::min(sv.saturation_qps, seen->second.qps_per_replica);
-      }
-      HeldReplicas held = HeldOn(worker, v.spec.key);
-      sv.replicas = held.ready;
-      sv.loading = held.loading;
-      m.variants.push_back(std::move(sv));
-    }
-    if (!m.variants.empty()) snapshot.models.push_back(std::move(m));
-  }
-  return snapshot;
-}
-
-void ScalingLoop::SetReplicas(const std::string& worker_id, const CatalogVariant& variant,
-                              int replicas, std::function<void()> after) {
-  std::string model = variant.spec.key.model;
-  options_.placer->LoadOn(worker_id, variant, replicas,
-                          [this, worker_id, model, after](absl::Status status) {
-                            if (status.ok() && after) after();
-                            absl::MutexLock lock(&mu_);
-                            busy_.erase({worker_id, model});
-                          });
-}
-
-void ScalingLoop::Carry(const WorkerView& worker, const CatalogSnapshot& catalog,
-                        const policy::ModelScaleAction& action) {
-  const CatalogModel* model = catalog.FindModel(action.model);
-  if (model == nullptr) return;
-  const std::string& wid = worker.id;
-  if (action.kind == Kind::kRemoveReplica) {
-    // Too young to shrink: the policy asks again next round; until then
-    // nothing is done, logged or counted.
-    const CatalogVariant* v = model->FindVariant(action.from_variant);
-    if (v == nullptr) return;
-    const Nanos now = options_.clock->Now();
-    for (const InstanceView& inst : worker.instances) {
-      if (inst.key == v->spec.key && now - inst.phase_since < kMinInstanceAge) return;
-    }
-  }
-  spdlog::info("model autoscaler on {}: {} {}: {}", wid, policy::ModelScaleActionKindName(action.kind),
-               action.model, action.reason);
-  Record(policy::ModelScaleActionKindName(action.kind));
-  // Replicas of `from` (and also_remove) to drop once the new ones serve.
-  auto shrink = [this, wid, model, worker, action]() {
-    std::vector<std::pair<std::string, int>> drops = action.also_remove;
-    if (!action.from_variant.empty() && action.remove > 0) {
-      drops.push_back({action.from_variant, action.remove});
-    }
-    for (const auto& [name, count] : drops) {
-      const CatalogVariant* v = model->FindVariant(name);
-      if (v == nullptr) continue;
-      int left = HeldOn(worker, v->spec.key).ready - count;
-      if (left > 0) {
-        options_.placer->LoadOn(wid, *v, left, nullptr);
-      } else {
-        options_.placer->Unload(wid, v->spec.key);
-      }
-    }
-  };
-  switch (action.kind) {
-    case Kind::kReplicate:
-    case Kind::kAddVariant:
-    case Kind::kUpgrade:
-    case Kind::kDowngrade: {
-      const CatalogVariant* to = model->FindVariant(action.to_variant);
-      if (to == nullptr) return;
-      {
-        absl::MutexLock lock(&mu_);
-        busy_.insert({wid, action.model});
-      }
-      int target = HeldOn(worker, to->spec.key).ready + action.add;
-      SetReplicas(wid, *to, target, shrink);
-      return;
-    }
-    case Kind::kRemoveReplica:
-      shrink();
-      return;
-    case Kind::kNeedsPlacement: {
-      // This worker lacks the cores or memory: the replicas the policy
-      // suggests for this worker type go on the workers of that type with
-      // room, by the placement policy, as in the simulator. (This worker is
-      // a candidate too: the policy asks when the whole move does not fit
-      // here, and part of it may.)
-      const CatalogVariant* to = model->FindVariant(action.to_variant);
-      if (to == nullptr) return;
-      std::vector<Placer::ReplicaPlacement> placed =
-          options_.placer->PlaceReplicas(*to, worker.type.name, std::max(1, action.add));
-      if (placed.empty()) {
-        spdlog::info("model autoscaler: no {} worker has room for {}; the cluster autoscaler "
-                     "adds capacity when utilisation is high",
-                     worker.type.name, to->spec.key.ToString());
-        return;
-      }
-      for (const Placer::ReplicaPlacement& p : placed) {
-        {
-          absl::MutexLock lock(&mu_);
-          busy_.insert({p.worker_id, action.model});
+    for (const CatalogVariant& v : model.variants) {
+      if (!v.ready()) continue;
+      for (const WorkerType& type : o.types) {
+        if (const Profile* p = v.ProfileOn(type.name)) {
+          m.variants.push_back({v.spec.key.variant, type.name, v.accuracy, p, 1});
         }
-        SetReplicas(p.worker_id, *to, p.replicas, nullptr);
       }
-      return;
+    }
+    o.models.push_back(std::move(m));
+  }
+  absl::MutexLock lock(&mu_);
+  std::map<std::pair<std::string, VariantKey>, Nanos> ready_since;
+  std::set<std::string> present;
+  for (const WorkerView& w : options_.cluster->Snapshot()) {
+    control::ObservedWorker ow;
+    ow.id = w.id;
+    ow.type = w.type.name;
+    ow.cpu_utilisation = w.cpu_utilisation;
+    ow.memory_used_mb = w.memory_mb;
+    bool busy = false;
+    for (const InstanceView& inst : w.instances) {
+      busy |= inst.stats.served_qps > 0 || inst.stats.arrival_qps > 0 ||
+              inst.stats.queue_length > 0 || inst.outstanding > 0;
+      control::ObservedInstance oi;
+      oi.key = inst.key;
+      const HeldReplicas held = HeldBy(inst);
+      oi.ready = held.ready;
+      oi.loading = held.loading;
+      oi.takes_queries =
+          inst.phase == InstancePhase::kReady || inst.phase == InstancePhase::kLoading;
+      if (inst.phase == InstancePhase::kUnloading) oi.winding_down = std::max(1, inst.stats.replicas);
+      oi.state = inst.state;
+      oi.arrival_qps = inst.stats.arrival_qps;
+      oi.served_qps = inst.stats.served_qps;
+      oi.queue_length = inst.stats.queue_length;
+      oi.mean_batch = inst.stats.mean_batch;
+      oi.compute_p50_ms = inst.stats.compute_p50_ms;
+      if (inst.phase == InstancePhase::kReady || ready_since_.count({w.id, inst.key}) > 0) {
+        // First seen ready: it became ready when its phase began.
+        oi.ready_since =
+            ready_since_.emplace(std::make_pair(w.id, inst.key), inst.phase_since).first->second;
+        ready_since.emplace(std::make_pair(w.id, inst.key), oi.ready_since);
+      }
+      ow.instances.push_back(std::move(oi));
+    }
+    if (busy) {
+      idle_since_.erase(w.id);
+    } else {
+      // Its last report found nothing done over the time it covers.
+      const Nanos from = w.previous_report > 0 ? w.previous_report : w.registered_at;
+      ow.idle_since = idle_since_.emplace(w.id, from).first->second;
+    }
+    present.insert(w.id);
+    o.workers.push_back(std::move(ow));
+  }
+  // Workers and instances gone are forgotten.
+  ready_since_ = std::move(ready_since);
+  for (auto it = idle_since_.begin(); it != idle_since_.end();) {
+    it = present.count(it->first) > 0 ? std::next(it) : idle_since_.erase(it);
+  }
+  if (options_.provider != nullptr) {
+    for (const auto& [type, n] : options_.provider->Starting()) {
+      for (int i = 0; i < n; ++i) {
+        control::ObservedWorker starting;
+        starting.id = absl::StrCat("starting-", type, "-", i);
+        starting.type = type;
+        starting.starting = true;
+        o.workers.push_back(std::move(starting));
+      }
     }
   }
+  if (take_refused && options_.refused != nullptr) o.refused_rows = options_.refused->Take();
+  return o;
 }
 
 void ScalingLoop::RunModelRound() {
-  if (model_autoscaler_ == nullptr) return;
-  auto catalog = options_.catalog->Get();
-  Nanos now = options_.clock->Now();
-  const std::vector<WorkerView> workers = options_.cluster->Snapshot();
-  const RefusedShares refused = TakeRefusedShares(workers, *catalog, now);
-  std::vector<policy::WorkerScalingSnapshot> snapshots;
-  {
-    absl::MutexLock lock(&mu_);
-    last_refused_ = refused;
-    for (const WorkerView& worker : workers) {
-      snapshots.push_back({worker.id, WorkerSnapshot(worker, *catalog, refused)});
-    }
-  }
-  const std::set<std::pair<std::string, std::string>> vacated =
-      Consolidate(workers, snapshots, now);
-  for (size_t i = 0; i < workers.size(); ++i) {
-    const WorkerView& worker = workers[i];
-    policy::ModelScalingSnapshot& snapshot = snapshots[i].snapshot;
-    {
-      absl::MutexLock lock(&mu_);
-      // Models with a move under way sit this round out.
-      auto& models = snapshot.models;
-      models.erase(std::remove_if(models.begin(), models.end(),
-                                  [&](const policy::ScalingModel& m) {
-                                    return busy_.count({worker.id, m.model}) > 0 ||
-                                           vacated.count({worker.id, m.model}) > 0;
-                                  }),
-                   models.end());
-    }
-    if (snapshot.models.empty()) continue;
-    policy::ModelAutoscalerState previous;
-    {
-      absl::MutexLock lock(&mu_);
-      previous = model_state_[worker.id];
-    }
-    auto decision = model_autoscaler_->Decide(snapshot, previous, now);
-    if (!decision.ok()) {
-      spdlog::warn("model autoscaler on {}: {}", worker.id, decision.status().message());
-      continue;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      model_state_[worker.id] = decision->state;
-    }
-    for (const policy::ModelScaleAction& action : decision->actions) Carry(worker, *catalog, action);
-  }
-}
-
-std::set<std::pair<std::string, std::string>> ScalingLoop::Consolidate(
-    const std::vector<WorkerView>& workers,
-    const std::vector<policy::WorkerScalingSnapshot>& snapshots, Nanos now) {
-  policy::ConsolidationState previous;
-  {
-    absl::MutexLock lock(&mu_);
-    previous = consolidation_state_;
-  }
-  auto decision =
-      policy::DecideConsolidation(snapshots, previous, now, model_autoscaler_->options());
-  if (!decision.ok()) {
-    spdlog::warn("consolidation: {}", decision.status().message());
-    return {};
-  }
-  std::set<std::pair<std::string, std::string>> vacated;
-  std::vector<std::pair<std::string, VariantKey>> unloads;  // (worker, instance)
-  {
-    absl::MutexLock lock(&mu_);
-    consolidation_state_ = decision->state;
-    for (const policy::VacateAction& action : decision->actions) {
-      const WorkerView* worker = nullptr;
-      bool settled = true;  // no move of the model under way anywhere, no young instance here
-      for (const WorkerView& w : workers) {
-        settled &= busy_.count({w.id, action.model}) == 0;
-        if (w.id != action.worker) continue;
-        worker = &w;
-        for (const InstanceView& inst : w.instances) {
-          settled &= inst.key.model != action.model || now - inst.phase_since >= kMinInstanceAge;
-        }
-      }
-      if (worker == nullptr || !settled) continue;
-      spdlog::info("model autoscaler: giving {} up on {}: {}", action.model, action.worker,
-                   action.reason);
-      for (const InstanceView& inst : worker->instances) {
-        if (inst.key.model == action.model && inst.phase == InstancePhase::kReady) {
-          unloads.emplace_back(worker->id, inst.key);
-        }
-      }
-      vacated.insert({action.worker, action.model});
-    }
-  }
-  for (size_t i = 0; i < vacated.size(); ++i) Record("vacate");
-  for (const auto& [worker_id, key] : unloads) options_.placer->Unload(worker_id, key);
-  return vacated;
-}
-
-double ScalingLoop::SloOf(const CatalogSnapshot& catalog, const CatalogModel& model) const {
-  const CatalogApp* app = catalog.FindApp(model.app);
-  return app != nullptr && app->defaults.latency_ms ? *app->defaults.latency_ms
-                                                    : options_.default_slo_ms;
-}
-
-std::vector<policy::ClusterDemand> ScalingLoop::ClusterDemands(
-    const std::vector<WorkerView>& workers, const CatalogSnapshot& catalog) {
-  std::map<std::string, policy::ClusterDemand> by_model;
-  for (const WorkerView& w : workers) {
-    for (const InstanceView& inst : w.instances) {
-      const CatalogModel* model = catalog.FindModel(inst.key.model);
-      const CatalogVariant* v = model != nullptr ? model->FindVariant(inst.key.variant) : nullptr;
-      const Profile* p = v != nullptr ? v->ProfileOn(w.type.name) : nullptr;
-      if (p == nullptr || !TakesQueries(inst)) continue;
-      const HeldReplicas held = HeldOn(w, inst.key);
-      policy::ClusterDemand& d = by_model[model->name];
-      d.model = model->name;
-      d.unmet_qps += inst.stats.arrival_qps -
-                     (held.ready + held.loading) * p->SaturationQps(SloOf(catalog, *model));
-    }
-  }
-  for (const auto& [where, qps] : last_refused_) {
-    auto it = by_model.find(where.second);
-    if (it != by_model.end()) it->second.unmet_qps += qps;
-  }
-  std::vector<policy::ClusterDemand> demands;
-  for (auto& [name, d] : by_model) {
-    d.unmet_qps = std::max(0.0, d.unmet_qps);
-    const CatalogModel* model = catalog.FindModel(name);
-    for (const CatalogVariant& v : model->variants) {
-      if (!v.ready()) continue;
-      for (const WorkerType& type : options_.cluster->types().types()) {
-        const Profile* p = v.ProfileOn(type.name);
-        if (p == nullptr) continue;
-        double& best = d.qps_per_worker[type.name];
-        best = std::max(best, policy::WorkerCapacityQps(*p, SloOf(catalog, *model), type));
-      }
-    }
-    demands.push_back(std::move(d));
-  }
-  return demands;
+  std::shared_ptr<const CatalogSnapshot> catalog = options_.catalog->Get();
+  sink_->SetCatalog(catalog);
+  absl::Status status = allocator_->ModelRound(Observe(*catalog, true), *sink_);
+  if (!status.ok()) spdlog::warn("allocator: {}", status.message());
 }
 
 void ScalingLoop::RunClusterRound() {
-  if (cluster_autoscaler_ == nullptr) return;
-  auto catalog = options_.catalog->Get();
-  Nanos now = options_.clock->Now();
-  std::vector<WorkerView> workers = options_.cluster->Snapshot();
-  policy::ClusterSnapshot snapshot;
-  std::map<std::string, int> count;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const WorkerView& w : workers) {
-      ++count[w.type.name];
-      policy::ClusterWorker cw;
-      cw.id = w.id;
-      cw.type = w.type.name;
-      cw.cpu_utilisation = w.cpu_utilisation;
-      cw.memory_utilisation =
-          w.type.memory_mb > 0 ? w.memory_mb / static_cast<double>(w.type.memory_mb) : 0;
-      bool serving = false;
-      for (const InstanceView& inst : w.instances) {
-        serving |= inst.stats.served_qps > 0 || inst.outstanding > 0;
-        policy::ClusterInstance ci;
-        ci.variant = inst.key.ToString();
-        ci.state = inst.state;
-        ci.cores = 1;
-        if (const CatalogModel* m = catalog->FindModel(inst.key.model)) {
-          if (const CatalogVariant* v = m->FindVariant(inst.key.variant)) {
-            if (const Profile* p = v->ProfileOn(w.type.name)) ci.memory_mb = p->memory_mb();
-          }
-        }
-        cw.instances.push_back(std::move(ci));
-      }
-      if (serving) {
-        idle_since_.erase(w.id);
-      } else {
-        cw.idle_since = idle_since_.emplace(w.id, now).first->second;
-      }
-      snapshot.workers.push_back(std::move(cw));
-    }
-    snapshot.demands = ClusterDemands(workers, *catalog);
-  }
-  for (const auto& [type, n] : options_.provider->Starting()) {
-    for (int i = 0; i < n; ++i) {
-      policy::ClusterWorker starting;
-      starting.id = absl::StrCat("starting-", type, "-", i);
-      starting.type = type;
-      starting.starting = true;
-      snapshot.workers.push_back(std::move(starting));
-    }
-  }
-  policy::ClusterAutoscalerState previous;
-  {
-    absl::MutexLock lock(&mu_);
-    previous = cluster_state_;
-  }
-  auto decision = cluster_autoscaler_->Decide(snapshot, previous, now);
-  if (!decision.ok()) {
-    spdlog::warn("cluster autoscaler: {}", decision.status().message());
-    return;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    cluster_state_ = decision->state;
-  }
-  for (const policy::ClusterAction& action : decision->actions) {
-    const WorkerType* type = options_.cluster->types().Find(action.worker_type);
-    if (type == nullptr) continue;
-    if (action.kind == policy::ClusterAction::Kind::kAddWorker) {
-      spdlog::info("cluster autoscaler: adding a {} worker: {}", action.worker_type, action.detail);
-      options_.provider->SetDesired(*type, options_.provider->Desired(type->name) + 1);
-      Record("add_worker");
-    } else {
-      // The workers the operator asked for stay.
-      auto floor = options_.min_workers.find(action.worker_type);
-      if (floor != options_.min_workers.end() && count[action.worker_type] <= floor->second) {
-        continue;
-      }
-      spdlog::info("cluster autoscaler: retiring {}: {}", action.worker_id, action.detail);
-      if (options_.provider->Retire(action.worker_id)) {
-        --count[action.worker_type];
-        Record("remove_worker");
-      }
-    }
-  }
+  std::shared_ptr<const CatalogSnapshot> catalog = options_.catalog->Get();
+  sink_->SetCatalog(catalog);
+  absl::Status status = allocator_->ClusterRound(Observe(*catalog, false), *sink_);
+  if (!status.ok()) spdlog::warn("allocator: {}", status.message());
 }
 
 }  // namespace maitre::controller

@@ -60,7 +60,7 @@ class ConsolidationLoopTest : public ::testing::Test {
     loop.cluster = cluster_.get();
     loop.placer = placer_.get();
     loop.clock = &clock_;
-    loop.cluster_autoscaler = false;
+    loop.allocator_options.cluster_scaling = false;
     auto created = ScalingLoop::Create(loop);
     ASSERT_TRUE(created.ok()) << created.status();
     loop_ = *std::move(created);

@@ -308,18 +308,22 @@ class Controller {
     scaling.provider = provider_.get();
     scaling.metrics = metrics_.get();
     scaling.refused = &refused_;
-    scaling.model_autoscaler = options.model_autoscaler;
-    scaling.cluster_autoscaler = options.cluster_autoscaler;
-    for (const auto& [type, n] : worker_counts) scaling.min_workers[type] = n;
+    scaling.allocator = options.allocator;
+    control::AllocatorOptions& allocator = scaling.allocator_options;
+    MAITRE_ASSIGN_OR_RETURN(allocator.model_scaling,
+                            control::ParseModelScaling(options.model_autoscaler));
+    allocator.cluster_scaling = options.cluster_autoscaler;
+    allocator.cluster.min_workers = 1;
+    for (const auto& [type, n] : worker_counts) allocator.min_workers[type] = n;
     if (!options.max_workers.empty()) {
       MAITRE_ASSIGN_OR_RETURN(auto max_workers, ParseWorkerCounts(options.max_workers, types));
-      for (const auto& [type, n] : max_workers) scaling.max_workers[type] = n;
+      for (const auto& [type, n] : max_workers) allocator.max_workers[type] = n;
     } else {
       int free_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
       for (const auto& [type, n] : worker_counts) free_cores -= n * types.Find(type)->cores;
       for (const WorkerType& t : types.types()) {
-        scaling.max_workers[t.name] =
-            scaling.min_workers[t.name] + std::max(0, free_cores) / t.cores;
+        allocator.max_workers[t.name] =
+            allocator.min_workers[t.name] + std::max(0, free_cores) / t.cores;
       }
     }
     MAITRE_ASSIGN_OR_RETURN(scaling_, ScalingLoop::Create(scaling));

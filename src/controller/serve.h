@@ -41,7 +41,10 @@ struct ServeOptions {
   // Added to a query's latency objective to make its deadline: the time the
   // front-end and network hops take, which profiles do not measure.
   double serving_allowance_ms = 2;
-  // The model autoscaler: "infaas" (replicate, upgrade, downgrade, shrink),
+  // The allocator that owns what is loaded where and how many workers run
+  // (control/allocator.h): "infaas" is built in.
+  std::string allocator = "infaas";
+  // The INFaaS allocator's model autoscaler: "infaas" (replicate, upgrade, downgrade, shrink),
   // "horizontal" (replicate and shrink only) or "off".
   std::string model_autoscaler = "infaas";
   // The cluster autoscaler adds and retires local workers; never fewer than

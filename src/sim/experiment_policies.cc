@@ -3,6 +3,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "control/allocator.h"
 #include "core/status_macros.h"
 #include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_model.h"
@@ -199,8 +201,35 @@ absl::Status ParseClusterAutoscaler(const YAML::Node& k, const std::string& kp, 
   return absl::OkStatus();
 }
 
-// The managed cluster's policies: selection, the model and cluster
-// autoscalers and the monitoring interval.
+// policies.allocator: the allocator's name (control/allocator.h), or a
+// mapping with it and the INFaaS allocator's own parameters.
+absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool selection,
+                            ControlSetup& c) {
+  if (a.IsScalar()) {
+    c.allocator = a.Scalar();
+  } else {
+    MAITRE_RETURN_IF_ERROR(
+        CheckMap(a, ap, {"name", "min_instance_age_s", "observed_capacity_memory_s"}));
+    MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "name", &c.allocator, true));
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "min_instance_age_s", &c.min_instance_age));
+    MAITRE_RETURN_IF_ERROR(
+        ReadSeconds(a, ap, "observed_capacity_memory_s", &c.observed_capacity_memory));
+    if (c.min_instance_age < 0) return Bad(Key(ap, "min_instance_age_s"), "must be >= 0");
+    if (c.observed_capacity_memory < 0) {
+      return Bad(Key(ap, "observed_capacity_memory_s"), "must be >= 0");
+    }
+  }
+  if (!selection) return Bad(ap, "needs routing: selection");
+  const std::vector<std::string> known = control::AllocatorNames();
+  if (std::find(known.begin(), known.end(), c.allocator) == known.end()) {
+    return Bad(ap, absl::StrCat("unknown allocator \"", c.allocator, "\"; known: ",
+                                absl::StrJoin(known, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+// The managed cluster's policies: selection, the allocator, the model and
+// cluster autoscalers and the monitoring interval.
 absl::Status ParseControl(const YAML::Node& n, SimulationSetup& setup) {
   const std::string path = "policies";
   ControlSetup& c = setup.control;
@@ -216,6 +245,9 @@ absl::Status ParseControl(const YAML::Node& n, SimulationSetup& setup) {
     MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "allow_degraded", &c.selection.allow_degraded));
     MAITRE_RETURN_IF_ERROR(
         ReadBool(sel, sp, "use_loading_instances", &c.selection.use_loading_instances));
+  }
+  if (YAML::Node a = n["allocator"]; Present(a)) {
+    MAITRE_RETURN_IF_ERROR(ParseAllocator(a, Key(path, "allocator"), selection, c));
   }
   if (YAML::Node m = n["model_autoscaler"]; Present(m)) {
     MAITRE_RETURN_IF_ERROR(ParseModelAutoscaler(m, Key(path, "model_autoscaler"), selection, c));
@@ -233,7 +265,7 @@ absl::Status ParsePolicies(const YAML::Node& n, SimulationSetup& setup) {
   const std::string path = "policies";
   if (!Present(n)) return absl::OkStatus();  // defaults: proteus batching, least-queued routing
   MAITRE_RETURN_IF_ERROR(CheckMap(n, path,
-                                  {"batching", "routing", "selection", "model_autoscaler",
+                                  {"batching", "routing", "selection", "allocator", "model_autoscaler",
                                    "cluster_autoscaler", "report_interval_s"}));
   if (YAML::Node batching = n["batching"]; Present(batching)) {
     MAITRE_RETURN_IF_ERROR(ParseBatching(batching, Key(path, "batching"), setup));

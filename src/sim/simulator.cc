@@ -1,4 +1,5 @@
 #include "sim/simulator.h"
+#include "sim/simulator_sink.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,22 +26,9 @@ bool AppMayUse(const SimApp& app, const VariantKey& key) {
          std::find(app.variants.begin(), app.variants.end(), key.ToString()) != app.variants.end();
 }
 
-absl::string_view ModelAutoscalingName(ModelAutoscaling m) {
-  switch (m) {
-    case ModelAutoscaling::kOff:
-      return "off";
-    case ModelAutoscaling::kInfaas:
-      return "infaas";
-    case ModelAutoscaling::kHorizontal:
-      return "horizontal";
-  }
-  return "off";
-}
-
 Simulator::Simulator(SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals)
     : setup_(std::move(setup)), arrivals_(std::move(arrivals)) {}
 
-Simulator::~Simulator() = default;
 
 absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
     SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals) {

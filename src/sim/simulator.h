@@ -49,12 +49,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "control/allocator.h"
 #include "core/profile.h"
 #include "core/variant.h"
 #include "core/worker_type.h"
-#include "policy/autoscaling_cluster.h"
-#include "policy/autoscaling_consolidation.h"
-#include "policy/autoscaling_model.h"
 #include "policy/batching.h"
 #include "policy/instance_state.h"
 #include "policy/selection.h"
@@ -111,8 +109,10 @@ struct SimInstanceSpec {
   int32_t variant = 0;
 };
 
-enum class ModelAutoscaling { kOff, kInfaas, kHorizontal };
-absl::string_view ModelAutoscalingName(ModelAutoscaling m);  // "off" | "infaas" | "horizontal"
+using ModelAutoscaling = control::ModelScaling;
+inline absl::string_view ModelAutoscalingName(ModelAutoscaling m) {
+  return control::ModelScalingName(m);
+}
 
 // The control plane of a managed cluster (routing "selection").
 struct ControlSetup {
@@ -121,6 +121,10 @@ struct ControlSetup {
   // baseline): workers report no room, so it never plans a load.
   bool selection_loads = true;
   policy::InstanceStateOptions instance_state;
+  // The allocator (control/allocator.h) and the rules of the INFaaS one.
+  std::string allocator = "infaas";
+  Nanos min_instance_age = 30 * kSecond;
+  Nanos observed_capacity_memory = 30 * kSecond;
   ModelAutoscaling model_autoscaling = ModelAutoscaling::kOff;
   // kHorizontal forces allow_upgrade = allow_downgrade = false.
   policy::ModelAutoscalerOptions model_autoscaler;
@@ -266,8 +270,7 @@ class Simulator {
     Nanos batch_start = 0;
     int32_t batch_rows = 0;
     std::vector<InFlight> batch;
-    int32_t transition = -1;   // the switch waiting for this load, if any
-    int32_t placed_from = -1;  // kNeedsPlacement: the worker that asked for it
+    int32_t transition = -1;  // the allocator's move waiting for this load, if any
   };
   struct Instance {
     std::unique_ptr<policy::BatchingPolicy> policy;
@@ -301,15 +304,12 @@ class Simulator {
     int64_t interval_rows = 0;
     std::vector<Nanos> interval_compute;
     policy::InstanceHistory history;
-    // Queries of this instance's app that selection turned away this
-    // interval (kUnavailable), attributed to this instance (OnControl).
-    double refused_share = 0;
-    // The last report's figures; offered = arrivals + refused share, the
-    // load the model autoscaler is shown.
+    // The last report's figures.
     double arrival_qps = 0;
-    double offered_qps = 0;
     double served_qps = 0;
     double mean_batch = 1;
+    double compute_p50_ms = 0;
+    Nanos ready_since = 0;  // when a load last finished here
   };
   struct Worker {
     int32_t type = 0;
@@ -323,15 +323,16 @@ class Simulator {
     double utilisation = 0;          // the last report's
     std::optional<Nanos> idle_since;
     bool active_this_interval = false;  // a query arrived or was served here
-    policy::ModelAutoscalerState autoscaler_state;
-    bool asked_placement = false;  // the last model autoscaler round asked for placement
   };
-  // An upgrade or downgrade: once its loads are ready, its removals happen.
+  // A load the allocator asked for: once its replicas are ready, its
+  // removals happen (make before break) and the allocator is told.
   struct Transition {
     int32_t worker = 0;
     int32_t pending_loads = 0;
     std::vector<std::pair<int32_t, int32_t>> removals;  // (variant, replicas)
+    std::function<void()> done;
   };
+  class ControlSink;
 
   Simulator(SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals);
 
@@ -379,18 +380,15 @@ class Simulator {
   // Every report interval, in every cluster: tells each instance's batching
   // policy the rows per second it was sent, as a real worker's report does.
   void OnDemand();
-  // The cluster autoscaler's demand figures, per model.
-  std::vector<policy::ClusterDemand> ClusterDemands() const;
-  void AttributeRefused();
   void Report(int32_t w, Nanos interval);
-  // The model autoscaler's view of worker w.
-  policy::ModelScalingSnapshot ScalingSnapshot(int32_t w) const;
-  // Consolidation across workers (policy/autoscaling_consolidation.h), run
-  // at the start of every model round.
-  void Consolidate();
-  void RunModelAutoscaler(int32_t w);
-  void RunClusterAutoscaler();
-  void PlaceElsewhere(int32_t source, const policy::ModelScaleAction& action);
+  // The cluster as the allocator sees it (simulator_observe.cc); the model
+  // round also takes the refused rows.
+  control::Observation Observe(bool take_refused);
+  // The models and variants the allocator may load (fixed by the setup).
+  std::vector<control::ModelOption> ModelOptions() const;
+  // One of a transition's loads ended (ready, or cancelled with its worker).
+  void EndTransitionLoad(int32_t transition, bool ready);
+  int32_t WorkerById(const std::string& id) const;
   double UsedCores(const Worker& w) const;
   double UsedMemory(const Worker& w) const;
   double FreeMemoryForSelection(const Worker& w) const;
@@ -404,18 +402,15 @@ class Simulator {
   std::unique_ptr<ArrivalSource> arrivals_;
   std::unique_ptr<Router> router_;                     // static clusters
   std::unique_ptr<SelectionRouter> selection_;         // managed clusters
-  std::unique_ptr<policy::ModelAutoscaler> model_autoscaler_;
-  std::unique_ptr<policy::ClusterAutoscaler> cluster_autoscaler_;
-  policy::ConsolidationState consolidation_state_;
-  policy::ClusterAutoscalerState cluster_state_;
+  std::unique_ptr<control::Allocator> allocator_;   // managed clusters
+  std::unique_ptr<ControlSink> sink_;
+  std::vector<control::ModelOption> models_;         // what the allocator may load
   std::vector<Instance> instances_;
   std::vector<Replica> replicas_;
   std::vector<Worker> workers_;
   std::vector<Transition> transitions_;
   std::vector<int32_t> variant_app_;  // the app a variant serves (-1: none)
-  std::vector<int64_t> refused_;      // per app, this interval: kUnavailable answers
-  // Per worker and model: replicas placed for it elsewhere still loading.
-  std::vector<std::map<std::string, int32_t>> placing_;
+  std::vector<int64_t> refused_;      // per app, since the last model round: kUnavailable rows
   std::vector<double> min_replica_cores_;  // per worker type
   std::vector<InstanceView> views_;
   std::vector<std::vector<int32_t>> by_app_;

@@ -1,0 +1,77 @@
+// The allocation seam (docs/architecture.md, "One control plane"): a periodic
+// planner that owns which variants are loaded where and how many workers
+// exist. It reads an Observation and acts through an ActionSink, so the same
+// allocator runs in the controller and in the simulator. "infaas" (the model
+// autoscaler, consolidation and the cluster autoscaler; infaas_allocator.h)
+// is built in; others are added by name and chosen per server
+// (`maitre serve --allocator NAME`) or per experiment (`control.allocator`).
+//
+// Thread-safety: the named-allocator table is thread-safe. An Allocator's
+// rounds are called from one thread at a time.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "control/action_sink.h"
+#include "control/observation.h"
+#include "core/worker_type.h"
+#include "policy/autoscaling_cluster.h"
+#include "policy/autoscaling_model.h"
+
+namespace maitre::control {
+
+enum class ModelScaling { kOff, kInfaas, kHorizontal };
+absl::string_view ModelScalingName(ModelScaling scaling);  // "off" | "infaas" | "horizontal"
+absl::StatusOr<ModelScaling> ParseModelScaling(absl::string_view name);
+
+struct AllocatorOptions {
+  std::vector<WorkerType> types;
+  // Per type: never fewer workers than min (those the operator asked for)
+  // nor more than max.
+  std::map<std::string, int> min_workers;
+  std::map<std::string, int> max_workers;
+  // How often the world calls ModelRound: the refused rate of the first
+  // round is taken over this long.
+  Nanos model_period = kSecond;
+
+  // The INFaaS allocator's rules.
+  ModelScaling model_scaling = ModelScaling::kInfaas;
+  policy::ModelAutoscalerOptions model;  // kHorizontal turns its upgrades and downgrades off
+  bool cluster_scaling = true;
+  // `types` and `max_workers` are taken from above.
+  policy::ClusterAutoscalerOptions cluster;
+  // An instance is not shrunk or given up until it has been ready this
+  // long: selection loads instances for a reason, and removing them at
+  // once would only make the two fight.
+  Nanos min_instance_age = 30 * kSecond;
+  // How long a capacity observed under overload is believed over the
+  // profile's.
+  Nanos observed_capacity_memory = 30 * kSecond;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Every model period: what is loaded where.
+  virtual absl::Status ModelRound(const Observation& observation, ActionSink& sink) = 0;
+  // Every cluster period: how many workers of each type.
+  virtual absl::Status ClusterRound(const Observation& observation, ActionSink& sink) = 0;
+};
+
+using AllocatorFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Allocator>>(const AllocatorOptions&)>;
+
+// Makes `name` available to CreateAllocator; AlreadyExists if it is taken.
+absl::Status AddAllocator(const std::string& name, AllocatorFactory factory);
+// InvalidArgument, listing the names, for an unknown one.
+absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& name,
+                                                           const AllocatorOptions& options);
+std::vector<std::string> AllocatorNames();
+
+}  // namespace maitre::control

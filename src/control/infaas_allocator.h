@@ -1,0 +1,93 @@
+// The INFaaS allocator (INFaaS §4.2; docs/policies.md, "How the control plane
+// drives them"): the one driver of the autoscaling policies, in the
+// controller and in the simulator alike. Each model round it
+//  - spreads the demand turned away before reaching a worker over the
+//    instances serving its app (refused demand);
+//  - remembers, for a while, what an Overloaded or Interfered instance
+//    actually sustained (observed capacity);
+//  - runs consolidation across workers, then the model autoscaler per
+//    worker, and carries out their moves through the sink (make before
+//    break, placement elsewhere when a worker is full);
+// and each cluster round it runs the cluster autoscaler. A (worker, model)
+// with a move under way sits rounds out until the sink says the move ended,
+// so a round never stacks moves on a stale report; and an instance younger
+// than `min_instance_age` is neither shrunk nor given up.
+//
+// Thread-safety: rounds are called from one thread; the sink's `done`
+// callbacks may come from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "control/allocator.h"
+#include "policy/autoscaling_cluster.h"
+#include "policy/autoscaling_consolidation.h"
+#include "policy/autoscaling_model.h"
+
+namespace maitre::control {
+
+class InfaasAllocator : public Allocator {
+ public:
+  static absl::StatusOr<std::unique_ptr<InfaasAllocator>> Create(AllocatorOptions options);
+
+  absl::Status ModelRound(const Observation& observation, ActionSink& sink) override;
+  absl::Status ClusterRound(const Observation& observation, ActionSink& sink) override;
+
+ private:
+  explicit InfaasAllocator(AllocatorOptions options) : options_(std::move(options)) {}
+  // (worker id, model name), or (worker id, variant key) for per-instance maps.
+  using Where = std::pair<std::string, std::string>;
+
+  void ShareRefusedDemand(const Observation& observation);
+  void RememberObservedCapacity(const Observation& observation);
+  // What the instance was offered: its arrivals plus its refused share.
+  double Offered(const ObservedWorker& worker, const ObservedInstance& inst) const;
+  policy::ModelScalingSnapshot WorkerSnapshot(const Observation& observation,
+                                              const ObservedWorker& worker) const;
+  // Runs consolidation and gives up what it says; returns the places emptied.
+  absl::StatusOr<std::set<Where>> Consolidate(
+      const Observation& observation,
+      const std::vector<policy::WorkerScalingSnapshot>& snapshots, ActionSink& sink);
+  void Carry(const Observation& observation, const ObservedWorker& worker,
+             const policy::ModelScaleAction& action, ActionSink& sink);
+  void PlaceElsewhere(const Observation& observation, const ObservedWorker& source,
+                      const policy::ModelScaleAction& action, ActionSink& sink);
+  // Whether an instance of `model` on `worker` is loading or younger than
+  // the minimum age.
+  bool Young(const Observation& observation, const ObservedWorker& worker,
+             const std::string& model, const std::string& variant = "") const;
+  std::vector<policy::ClusterDemand> ClusterDemands(const Observation& observation) const;
+
+  // Marks `places` busy; the returned callback, once called as many times as
+  // `loads`, frees them.
+  std::function<void()> MarkBusy(std::vector<Where> places, int loads);
+  bool Busy(const Where& place) const;
+
+  const AllocatorOptions options_;
+  std::unique_ptr<policy::ModelAutoscaler> model_autoscaler_;
+  std::unique_ptr<policy::ClusterAutoscaler> cluster_autoscaler_;
+
+  std::map<std::string, policy::ModelAutoscalerState> model_state_;  // by worker
+  policy::ConsolidationState consolidation_state_;
+  policy::ClusterAutoscalerState cluster_state_;
+  struct ObservedCapacity {
+    double qps_per_replica = 0;
+    Nanos until = 0;
+  };
+  std::map<Where, ObservedCapacity> observed_;  // by (worker, variant key)
+  std::optional<Nanos> refused_taken_at_;
+  std::map<Where, double> refused_share_;  // qps, by (worker, variant key)
+  std::set<std::string> asked_placement_;  // workers whose last ask found no room
+
+  mutable absl::Mutex mu_;
+  std::multiset<Where> busy_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::control

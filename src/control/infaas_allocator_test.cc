@@ -1,0 +1,201 @@
+// The INFaaS allocator's driving of the policies, on hand-made observations
+// and a sink that records what it is asked: the rules of the policies
+// themselves are tested in src/policy; here, what the driver adds (refused
+// demand, observed capacity, moves under way, the minimum instance age,
+// placement elsewhere, the cluster floor).
+#include "control/infaas_allocator.h"
+
+#include <gtest/gtest.h>
+
+namespace maitre::control {
+namespace {
+
+struct RecordingSink : ActionSink {
+  struct LoadCall {
+    std::string worker;
+    VariantKey key;
+    int add = 0;
+    std::vector<std::pair<VariantKey, int>> then_remove;
+    std::function<void()> done;
+  };
+  void Load(const std::string& worker, const VariantKey& key, int add,
+            std::vector<std::pair<VariantKey, int>> then_remove,
+            std::function<void()> done) override {
+    loads.push_back({worker, key, add, std::move(then_remove), std::move(done)});
+  }
+  void Remove(const std::string& worker, const VariantKey& key, int replicas) override {
+    removes.push_back({worker, key.ToString() + " x" + std::to_string(replicas)});
+  }
+  void AddWorker(const std::string& type) override { added.push_back(type); }
+  bool RetireWorker(const std::string& worker) override {
+    retired.push_back(worker);
+    return true;
+  }
+  void Record(const Decision& decision) override { decisions.push_back(decision); }
+
+  std::vector<LoadCall> loads;
+  std::vector<std::pair<std::string, std::string>> removes;
+  std::vector<std::string> added;
+  std::vector<std::string> retired;
+  std::vector<Decision> decisions;
+};
+
+class InfaasAllocatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // 10 ms per query at batch 1, 40 ms at batch 8: one replica sustains
+    // about 200 qps within a 100 ms objective.
+    auto profile = Profile::Create({{1, 10, 11}, {8, 40, 44}}, 100, 50);
+    ASSERT_TRUE(profile.ok());
+    profile_ = *profile;
+    options_.types = {{"cpu-4", 4, 16000, 0.4}};
+    options_.cluster_scaling = false;
+  }
+
+  std::unique_ptr<InfaasAllocator> Make() {
+    auto made = InfaasAllocator::Create(options_);
+    EXPECT_TRUE(made.ok()) << made.status();
+    return made.ok() ? *std::move(made) : nullptr;
+  }
+
+  Observation At(Nanos now, std::vector<ObservedWorker> workers) const {
+    Observation o;
+    o.now = now;
+    o.types = options_.types;
+    ModelOption m;
+    m.name = "m";
+    m.app = "fashion";
+    m.slo_ms = 100;
+    m.variants.push_back({"v", "cpu-4", 0.9, &profile_, 1});
+    o.models.push_back(m);
+    o.workers = std::move(workers);
+    return o;
+  }
+
+  static ObservedWorker Worker(std::string id, int ready, double qps, Nanos ready_since = 0) {
+    ObservedWorker w;
+    w.id = std::move(id);
+    w.type = "cpu-4";
+    ObservedInstance inst;
+    inst.key = {"m", "v"};
+    inst.ready = ready;
+    inst.arrival_qps = inst.served_qps = qps;
+    inst.state = policy::InstanceState::kActive;
+    inst.ready_since = ready_since;
+    w.instances.push_back(inst);
+    return w;
+  }
+
+  Profile profile_;
+  AllocatorOptions options_;
+};
+
+TEST_F(InfaasAllocatorTest, AnOverloadedModelReplicatesAndSitsOutUntilTheLoadEnds) {
+  auto allocator = Make();
+  RecordingSink sink;
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, {Worker("w1", 1, 500)}), sink).ok());
+  ASSERT_EQ(sink.loads.size(), 1u);
+  EXPECT_EQ(sink.loads[0].key.ToString(), "m:v");
+  EXPECT_GE(sink.loads[0].add, 2);
+  ASSERT_EQ(sink.decisions.size(), 1u);
+  EXPECT_EQ(sink.decisions[0].kind, "replicate");
+
+  // The move is under way: the same report decides nothing more.
+  ASSERT_TRUE(allocator->ModelRound(At(2 * kSecond, {Worker("w1", 1, 500)}), sink).ok());
+  EXPECT_EQ(sink.loads.size(), 1u);
+  // Once it ended, a worker still short is scaled again.
+  sink.loads[0].done();
+  ASSERT_TRUE(allocator->ModelRound(At(3 * kSecond, {Worker("w1", 1, 500)}), sink).ok());
+  EXPECT_EQ(sink.loads.size(), 2u);
+}
+
+TEST_F(InfaasAllocatorTest, RefusedRowsCountAsLoadOfTheInstancesServingTheApp) {
+  auto allocator = Make();
+  RecordingSink sink;
+  Observation quiet = At(kSecond, {Worker("w1", 1, 50)});
+  ASSERT_TRUE(allocator->ModelRound(quiet, sink).ok());
+  EXPECT_TRUE(sink.loads.empty());
+
+  Observation refused = At(2 * kSecond, {Worker("w1", 1, 50)});
+  refused.refused_rows["fashion"] = 600;  // in the second since the last round
+  ASSERT_TRUE(allocator->ModelRound(refused, sink).ok());
+  ASSERT_EQ(sink.loads.size(), 1u);
+  EXPECT_GE(sink.loads[0].add, 2);
+}
+
+TEST_F(InfaasAllocatorTest, AnOverloadedInstanceIsJudgedByWhatItServed) {
+  auto allocator = Make();
+  RecordingSink sink;
+  // 150 qps offered is within one replica's profiled 200, but the instance
+  // is Overloaded having served only 100: it is scaled on that figure.
+  ObservedWorker w = Worker("w1", 1, 150);
+  w.instances[0].served_qps = 100;
+  w.instances[0].state = policy::InstanceState::kOverloaded;
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, {w}), sink).ok());
+  ASSERT_EQ(sink.loads.size(), 1u);
+  EXPECT_EQ(sink.loads[0].add, 1);
+}
+
+TEST_F(InfaasAllocatorTest, AYoungInstanceIsNotShrunk) {
+  options_.min_instance_age = 30 * kSecond;
+  options_.model.min_scale_down_wait = kSecond;
+  auto allocator = Make();
+  RecordingSink sink;
+  // Three replicas for 10 qps, ready since t = 100 s.
+  for (Nanos t = 101 * kSecond; t < 129 * kSecond; t += kSecond) {
+    ASSERT_TRUE(allocator->ModelRound(At(t, {Worker("w1", 3, 10, 100 * kSecond)}), sink).ok());
+  }
+  EXPECT_TRUE(sink.removes.empty());
+  ASSERT_TRUE(
+      allocator->ModelRound(At(131 * kSecond, {Worker("w1", 3, 10, 100 * kSecond)}), sink).ok());
+  ASSERT_EQ(sink.removes.size(), 1u);
+  EXPECT_EQ(sink.removes[0].second, "m:v x1");
+}
+
+TEST_F(InfaasAllocatorTest, AFullWorkerHasItsReplicasPlacedOnAnotherOfItsType) {
+  auto allocator = Make();
+  RecordingSink sink;
+  // w1's four cores are taken; w2 is empty.
+  ObservedWorker full = Worker("w1", 4, 2000);
+  ObservedWorker empty;
+  empty.id = "w2";
+  empty.type = "cpu-4";
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, {full, empty}), sink).ok());
+  ASSERT_FALSE(sink.loads.empty());
+  for (const auto& load : sink.loads) EXPECT_EQ(load.worker, "w2");
+  EXPECT_EQ(sink.decisions.back().kind, "place");
+}
+
+TEST_F(InfaasAllocatorTest, TheClusterRoundAddsAWorkerButNeverRetiresBelowTheFloor) {
+  options_.cluster_scaling = true;
+  options_.model_scaling = ModelScaling::kOff;
+  options_.min_workers["cpu-4"] = 1;
+  options_.cluster.idle_cooldown = kSecond;
+  auto allocator = Make();
+  RecordingSink sink;
+  ObservedWorker busy = Worker("w1", 4, 1000);
+  busy.cpu_utilisation = 1;
+  busy.instances[0].state = policy::InstanceState::kOverloaded;
+  ASSERT_TRUE(allocator->ClusterRound(At(10 * kSecond, {busy}), sink).ok());
+  EXPECT_EQ(sink.added, std::vector<std::string>{"cpu-4"});
+
+  ObservedWorker idle;
+  idle.id = "w1";
+  idle.type = "cpu-4";
+  idle.idle_since = 0;
+  ASSERT_TRUE(allocator->ClusterRound(At(100 * kSecond, {idle}), sink).ok());
+  EXPECT_TRUE(sink.retired.empty());
+}
+
+TEST(AllocatorTableTest, NamesAreUniqueAndUnknownOnesAreRefused) {
+  auto unknown = CreateAllocator("no-such", {});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("infaas"), std::string::npos);
+  EXPECT_EQ(AddAllocator("infaas", nullptr).code(), absl::StatusCode::kAlreadyExists);
+  AllocatorOptions options;
+  options.types = {{"cpu-2", 2, 8000, 0.1}};
+  EXPECT_TRUE(CreateAllocator("infaas", options).ok());
+}
+
+}  // namespace
+}  // namespace maitre::control

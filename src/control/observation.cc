@@ -1,0 +1,45 @@
+#include "control/observation.h"
+
+#include "absl/strings/str_cat.h"
+#include "control/action_sink.h"
+
+namespace maitre::control {
+
+const VariantOption* ModelOption::Find(const std::string& variant,
+                                       const std::string& worker_type) const {
+  for (const VariantOption& v : variants) {
+    if (v.variant == variant && v.worker_type == worker_type) return &v;
+  }
+  return nullptr;
+}
+
+const ModelOption* Observation::FindModel(const std::string& name) const {
+  for (const ModelOption& m : models) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+const WorkerType* Observation::FindType(const std::string& name) const {
+  for (const WorkerType& t : types) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+bool Decision::operator==(const Decision& other) const {
+  return at == other.at && kind == other.kind && worker == other.worker &&
+         target == other.target && replicas == other.replicas &&
+         for_worker == other.for_worker && reason == other.reason;
+}
+
+std::string DecisionLine(const Decision& d) {
+  std::string line = absl::StrCat(d.kind, " ", d.worker);
+  if (!d.target.empty()) absl::StrAppend(&line, " ", d.target);
+  if (d.replicas != 0) absl::StrAppend(&line, " x", d.replicas);
+  if (!d.for_worker.empty()) absl::StrAppend(&line, " for ", d.for_worker);
+  if (!d.reason.empty()) absl::StrAppend(&line, ": ", d.reason);
+  return line;
+}
+
+}  // namespace maitre::control

@@ -1,0 +1,91 @@
+// What an allocator sees of the cluster at one moment, in the same terms in
+// both worlds (docs/architecture.md, "One control plane"): the controller
+// builds it from its live cluster, catalog and provider; the simulator from
+// its simulated workers. Values only: an observation is built, handed to the
+// allocator and dropped within one round.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/profile.h"
+#include "core/time.h"
+#include "core/variant.h"
+#include "core/worker_type.h"
+#include "policy/instance_state.h"
+
+namespace maitre::control {
+
+// One variant of a model that may be loaded on one worker type, with its
+// profile there.
+struct VariantOption {
+  std::string variant;  // VariantKey::variant
+  std::string worker_type;
+  double accuracy = 0;
+  const Profile* profile = nullptr;  // owned by the world; outlives the round
+  double cores_per_replica = 1;
+};
+
+// A model the cluster may serve: its app's objectives and its loadable
+// variants on every worker type.
+struct ModelOption {
+  std::string name;
+  std::string app;
+  double slo_ms = 0;                   // the objective its instances are judged at
+  std::optional<double> min_accuracy;  // the app's default floor, if it has one
+  std::vector<VariantOption> variants;
+  const VariantOption* Find(const std::string& variant, const std::string& worker_type) const;
+};
+
+// One instance (a variant's replicas on one worker).
+struct ObservedInstance {
+  VariantKey key;
+  int ready = 0;    // replicas serving
+  int loading = 0;  // replicas being loaded
+  // Replicas that still hold cores and memory but take no queries (being
+  // unloaded, or retiring after their batch).
+  int winding_down = 0;
+  // False once the instance is being unloaded (or failed): its last
+  // arrivals are going elsewhere now.
+  bool takes_queries = true;
+  policy::InstanceState state = policy::InstanceState::kInactive;
+  // Figures from the worker's last report.
+  double arrival_qps = 0;
+  double served_qps = 0;
+  int queue_length = 0;
+  double mean_batch = 0;
+  double compute_p50_ms = 0;
+  // When a load that made or grew it last finished: its age.
+  Nanos ready_since = 0;
+};
+
+struct ObservedWorker {
+  std::string id;
+  std::string type;
+  // Asked for but not serving yet: counts as capacity on the way.
+  bool starting = false;
+  double cpu_utilisation = 0;  // 0..1, the last report's
+  double memory_used_mb = 0;
+  // Since when it has neither received, served nor held a query; unset
+  // while it is busy.
+  std::optional<Nanos> idle_since;
+  std::vector<ObservedInstance> instances;
+};
+
+struct Observation {
+  Nanos now = 0;
+  std::vector<WorkerType> types;
+  std::vector<ModelOption> models;
+  std::vector<ObservedWorker> workers;
+  // Rows turned away before reaching any worker, by app, since the last
+  // model round (the allocator divides by the time since then).
+  std::map<std::string, int64_t> refused_rows;
+
+  const ModelOption* FindModel(const std::string& name) const;
+  const WorkerType* FindType(const std::string& name) const;
+};
+
+}  // namespace maitre::control
