@@ -100,6 +100,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   serve_cmd->add_option("--serving-allowance-ms", serve.serving_allowance_ms,
                         "Added to a latency objective to make the deadline (network hops)")
       ->capture_default_str();
+  serve_cmd->add_option("--router", serve.router,
+                        "What chooses each query's instance: infaas (the selection policy)")
+      ->capture_default_str();
   serve_cmd->add_option("--allocator", serve.allocator,
                         "What plans loads and workers: infaas (see docs/policies.md)")
       ->capture_default_str();

@@ -1,27 +1,22 @@
 #include "control/allocator.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "control/infaas_allocator.h"
+#include "control/named_factories.h"
 
 namespace maitre::control {
 namespace {
 
-struct AllocatorTable {
-  absl::Mutex mu;
-  std::map<std::string, AllocatorFactory> factories ABSL_GUARDED_BY(mu);
-};
-
-AllocatorTable& Table() {
-  static AllocatorTable* table = [] {
-    auto* t = new AllocatorTable;
-    t->factories["infaas"] =
-        [](const AllocatorOptions& options) -> absl::StatusOr<std::unique_ptr<Allocator>> {
-      auto made = InfaasAllocator::Create(options);
-      if (!made.ok()) return made.status();
-      return std::unique_ptr<Allocator>(*std::move(made));
-    };
+NamedFactories<Allocator, AllocatorOptions>& Table() {
+  static auto* table = [] {
+    auto* t = new NamedFactories<Allocator, AllocatorOptions>("allocator");
+    absl::Status added = t->Add(
+        "infaas", [](const AllocatorOptions& options) -> absl::StatusOr<std::unique_ptr<Allocator>> {
+          auto made = InfaasAllocator::Create(options);
+          if (!made.ok()) return made.status();
+          return std::unique_ptr<Allocator>(*std::move(made));
+        });
+    (void)added;  // the table is empty here
     return t;
   }();
   return *table;
@@ -50,36 +45,14 @@ absl::StatusOr<ModelScaling> ParseModelScaling(absl::string_view name) {
 }
 
 absl::Status AddAllocator(const std::string& name, AllocatorFactory factory) {
-  AllocatorTable& table = Table();
-  absl::MutexLock lock(&table.mu);
-  if (!table.factories.emplace(name, std::move(factory)).second) {
-    return absl::AlreadyExistsError(absl::StrCat("an allocator named \"", name, "\" exists"));
-  }
-  return absl::OkStatus();
+  return Table().Add(name, std::move(factory));
 }
 
 absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& name,
                                                            const AllocatorOptions& options) {
-  AllocatorFactory factory;
-  {
-    AllocatorTable& table = Table();
-    absl::MutexLock lock(&table.mu);
-    auto it = table.factories.find(name);
-    if (it != table.factories.end()) factory = it->second;
-  }
-  if (!factory) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown allocator \"", name, "\"; known: ",
-                                                   absl::StrJoin(AllocatorNames(), ", ")));
-  }
-  return factory(options);
+  return Table().Create(name, options);
 }
 
-std::vector<std::string> AllocatorNames() {
-  AllocatorTable& table = Table();
-  absl::MutexLock lock(&table.mu);
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : table.factories) names.push_back(name);
-  return names;
-}
+std::vector<std::string> AllocatorNames() { return Table().Names(); }
 
 }  // namespace maitre::control

@@ -1,8 +1,8 @@
-// Spreading refused demand (docs/policies.md, "Refused demand"): queries
-// turned away before reaching any worker are demand the autoscalers must
-// see, so each app's refused rate is added to the offered load of the
-// instances serving the app, in proportion to the queries each was sent
-// (evenly among them when none was sent any).
+// Spreading refused demand (docs/policies.md, "How the control plane drives
+// them"): queries turned away before reaching any worker are demand the
+// autoscalers must see, so each app's refused rate is added to the offered
+// load of the instances serving the app, in proportion to the queries each
+// was sent (evenly among them when none was sent any).
 #pragma once
 
 #include <cstddef>

@@ -37,7 +37,8 @@ absl::string_view InstancePhaseName(InstancePhase phase) {
   return "failed";
 }
 
-Cluster::Cluster(Options options) : options_(std::move(options)) {
+Cluster::Cluster(Options options) : options_(std::move(options)), router_(options_.router) {
+  if (router_ == nullptr) router_ = *control::CreateQueryRouter("infaas", {});
   // Until the catalog is known, the index knows the worker types only, so
   // workers can join the live view.
   policy::SelectionCatalogue types_only;
@@ -67,6 +68,7 @@ absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
   w.view.pid = pid;
   w.view.launch_token = launch_token;
   w.view.registered_at = w.view.last_report = options_.clock->Now();
+  w.view.idle_since = w.view.registered_at;
   w.api = std::move(api);
   LiveAddWorkerLocked(w);
   spdlog::info("worker {} joined: {} at {} (pid {})", id, type, address, pid);
@@ -78,7 +80,7 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
   auto it = workers_.find(report.worker_id);
   if (it == workers_.end()) return false;
   Worker& w = it->second;
-  w.view.previous_report = w.view.last_report;
+  const Nanos previous_report = w.view.last_report;
   w.view.last_report = options_.clock->Now();
   w.view.cpu_utilisation = report.cpu_utilisation;
   w.view.memory_mb = report.memory_mb;
@@ -92,6 +94,16 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
       inst->second.phase_since = w.view.last_report;
     }
     inst->second.stats = stats;
+  }
+  bool busy = false;
+  for (const auto& [key, inst] : w.instances) {
+    busy |= inst.outstanding > 0 || inst.stats.served_qps > 0 || inst.stats.arrival_qps > 0 ||
+            inst.stats.queue_length > 0;
+  }
+  if (busy) {
+    w.view.idle_since.reset();
+  } else if (!w.view.idle_since.has_value()) {
+    w.view.idle_since = previous_report;  // the report covers the time since
   }
   LiveApplyReportLocked(w);
   return true;

@@ -18,6 +18,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "control/query_router.h"
 #include "controller/worker_api.h"
 #include "core/clock.h"
 #include "core/variant.h"
@@ -70,8 +71,10 @@ struct WorkerView {
   std::string launch_token;
   Nanos registered_at = 0;
   Nanos last_report = 0;
-  // The report before it: the figures of the last one cover the time since.
-  Nanos previous_report = 0;
+  // Since when its reports have shown nothing received, served or queued
+  // (from the start of the first interval that was so) and this controller
+  // had nothing in flight there; unset while it is busy.
+  std::optional<Nanos> idle_since;
   double cpu_utilisation = 0;
   double memory_mb = 0;
   std::vector<InstanceView> instances;
@@ -128,6 +131,9 @@ class Cluster {
     const Clock* clock = SteadyClock::Get();
     // A worker that has not reported for this long is considered lost.
     Nanos silence_limit = 3 * kSecond;
+    // What chooses each query's instance from the live view (null: the
+    // selection policy, "infaas").
+    std::shared_ptr<const control::QueryRouter> router;
     // How a WorkerApi is made for a worker's address.
     std::function<std::unique_ptr<WorkerApi>(const std::string& address)> connect =
         NewGrpcWorkerApi;
@@ -230,6 +236,7 @@ class Cluster {
                      absl::string_view reason);
 
   const Options options_;
+  std::shared_ptr<const control::QueryRouter> router_;
   mutable absl::Mutex mu_;
   std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
   std::map<VariantKey, std::pair<Nanos, std::string>> load_failures_ ABSL_GUARDED_BY(mu_);

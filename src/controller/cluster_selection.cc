@@ -140,7 +140,7 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
     result.decision.outcome = policy::SelectionOutcome::kUnsatisfiable;
     return result;
   }
-  result.decision = policy::Select(*index_, live_, request);
+  result.decision = router_->Route(*index_, live_, request);
   const policy::SelectionDecision& d = result.decision;
   if (d.serving != policy::kNoId) {
     result.variant = index_->variant(index_->option(d.serving).variant).key;

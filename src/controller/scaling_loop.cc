@@ -148,17 +148,14 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
   }
   absl::MutexLock lock(&mu_);
   std::map<std::pair<std::string, VariantKey>, Nanos> ready_since;
-  std::set<std::string> present;
   for (const WorkerView& w : options_.cluster->Snapshot()) {
     control::ObservedWorker ow;
     ow.id = w.id;
     ow.type = w.type.name;
     ow.cpu_utilisation = w.cpu_utilisation;
     ow.memory_used_mb = w.memory_mb;
-    bool busy = false;
+    ow.idle_since = w.idle_since;
     for (const InstanceView& inst : w.instances) {
-      busy |= inst.stats.served_qps > 0 || inst.stats.arrival_qps > 0 ||
-              inst.stats.queue_length > 0 || inst.outstanding > 0;
       control::ObservedInstance oi;
       oi.key = inst.key;
       const HeldReplicas held = HeldBy(inst);
@@ -181,21 +178,9 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
       }
       ow.instances.push_back(std::move(oi));
     }
-    if (busy) {
-      idle_since_.erase(w.id);
-    } else {
-      // Its last report found nothing done over the time it covers.
-      const Nanos from = w.previous_report > 0 ? w.previous_report : w.registered_at;
-      ow.idle_since = idle_since_.emplace(w.id, from).first->second;
-    }
-    present.insert(w.id);
     o.workers.push_back(std::move(ow));
   }
-  // Workers and instances gone are forgotten.
-  ready_since_ = std::move(ready_since);
-  for (auto it = idle_since_.begin(); it != idle_since_.end();) {
-    it = present.count(it->first) > 0 ? std::next(it) : idle_since_.erase(it);
-  }
+  ready_since_ = std::move(ready_since);  // instances gone are forgotten
   if (options_.provider != nullptr) {
     for (const auto& [type, n] : options_.provider->Starting()) {
       for (int i = 0; i < n; ++i) {

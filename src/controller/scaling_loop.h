@@ -71,8 +71,6 @@ class ScalingLoop {
   std::unique_ptr<Sink> sink_;
 
   absl::Mutex mu_;  // Observe's bookkeeping
-  // Since when each worker has had nothing to do.
-  std::map<std::string, Nanos> idle_since_ ABSL_GUARDED_BY(mu_);
   // When a load that made or grew each instance last finished. (A shrink
   // reloads the instance on its worker, which restarts its phase, but does
   // not make it young.)

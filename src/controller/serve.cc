@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "control/query_router.h"
 #include "controller/catalog.h"
 #include "controller/cluster.h"
 #include "controller/dispatcher.h"
@@ -96,7 +97,7 @@ class Controller {
     MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(options.workers, types));
 
     MAITRE_RETURN_IF_ERROR(OpenStores(data_dir));
-    MAITRE_RETURN_IF_ERROR(LoadCatalog(types));
+    MAITRE_RETURN_IF_ERROR(LoadCatalog(options, types));
     MAITRE_RETURN_IF_ERROR(BuildServingPath(options));
     MAITRE_RETURN_IF_ERROR(BuildModelLifecycleAndJobs(options, data_dir));
     MAITRE_ASSIGN_OR_RETURN(std::string grpc_host, StartGrpc(options));
@@ -144,9 +145,11 @@ class Controller {
 
   // The live cluster, and the catalog read from the registry; every catalog
   // change rebuilds the selection index (off the data path).
-  absl::Status LoadCatalog(const WorkerTypeTable& types) {
+  absl::Status LoadCatalog(const ServeOptions& options, const WorkerTypeTable& types) {
     Cluster::Options cluster_options;
     cluster_options.types = types;
+    MAITRE_ASSIGN_OR_RETURN(cluster_options.router,
+                            control::CreateQueryRouter(options.router, {}));
     cluster_ = std::make_unique<Cluster>(cluster_options);
     catalog_.OnReload([this, types](const std::shared_ptr<const CatalogSnapshot>& snapshot) {
       auto previous = cluster_->selection_index();

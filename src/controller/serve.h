@@ -41,6 +41,9 @@ struct ServeOptions {
   // Added to a query's latency objective to make its deadline: the time the
   // front-end and network hops take, which profiles do not measure.
   double serving_allowance_ms = 2;
+  // What chooses each query's instance (control/query_router.h): "infaas"
+  // (the selection policy) is built in.
+  std::string router = "infaas";
   // The allocator that owns what is loaded where and how many workers run
   // (control/allocator.h): "infaas" is built in.
   std::string allocator = "infaas";

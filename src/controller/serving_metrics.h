@@ -38,7 +38,7 @@ class ServingMetrics {
   // less when it was refused before the deadline: it could not make it).
   void RecordExpiry(Nanos lateness);
 
-  // One action of an autoscaler ("replicate", "upgrade", "add_worker", ...).
+  // One decision of the allocator ("replicate", "upgrade", "add-worker", ...).
   void RecordAutoscalerAction(absl::string_view action);
 
   metrics::Registry& registry() { return *registry_; }

@@ -253,6 +253,35 @@ TEST(ClusterTest, RemovesAnIdleWorkerAndStopsBillingIt) {
   EXPECT_EQ(sim->control_counters().workers_removed, 1);
 }
 
+TEST(ClusterTest, ALostWorkerTakesWhatItHeldAndIsNoLongerBilled) {
+  // 100 qps on the one "slow" instance, on worker small-0 of two, which dies
+  // at 10 s: what it had queued or running is dropped then, and since
+  // selection may not load (and no autoscaler runs), everything after is
+  // refused; the survivor is billed to the end.
+  Params p;
+  p.workers = 2;
+  p.duration = 20;
+  Experiment e = Load(p);
+  e.setup.worker_losses.push_back({"small-0", 10 * kSecond});
+  auto built = BuildSimulator(e);
+  ASSERT_TRUE(built.ok()) << built.status();
+  Simulator& sim = **built;
+  ASSERT_TRUE(sim.RunUntil(10 * kSecond + kMillisecond).ok());
+  ASSERT_TRUE(sim.CheckLiveState().ok()) << sim.CheckLiveState();
+  ASSERT_TRUE(sim.Run().ok());
+  ExpectEveryQueryResolved(sim);
+  const Counters& c = sim.metrics().total;
+  EXPECT_GT(c.rejected, c.arrived / 3);  // all of the last 10 s
+  EXPECT_GT(c.on_time, c.arrived / 4);   // "slow" serves 64 qps in time
+  auto workers = sim.Workers();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_TRUE(workers[0].removed);
+  EXPECT_EQ(workers[0].paid_until, 10 * kSecond);
+  EXPECT_FALSE(workers[1].removed);
+  EXPECT_EQ(sim.control_counters().workers_lost, 1);
+  for (const auto& inst : sim.Instances()) EXPECT_FALSE(inst.alive);
+}
+
 TEST(ClusterTest, StaticSelectionNeverLoads) {
   // selection without loads (the static baseline): 300 qps overload the one
   // "slow" instance, yet nothing is loaded; the excess is refused.

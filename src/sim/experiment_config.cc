@@ -499,7 +499,7 @@ class Parser {
   absl::Status ParseSimulation(const YAML::Node& n) {
     const std::string path = "simulation";
     if (!Present(n)) return absl::OkStatus();
-    MAITRE_RETURN_IF_ERROR(CheckMap(n, path, {"service_noise", "seed"}));
+    MAITRE_RETURN_IF_ERROR(CheckMap(n, path, {"service_noise", "seed", "worker_losses"}));
     std::string noise = "none";
     MAITRE_RETURN_IF_ERROR(ReadString(n, path, "service_noise", &noise));
     if (noise != "none" && noise != "lognormal") {
@@ -509,6 +509,19 @@ class Parser {
     int64_t seed = static_cast<int64_t>(exp_.setup.seed);
     MAITRE_RETURN_IF_ERROR(ReadInt(n, path, "seed", &seed));
     exp_.setup.seed = static_cast<uint64_t>(seed);
+    if (YAML::Node losses = n["worker_losses"]; Present(losses)) {
+      const std::string lp = Key(path, "worker_losses");
+      if (!losses.IsSequence()) return Bad(lp, "expected a list of {worker, at_s}");
+      for (size_t i = 0; i < losses.size(); ++i) {
+        const std::string ip = Item(lp, i);
+        MAITRE_RETURN_IF_ERROR(CheckMap(losses[i], ip, {"worker", "at_s"}));
+        WorkerLoss loss;
+        MAITRE_RETURN_IF_ERROR(ReadString(losses[i], ip, "worker", &loss.worker, true));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(losses[i], ip, "at_s", &loss.at, true));
+        if (loss.at < 0) return Bad(Key(ip, "at_s"), "must be >= 0");
+        exp_.setup.worker_losses.push_back(std::move(loss));
+      }
+    }
     return absl::OkStatus();
   }
 

@@ -40,7 +40,10 @@
 //       # aimd_decrease, aimd_signal: deadline-miss | batch-latency,
 //       # plan_with: p99 | p50, demand_headroom (proteus; 0 = off)
 //     routing: least-queued    # or selection: a managed cluster, which also takes
-//     selection: {loads: true, allow_degraded: true, use_loading_instances: true}
+//     selection: {router: infaas, loads: true, allow_degraded: true,
+//                 use_loading_instances: true}
+//     allocator: infaas       # a name from control/allocator.h, or {name,
+//       # min_instance_age_s, observed_capacity_memory_s} (the infaas one's)
 //     model_autoscaler: infaas # | horizontal | off, or {name, slack,
 //       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
 //       # min_consolidation_wait_s, min_replicas_per_model,
@@ -51,6 +54,7 @@
 //     report_interval_s: 1     # worker reports and instance states
 //   simulation:
 //     service_noise: lognormal # or none
+//     worker_losses: [{worker: small-0, at_s: 50}]  # workers that die then
 //
 // Thread-safety: pure functions (they read files named by the YAML).
 #pragma once

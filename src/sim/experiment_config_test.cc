@@ -189,7 +189,8 @@ trace:
 policies:
   batching: nexus
   routing: selection
-  selection: {loads: true, allow_degraded: false}
+  selection: {router: infaas, loads: true, allow_degraded: false}
+  allocator: {name: infaas, min_instance_age_s: 10, observed_capacity_memory_s: 5}
   model_autoscaler: {name: horizontal, lambda_per_s: 0.2, min_scale_down_wait_s: 5,
                      min_consolidation_wait_s: 45, interval_s: 2}
   cluster_autoscaler: {name: on, idle_cooldown_s: 30, min_workers: 2, interval_s: 4}
@@ -213,6 +214,10 @@ TEST(ExperimentConfigManagedTest, ParsesTheControlPlane) {
   const ControlSetup& c = s.control;
   EXPECT_TRUE(c.selection_loads);
   EXPECT_FALSE(c.selection.allow_degraded);
+  EXPECT_EQ(c.router, "infaas");
+  EXPECT_EQ(c.allocator, "infaas");
+  EXPECT_EQ(c.min_instance_age, 10 * kSecond);
+  EXPECT_EQ(c.observed_capacity_memory, 5 * kSecond);
   EXPECT_EQ(c.model_autoscaling, ModelAutoscaling::kHorizontal);
   EXPECT_EQ(c.model_autoscaler.lambda_per_s, 0.2);
   EXPECT_EQ(c.model_autoscaler.min_scale_down_wait, 5 * kSecond);
@@ -242,12 +247,18 @@ TEST(ExperimentConfigManagedTest, ErrorsNameTheKey) {
        "cluster.replica_cores[0]"},
       {with("models: [cnn]", "models: [rnn]"), "apps[0].models[0]"},
       {with("loads: true", "loads: maybe"), "policies.selection.loads"},
+      {with("router: infaas", "router: nope"), "policies.selection.router"},
+      {with("{name: infaas, min_instance_age_s", "{name: nope, min_instance_age_s"),
+       "policies.allocator"},
+      {with("min_instance_age_s: 10", "min_instance_age_s: -1"),
+       "policies.allocator.min_instance_age_s"},
       {with("launch_s: 40", "launch_s: -1"), "cluster.worker_types[0]"},
       {with("report_interval_s: 0.5", "report_interval_s: 0"), "policies.report_interval_s"},
       {with("min_workers: 2", "min_workers: -2"), "policies.cluster_autoscaler.min_workers"},
   };
   // Without the selection key, an autoscaler still needs routing: selection.
-  std::string text = with("  selection: {loads: true, allow_degraded: false}\n", "");
+  std::string text = with("  selection: {router: infaas, loads: true, allow_degraded: false}\n", "");
+  text = text.replace(text.find("  allocator: {"), text.find("  model_autoscaler:") - text.find("  allocator: {"), "");
   text.replace(text.find("routing: selection"), 18, "routing: least-queued");
   cases.push_back({text, "policies.model_autoscaler"});
   // A static cluster serves an app only through instances it lists.

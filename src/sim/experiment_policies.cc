@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "control/allocator.h"
+#include "control/query_router.h"
 #include "core/status_macros.h"
 #include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_model.h"
@@ -240,7 +241,13 @@ absl::Status ParseControl(const YAML::Node& n, SimulationSetup& setup) {
     const std::string sp = Key(path, "selection");
     if (!selection) return Bad(sp, "needs routing: selection");
     MAITRE_RETURN_IF_ERROR(
-        CheckMap(sel, sp, {"loads", "allow_degraded", "use_loading_instances"}));
+        CheckMap(sel, sp, {"router", "loads", "allow_degraded", "use_loading_instances"}));
+    MAITRE_RETURN_IF_ERROR(ReadString(sel, sp, "router", &c.router));
+    const std::vector<std::string> routers = control::QueryRouterNames();
+    if (std::find(routers.begin(), routers.end(), c.router) == routers.end()) {
+      return Bad(Key(sp, "router"), absl::StrCat("unknown query router \"", c.router,
+                                                 "\"; known: ", absl::StrJoin(routers, ", ")));
+    }
     MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "loads", &c.selection_loads));
     MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "allow_degraded", &c.selection.allow_degraded));
     MAITRE_RETURN_IF_ERROR(

@@ -171,6 +171,7 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
                     {"vacated", c.vacated},
                     {"workers_added", c.workers_added},
                     {"workers_removed", c.workers_removed},
+                    {"workers_lost", c.workers_lost},
                     {"state_changes", c.state_changes}};
   }
   return j.dump(2) + "\n";

@@ -62,7 +62,9 @@ absl::StatusOr<std::unique_ptr<SelectionRouter>> SelectionRouter::Create(
   }
   auto router = std::unique_ptr<SelectionRouter>(new SelectionRouter());
   router->index_ = *std::move(index);
-  router->options_ = setup.control.selection;
+  auto query_router = control::CreateQueryRouter(setup.control.router, setup.control.selection);
+  if (!query_router.ok()) return query_router.status();
+  router->router_ = *std::move(query_router);
   for (const SimApp& app : setup.apps) router->app_ids_.push_back(router->index_.FindApp(app.name));
   for (const SimWorkerType& t : setup.worker_types) {
     router->type_ids_.push_back(router->index_.FindType(t.type.name));
@@ -86,7 +88,7 @@ SelectionRouter::Route SelectionRouter::Decide(const RouteRequest& query) {
   if (query.min_accuracy > 0) request.requirements.min_accuracy = query.min_accuracy;
   request.now = query.arrival;
   request.deadline = query.deadline;
-  policy::SelectionDecision d = policy::Select(index_, live_, request, options_);
+  policy::SelectionDecision d = router_->Route(index_, live_, request);
 
   Route route;
   route.outcome = d.outcome;

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "control/query_router.h"
 #include "policy/instance_state.h"
 #include "policy/selection.h"
 #include "policy/selection_index.h"
@@ -82,7 +83,7 @@ class SelectionRouter {
 
   policy::SelectionIndex index_;
   policy::LiveState live_;
-  policy::SelectionOptions options_;
+  std::unique_ptr<const control::QueryRouter> router_;
   std::vector<int32_t> app_ids_;        // simulator app → AppId
   std::vector<int32_t> type_ids_;       // simulator worker type → WorkerTypeId
   std::vector<int32_t> variant_ids_;    // simulator variant → VariantId (kNoId: not in any app)

@@ -55,7 +55,12 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   sim->events_.Reserve(64 + 4 * s.instances.size());
 
   if (auto status = sim->StartInitialCluster(); !status.ok()) return status;
-  if (sim->managed()) sim->events_.Push(s.control.report_interval, kControl, 0);
+  if (sim->managed()) {
+    sim->events_.Push(s.control.report_interval, kControl, 0);
+    for (size_t l = 0; l < s.worker_losses.size(); ++l) {
+      sim->events_.Push(s.worker_losses[l].at, kWorkerLost, static_cast<uint32_t>(l));
+    }
+  }
   sim->events_.Push(s.control.report_interval, kDemand, 0);
   sim->FetchArrival();
   return sim;
@@ -268,6 +273,9 @@ absl::Status Simulator::RunUntil(Nanos until) {
         case kDemand:
           OnDemand();
           break;
+        case kWorkerLost:
+          OnWorkerLost(static_cast<int32_t>(e.target));
+          break;
       }
     }
     ++events_processed_;
@@ -457,6 +465,7 @@ Nanos Simulator::ServiceTime(Instance& inst, int32_t rows) {
 
 void Simulator::OnBatchDone(int32_t r) {
   Replica& rep = replicas_[r];
+  if (rep.gone) return;  // lost with its worker
   const int32_t i = rep.instance;
   Instance& inst = instances_[i];
   const double accuracy = setup_.variants[inst.variant].accuracy;

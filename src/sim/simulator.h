@@ -25,12 +25,14 @@
 //    the selection policy routes every query and asks for loads
 //    (sim/selection_router.h keeps its LiveState as the controller does);
 //    every `report_interval` each worker reports and each instance's state
-//    moves by policy::NextInstanceState; the model autoscaler runs per
-//    worker every `model_interval`; the cluster autoscaler every
-//    `cluster_interval` adds workers (serving after their type's launch
-//    delay) and removes idle ones. Loads take the profile's load_ms. Each
+//    moves by policy::NextInstanceState; the allocator the controller runs
+//    (control/allocator.h) decides loads every `model_interval` and workers
+//    every `cluster_interval` (added workers serve after their type's launch
+//    delay). Loads take the profile's load_ms. Each
 //    worker is billed its type's price from the moment it is asked for until
-//    it is removed. The mechanism is in simulator_control.cc.
+//    it is removed. The mechanism is in simulator_control.cc; what the
+//    allocator sees and how its decisions are carried out, in
+//    simulator_observe.cc.
 //
 // Events are ordered by (time in ns, sequence number); the simulator is an
 // object with its own seeded random streams and no globals, so several can
@@ -117,6 +119,8 @@ inline absl::string_view ModelAutoscalingName(ModelAutoscaling m) {
 // The control plane of a managed cluster (routing "selection").
 struct ControlSetup {
   policy::SelectionOptions selection;
+  // What chooses each query's instance (control/query_router.h).
+  std::string router = "infaas";
   // Whether the selection policy may load variants. Off (the static
   // baseline): workers report no room, so it never plans a load.
   bool selection_loads = true;
@@ -136,6 +140,14 @@ struct ControlSetup {
   Nanos cluster_interval = 2 * kSecond;
 };
 
+// A worker that dies at `at` (named as the simulator names workers,
+// "<type>-<n>" in the order they were asked for): its instances, and the
+// queries queued or running on them, are lost at once.
+struct WorkerLoss {
+  std::string worker;
+  Nanos at = 0;
+};
+
 struct SimulationSetup {
   std::vector<SimWorkerType> worker_types;
   std::vector<SimVariant> variants;
@@ -150,6 +162,7 @@ struct SimulationSetup {
   std::string routing = "least-queued";  // or "selection": a managed cluster
   ControlSetup control;
   bool service_noise = false;
+  std::vector<WorkerLoss> worker_losses;  // managed clusters
   uint64_t seed = 1;
   // The trace's length: reports cover at least this much time, and workers
   // are billed up to it.
@@ -167,6 +180,7 @@ struct ControlCounters {
   int64_t model_actions[6] = {0, 0, 0, 0, 0, 0};  // by ModelScaleAction::Kind
   int64_t workers_added = 0;
   int64_t workers_removed = 0;
+  int64_t workers_lost = 0;
   int64_t state_changes = 0;
 };
 
@@ -249,6 +263,7 @@ class Simulator {
     kWorkerUp,
     kControl,
     kDemand,
+    kWorkerLost,
   };
 
   struct Tag {
@@ -359,12 +374,14 @@ class Simulator {
   void AssignVariantApps();
   absl::Status StartInitialCluster();
 
-  // Control plane (simulator_control.cc).
+  // The simulated control-plane mechanism (simulator_control.cc).
   absl::Status SetUpControl();
   int32_t Route(const RouteRequest& request);
   int32_t StartWorker(int32_t type, Nanos ready_at);
   void OnWorkerUp(int32_t w);
   void RemoveWorker(int32_t w);
+  // setup_.worker_losses[loss] happens: the worker dies with what it holds.
+  void OnWorkerLost(int32_t loss);
   // Loads `count` replicas of `variant` on worker `w` (making the instance
   // if needed); returns the instance, or -1 when the variant has no app.
   int32_t StartLoad(int32_t w, int32_t variant, int32_t count, int32_t transition);

@@ -155,6 +155,51 @@ void Simulator::RemoveWorker(int32_t w) {
   selection_->RemoveWorker(w);
 }
 
+void Simulator::OnWorkerLost(int32_t loss) {
+  const int32_t w = WorkerById(setup_.worker_losses[loss].worker);
+  if (w < 0) {
+    Log(absl::StrCat(setup_.worker_losses[loss].worker, " cannot be lost: no such worker"));
+    return;
+  }
+  Worker& worker = workers_[w];
+  Log(absl::StrCat(worker.id, " lost"));
+  ++control_.workers_lost;
+  worker.removed = true;
+  worker.paid_until = now_;
+  RecordShape(-1, worker.type, -1);
+  Counters& second = Second(now_);
+  metrics_.end_time = now_;
+  for (int32_t i : std::vector<int32_t>(worker.instances)) {
+    Instance& inst = instances_[i];
+    CancelLoads(i);
+    // What was queued or running there is lost with it.
+    DropPrefix(i, static_cast<int32_t>(inst.queue.size() - inst.head));
+    for (int32_t r : inst.replicas) {
+      Replica& rep = replicas_[r];
+      if (rep.busy) {
+        const int32_t n = static_cast<int32_t>(rep.batch.size());
+        for (const InFlight& q : rep.batch) {
+          ++metrics_.total.dropped;
+          ++metrics_.per_app[q.tag.app].dropped;
+          ++second.dropped;
+        }
+        in_system_ -= n;
+        selection_->AddWaiting(i, -n);
+      }
+      if (rep.ready && !rep.retiring) RecordShape(inst.variant, -1, -1);
+      rep.gone = true;
+    }
+    inst.replicas.clear();
+    inst.ready = inst.idle = inst.loading = inst.running_rows = 0;
+    views_[i].running_rows = 0;
+    if (!inst.draining) selection_->RemoveInstance(i);
+    inst.draining = true;
+    inst.alive = false;
+  }
+  worker.instances.clear();
+  selection_->RemoveWorker(w);
+}
+
 double Simulator::UsedCores(const Worker& w) const {
   double cores = 0;
   for (int32_t i : w.instances) {
