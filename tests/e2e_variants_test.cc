@@ -177,7 +177,7 @@ TEST_F(VariantsTest, EveryModelHasProfiledVariantsOnEveryType) {
       "model,variant,worker_type,batch,latency_p50_ms,latency_p99_ms,load_ms,memory_mb,accuracy"));
 }
 
-// Profiles are measured in three to six sweeps (controller/profile_sweeps.h),
+// Profiles are measured in three to six sweeps (controller/models/profile_sweeps.h),
 // spaced out, each kept at its fastest, and say when they are final. The
 // schedule itself is unit-tested on a manual clock; this is the real thing,
 // on the smallest model, with the sweeps a second apart.

@@ -14,24 +14,24 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "control/query_router.h"
-#include "controller/catalog.h"
-#include "controller/cluster.h"
-#include "controller/dispatcher.h"
-#include "controller/grpc_frontend.h"
-#include "controller/http_frontend.h"
+#include "controller/models/catalog.h"
+#include "controller/dataplane/cluster.h"
+#include "controller/dataplane/dispatcher.h"
+#include "controller/frontend/grpc_frontend.h"
+#include "controller/frontend/http_frontend.h"
 #include "controller/jobs/job_http.h"
 #include "controller/jobs/job_runner.h"
-#include "controller/local_provider.h"
-#include "controller/placer.h"
-#include "controller/registrar.h"
+#include "controller/provision/local_provider.h"
+#include "controller/dataplane/placer.h"
+#include "controller/models/registrar.h"
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
-#include "controller/registry_service.h"
-#include "controller/scaling_loop.h"
-#include "controller/selection_catalogue.h"
+#include "controller/provision/membership_service.h"
+#include "controller/scaling/scaling_loop.h"
+#include "controller/dataplane/selection_catalogue.h"
 #include "controller/serving_metrics.h"
 #include "core/stop_signal.h"
-#include "controller/variant_pipeline.h"
+#include "controller/models/variant_pipeline.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
 #include "core/work_queue.h"
@@ -169,7 +169,7 @@ class Controller {
   absl::Status BuildServingPath(const ServeOptions& options) {
     // Two control threads: a long validation must not hold up every load.
     control_ = std::make_unique<WorkQueue>(2);
-    MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metrics_registry_, cluster_.get()));
+    MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metric_set_, cluster_.get()));
     placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), control_.get()});
     Dispatcher::Options dispatcher_options;
     dispatcher_options.catalog = &catalog_;
@@ -223,16 +223,16 @@ class Controller {
   // gRPC: the public inference service and the workers' registry service.
   // Returns the host part of the listen address (the port is grpc_port_).
   absl::StatusOr<std::string> StartGrpc(const ServeOptions& options) {
-    RegistryService::Options registry_options;
-    registry_options.cluster = cluster_.get();
-    registry_options.blobs = blobs_.get();
-    registry_options.report_interval = kReportInterval;
-    registry_options.batching_policy = options.batching;
-    registry_options.on_join = [this](const std::string& id, const std::string& token) {
+    MembershipService::Options membership_options;
+    membership_options.cluster = cluster_.get();
+    membership_options.blobs = blobs_.get();
+    membership_options.report_interval = kReportInterval;
+    membership_options.batching_policy = options.batching;
+    membership_options.on_join = [this](const std::string& id, const std::string& token) {
       if (provider_ != nullptr && !token.empty()) provider_->OnJoin(id, token);
       pipeline_->Kick();  // a new worker type may unblock profiling
     };
-    registry_service_ = std::make_unique<RegistryService>(registry_options);
+    membership_service_ = std::make_unique<MembershipService>(membership_options);
     GrpcFrontend::Options grpc_frontend;
     grpc_frontend.catalog = &catalog_;
     grpc_frontend.cluster = cluster_.get();
@@ -244,7 +244,7 @@ class Controller {
     builder.AddListeningPort(options.grpc, grpc::InsecureServerCredentials(), &grpc_port_);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_body_bytes));
     builder.SetMaxSendMessageSize(-1);
-    builder.RegisterService(registry_service_.get());
+    builder.RegisterService(membership_service_.get());
     builder.RegisterService(grpc_frontend_.get());
     grpc_server_ = builder.BuildAndStart();
     if (grpc_server_ == nullptr || grpc_port_ == 0) {
@@ -365,7 +365,7 @@ class Controller {
   Catalog catalog_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<WorkQueue> control_;
-  metrics::Registry metrics_registry_;
+  metrics::MetricSet metric_set_;
   std::unique_ptr<ServingMetrics> metrics_;
   RefusedDemand refused_;  // dispatcher counts, scaling loop takes
   std::unique_ptr<Placer> placer_;
@@ -374,7 +374,7 @@ class Controller {
   absl::Mutex measurement_mu_;  // one measurement on the workers at a time
   std::unique_ptr<VariantPipeline> pipeline_;
   std::unique_ptr<Registrar> registrar_;
-  std::unique_ptr<RegistryService> registry_service_;
+  std::unique_ptr<MembershipService> membership_service_;
   std::unique_ptr<GrpcFrontend> grpc_frontend_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int grpc_port_ = 0;

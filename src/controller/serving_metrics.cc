@@ -16,80 +16,80 @@ std::string Reason(const absl::Status& status) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
-    metrics::Registry* registry, const Cluster* cluster) {
+    metrics::MetricSet* metric_set, const Cluster* cluster) {
   std::unique_ptr<ServingMetrics> m(new ServingMetrics());
-  m->registry_ = registry;
+  m->metric_set_ = metric_set;
   m->cluster_ = cluster;
   const std::vector<std::string> mv = {"model", "variant"};
   MAITRE_ASSIGN_OR_RETURN(
       m->requests_,
-      registry->AddCounter({"maitre_inference_requests_total",
+      metric_set->AddCounter({"maitre_inference_requests_total",
                             "Inference requests by model, variant and outcome (ok or the "
                             "failure reason)",
                             {"model", "variant", "status"}}));
   MAITRE_ASSIGN_OR_RETURN(m->queue_seconds_,
-                          registry->AddCounter({"maitre_inference_queue_seconds_total",
+                          metric_set->AddCounter({"maitre_inference_queue_seconds_total",
                                                 "Time served requests waited in worker queues",
                                                 mv}));
   MAITRE_ASSIGN_OR_RETURN(m->compute_seconds_,
-                          registry->AddCounter({"maitre_inference_compute_seconds_total",
+                          metric_set->AddCounter({"maitre_inference_compute_seconds_total",
                                                 "Executor time of the batches served requests "
                                                 "ran in",
                                                 mv}));
   MAITRE_ASSIGN_OR_RETURN(m->total_seconds_,
-                          registry->AddCounter({"maitre_inference_request_seconds_total",
+                          metric_set->AddCounter({"maitre_inference_request_seconds_total",
                                                 "Front-end to reply time of served requests", mv}));
-  MAITRE_ASSIGN_OR_RETURN(m->queue_, registry->AddHistogram({"maitre_inference_queue_seconds",
+  MAITRE_ASSIGN_OR_RETURN(m->queue_, metric_set->AddHistogram({"maitre_inference_queue_seconds",
                                                              "Worker queue wait per request", mv}));
   MAITRE_ASSIGN_OR_RETURN(m->compute_,
-                          registry->AddHistogram({"maitre_inference_compute_seconds",
+                          metric_set->AddHistogram({"maitre_inference_compute_seconds",
                                                   "Executor time per request's batch", mv}));
   MAITRE_ASSIGN_OR_RETURN(m->total_,
-                          registry->AddHistogram({"maitre_inference_request_seconds",
+                          metric_set->AddHistogram({"maitre_inference_request_seconds",
                                                   "Front-end to reply time per request", mv}));
   metrics::HistogramOptions lateness{
       "maitre_deadline_exceeded_lateness_seconds",
       "How long after its deadline each DEADLINE_EXCEEDED answer was sent (0: before it)",
       {},
       {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5}};
-  MAITRE_ASSIGN_OR_RETURN(auto* lateness_family, registry->AddHistogram(lateness));
+  MAITRE_ASSIGN_OR_RETURN(auto* lateness_family, metric_set->AddHistogram(lateness));
   m->expiry_lateness_ = lateness_family->With();
   MAITRE_ASSIGN_OR_RETURN(m->autoscaler_actions_,
-                          registry->AddCounter({"maitre_autoscaler_actions_total",
+                          metric_set->AddCounter({"maitre_autoscaler_actions_total",
                                                 "Scaling actions taken, by kind", {"action"}}));
   MAITRE_ASSIGN_OR_RETURN(m->instances_,
-                          registry->AddCollectedGauge({"maitre_instances",
+                          metric_set->AddCollectedGauge({"maitre_instances",
                                                        "Loaded instances by variant and phase",
                                                        {"model", "variant", "phase"}}));
   MAITRE_ASSIGN_OR_RETURN(m->workers_,
-                          registry->AddCollectedGauge({"maitre_workers",
+                          metric_set->AddCollectedGauge({"maitre_workers",
                                                        "Registered workers by type", {"type"}}));
   MAITRE_ASSIGN_OR_RETURN(
       m->utilisation_,
-      registry->AddCollectedGauge({"maitre_worker_cpu_utilisation_ratio",
+      metric_set->AddCollectedGauge({"maitre_worker_cpu_utilisation_ratio",
                                    "Each worker's CPU use as a fraction of its type's cores",
                                    {"worker", "type"}}));
   MAITRE_ASSIGN_OR_RETURN(m->worker_memory_,
-                          registry->AddCollectedGauge({"maitre_worker_resident_memory_bytes",
+                          metric_set->AddCollectedGauge({"maitre_worker_resident_memory_bytes",
                                                        "Each worker's resident memory",
                                                        {"worker", "type"}}));
   MAITRE_ASSIGN_OR_RETURN(
       m->cost_rate_,
-      registry->AddCollectedGauge({"maitre_cluster_cost_dollars_per_hour",
+      metric_set->AddCollectedGauge({"maitre_cluster_cost_dollars_per_hour",
                                    "What the registered workers cost, from the worker-type "
                                    "price table",
                                    {}}));
   MAITRE_ASSIGN_OR_RETURN(m->instance_queue_,
-                          registry->AddCollectedGauge({"maitre_instance_queue_length",
+                          metric_set->AddCollectedGauge({"maitre_instance_queue_length",
                                                        "Queries waiting at each instance",
                                                        {"model", "variant", "worker"}}));
   MAITRE_ASSIGN_OR_RETURN(
       m->instance_rate_,
-      registry->AddCollectedGauge({"maitre_instance_served_requests_per_second",
+      metric_set->AddCollectedGauge({"maitre_instance_served_requests_per_second",
                                    "Each instance's served rate over its last report",
                                    {"model", "variant", "worker"}}));
   ServingMetrics* self = m.get();
-  m->collector_ = registry->AddCollector([self](metrics::Collector& c) {
+  m->collector_ = metric_set->AddCollector([self](metrics::Collector& c) {
     double cost = 0;
     for (const WorkerView& w : self->cluster_->Snapshot()) {
       cost += w.type.price_per_hour;
@@ -111,7 +111,7 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
 }
 
 ServingMetrics::~ServingMetrics() {
-  if (collector_ != 0) registry_->RemoveCollector(collector_);
+  if (collector_ != 0) metric_set_->RemoveCollector(collector_);
 }
 
 ServingMetrics::Series& ServingMetrics::SeriesFor(const std::string& model,

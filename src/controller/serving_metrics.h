@@ -15,17 +15,17 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "controller/cluster.h"
-#include "controller/infer_codec.h"
-#include "metrics/registry.h"
+#include "controller/dataplane/cluster.h"
+#include "controller/frontend/infer_codec.h"
+#include "metrics/metric_set.h"
 
 namespace maitre::controller {
 
 class ServingMetrics {
  public:
-  // Registers the families in `registry` and a collector that reads
+  // Registers the families in `metric_set` and a collector that reads
   // `cluster` at scrape time. Both must outlive this object.
-  static absl::StatusOr<std::unique_ptr<ServingMetrics>> Create(metrics::Registry* registry,
+  static absl::StatusOr<std::unique_ptr<ServingMetrics>> Create(metrics::MetricSet* metric_set,
                                                                 const Cluster* cluster);
   ~ServingMetrics();
 
@@ -41,7 +41,7 @@ class ServingMetrics {
   // One decision of the allocator ("replicate", "upgrade", "add-worker", ...).
   void RecordAutoscalerAction(absl::string_view action);
 
-  metrics::Registry& registry() { return *registry_; }
+  metrics::MetricSet& metric_set() { return *metric_set_; }
 
  private:
   struct Series {
@@ -52,7 +52,7 @@ class ServingMetrics {
   ServingMetrics() = default;
   Series& SeriesFor(const std::string& model, const std::string& variant);
 
-  metrics::Registry* registry_ = nullptr;
+  metrics::MetricSet* metric_set_ = nullptr;
   const Cluster* cluster_ = nullptr;
   metrics::CounterFamily* requests_ = nullptr;
   metrics::CounterFamily* queue_seconds_ = nullptr;

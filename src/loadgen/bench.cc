@@ -93,11 +93,11 @@ absl::StatusOr<ArrivalsSpec> ParseArrivals(absl::string_view text) {
     return spec;
   }
   if (lower == "poisson") {
-    spec.kind = sim::GeneratorKind::kPoisson;
+    spec.kind = GeneratorKind::kPoisson;
   } else if (lower == "uniform") {
-    spec.kind = sim::GeneratorKind::kUniform;
+    spec.kind = GeneratorKind::kUniform;
   } else if (absl::StartsWith(lower, "gamma")) {
-    spec.kind = sim::GeneratorKind::kGamma;
+    spec.kind = GeneratorKind::kGamma;
     absl::string_view cv = absl::string_view(lower).substr(5);
     if (!absl::ConsumePrefix(&cv, ":") || !absl::SimpleAtod(cv, &spec.cv) ||
         !(spec.cv > 0) || !std::isfinite(spec.cv)) {
@@ -214,30 +214,30 @@ absl::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   RunResult run;
   if (o.rate_qps > 0) {
     MAITRE_ASSIGN_OR_RETURN(ArrivalsSpec spec, ParseArrivals(o.arrivals));
-    std::unique_ptr<sim::ArrivalSource> source;
+    std::unique_ptr<ArrivalSource> source;
     description.open_loop = true;
     description.arrivals = o.arrivals;
     description.rate_qps = o.rate_qps;
     if (!spec.trace_file.empty()) {
       MAITRE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(spec.trace_file));
       // The trace's app column, if any, must name this target.
-      auto parsed = sim::ParseTraceCsv(text, {o.app.empty() ? o.model : o.app});
+      auto parsed = ParseTraceCsv(text, {o.app.empty() ? o.model : o.app});
       if (!parsed.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat(spec.trace_file, ": ", parsed.status().message()));
       }
       int64_t within = 0;
-      for (const sim::Arrival& a : *parsed) within += a.time < duration ? 1 : 0;
+      for (const Arrival& a : *parsed) within += a.time < duration ? 1 : 0;
       description.rate_qps = static_cast<double>(within) / o.duration_s;
-      source = sim::CreateReplay(*std::move(parsed), duration);
+      source = CreateReplay(*std::move(parsed), duration);
     } else {
-      sim::GeneratorSpec g;
+      GeneratorSpec g;
       g.kind = spec.kind;
       g.rate_qps = o.rate_qps;
       g.cv = spec.cv;
       g.duration = duration;
       g.seed = o.seed;
-      MAITRE_ASSIGN_OR_RETURN(source, sim::CreateGenerator(g));
+      MAITRE_ASSIGN_OR_RETURN(source, CreateGenerator(g));
     }
     run = RunOpenLoop(*transport, *source, driver);
   } else {

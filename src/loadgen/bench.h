@@ -4,7 +4,7 @@
 // percentiles, SLO violations, the server's queue/compute split and errors by
 // status. The CLI only turns flags into BenchOptions and prints the report.
 //
-// Arrivals come from src/sim/trace.h, so `maitre bench` and `maitre sim`
+// Arrivals come from src/core/arrivals.h, so `maitre bench` and `maitre sim`
 // see the same arrival process for the same kind, rate and seed.
 //
 // Thread-safety: RunBench blocks its caller and may run on any thread;
@@ -21,7 +21,7 @@
 #include "loadgen/driver.h"
 #include "loadgen/report.h"
 #include "loadgen/transport.h"
-#include "sim/trace.h"
+#include "core/arrivals.h"
 
 namespace maitre::loadgen {
 
@@ -64,7 +64,7 @@ struct BenchOptions {
 
 // An --arrivals value taken apart.
 struct ArrivalsSpec {
-  sim::GeneratorKind kind = sim::GeneratorKind::kPoisson;
+  GeneratorKind kind = GeneratorKind::kPoisson;
   double cv = 1;           // gamma
   std::string trace_file;  // non-empty: replay this trace
 };

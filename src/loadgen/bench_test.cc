@@ -212,11 +212,11 @@ TEST(BenchOptionsTest, ValidationNamesTheFlag) {
 }
 
 TEST(ParseArrivalsTest, KnowsEveryForm) {
-  EXPECT_EQ(ParseArrivals("poisson")->kind, sim::GeneratorKind::kPoisson);
-  EXPECT_EQ(ParseArrivals("Uniform")->kind, sim::GeneratorKind::kUniform);
+  EXPECT_EQ(ParseArrivals("poisson")->kind, GeneratorKind::kPoisson);
+  EXPECT_EQ(ParseArrivals("Uniform")->kind, GeneratorKind::kUniform);
   auto gamma = ParseArrivals("gamma:2.5");
   ASSERT_TRUE(gamma.ok());
-  EXPECT_EQ(gamma->kind, sim::GeneratorKind::kGamma);
+  EXPECT_EQ(gamma->kind, GeneratorKind::kGamma);
   EXPECT_EQ(gamma->cv, 2.5);
   EXPECT_EQ(ParseArrivals("trace:/tmp/Trace.csv")->trace_file, "/tmp/Trace.csv");
   EXPECT_FALSE(ParseArrivals("gamma:-1").ok());

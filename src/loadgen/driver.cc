@@ -198,7 +198,7 @@ const Clock* ClockOf(const DriverOptions& options) {
 
 }  // namespace
 
-RunResult RunOpenLoop(Transport& transport, sim::ArrivalSource& arrivals,
+RunResult RunOpenLoop(Transport& transport, ArrivalSource& arrivals,
                       const DriverOptions& options) {
   const Clock* clock = ClockOf(options);
   PreciseWakeups precise_wakeups;
@@ -207,7 +207,7 @@ RunResult RunOpenLoop(Transport& transport, sim::ArrivalSource& arrivals,
   const Nanos start = clock->Now();
   Nanos next_progress = start + options.progress_every;
   size_t index = 0;
-  sim::Arrival arrival;
+  Arrival arrival;
   while (arrivals.Next(&arrival) && arrival.time < options.duration) {
     const Nanos due = start + arrival.time;
     if (clock->Now() < due) clock->SleepUntil(due);

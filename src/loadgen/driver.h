@@ -32,7 +32,7 @@
 #include "core/time.h"
 #include "loadgen/codec.h"
 #include "loadgen/transport.h"
-#include "sim/trace.h"
+#include "core/arrivals.h"
 
 namespace maitre::loadgen {
 
@@ -76,7 +76,7 @@ struct DriverOptions {
 
 // Open loop: one request per arrival of `arrivals` (times relative to the
 // start), cycling through the transport's payloads.
-RunResult RunOpenLoop(Transport& transport, sim::ArrivalSource& arrivals,
+RunResult RunOpenLoop(Transport& transport, ArrivalSource& arrivals,
                       const DriverOptions& options);
 
 // Closed loop with `concurrency` workers.

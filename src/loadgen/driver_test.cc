@@ -54,12 +54,12 @@ class DriverTest : public ::testing::Test {
     return options;
   }
 
-  std::unique_ptr<sim::ArrivalSource> Uniform(double qps, Nanos duration) {
-    sim::GeneratorSpec spec;
-    spec.kind = sim::GeneratorKind::kUniform;
+  std::unique_ptr<ArrivalSource> Uniform(double qps, Nanos duration) {
+    GeneratorSpec spec;
+    spec.kind = GeneratorKind::kUniform;
     spec.rate_qps = qps;
     spec.duration = duration;
-    auto source = sim::CreateGenerator(spec);
+    auto source = CreateGenerator(spec);
     EXPECT_TRUE(source.ok());
     return *std::move(source);
   }

@@ -144,11 +144,11 @@ TEST_F(GrpcTransportTest, AppQueriesCarryTheirRequirements) {
   target.latency_ms = 25;
   target.min_accuracy = 0.85;
   Start(nullptr, target);
-  sim::GeneratorSpec spec;
-  spec.kind = sim::GeneratorKind::kUniform;
+  GeneratorSpec spec;
+  spec.kind = GeneratorKind::kUniform;
   spec.rate_qps = 20;
   spec.duration = 100 * kMillisecond;  // arrivals at 0 and 50 ms
-  auto arrivals = sim::CreateGenerator(spec);
+  auto arrivals = CreateGenerator(spec);
   ASSERT_TRUE(arrivals.ok());
   runner_ = std::thread(
       [&] { result_ = RunOpenLoop(*transport_, **arrivals, Options(100 * kMillisecond)); });

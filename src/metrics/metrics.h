@@ -1,7 +1,7 @@
 // Prometheus metric families and the handles the data path updates.
 //
 // A family (CounterFamily, GaugeFamily, HistogramFamily) is registered once
-// in a Registry (registry.h) under a name, a help text and label names. Its
+// in a MetricSet (metric_set.h) under a name, a help text and label names. Its
 // With({values...}) returns a child handle (Counter, Gauge, Histogram) for
 // one set of label values. A handle is a pointer-sized value: copy it, keep
 // it in the object that updates it, and update it from any thread.
@@ -11,7 +11,7 @@
 // histogram), never a lock or an allocation. Families are thread-safe;
 // With() takes the family's mutex, so call it once per label set and keep
 // the handle rather than calling it per request. Children live as long as
-// the Registry, so a handle must not outlive it.
+// the MetricSet, so a handle must not outlive it.
 #pragma once
 
 #include <algorithm>
@@ -33,7 +33,7 @@
 namespace maitre::metrics {
 
 class Collector;
-class Registry;
+class MetricSet;
 
 // Label values for With(), in the order of the family's label names.
 using LabelValues = absl::Span<const absl::string_view>;
@@ -185,8 +185,8 @@ struct FamilyInfo {
 
 namespace internal {
 
-// The part of a family the Registry renders. Families are made only by a
-// Registry and never destroyed before it.
+// The part of a family the MetricSet renders. Families are made only by a
+// MetricSet and never destroyed before it.
 class Family {
  public:
   explicit Family(FamilyInfo info) : info_(std::move(info)) {}
@@ -244,7 +244,7 @@ class CounterFamily final : public internal::Family {
   absl::StatusOr<Counter> TryWith(LabelValues label_values);
 
  private:
-  friend class Registry;
+  friend class MetricSet;
   using Family::Family;
   void AppendSamples(const Collector& scrape, std::string* out) const override;
   internal::ChildMap<internal::CounterCell> children_;
@@ -256,7 +256,7 @@ class GaugeFamily final : public internal::Family {
   absl::StatusOr<Gauge> TryWith(LabelValues label_values);
 
  private:
-  friend class Registry;
+  friend class MetricSet;
   using Family::Family;
   void AppendSamples(const Collector& scrape, std::string* out) const override;
   internal::ChildMap<internal::GaugeCell> children_;
@@ -269,7 +269,7 @@ class HistogramFamily final : public internal::Family {
   const std::vector<double>& bounds() const { return bounds_; }
 
  private:
-  friend class Registry;
+  friend class MetricSet;
   HistogramFamily(FamilyInfo info, std::vector<double> bounds)
       : Family(std::move(info)), bounds_(std::move(bounds)) {}
   void AppendSamples(const Collector& scrape, std::string* out) const override;

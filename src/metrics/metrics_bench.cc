@@ -6,24 +6,24 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "metrics/registry.h"
+#include "metrics/metric_set.h"
 
 namespace maitre::metrics {
 namespace {
 
-// One registry for the whole run, so every benchmark thread shares children.
+// One metric_set for the whole run, so every benchmark thread shares children.
 struct Fixture {
   Fixture() {
-    counter = (*registry.AddCounter({"bench_requests_total", "b", {"model", "variant"}}))
+    counter = (*metric_set.AddCounter({"bench_requests_total", "b", {"model", "variant"}}))
                   ->With({"fmnist-cnn", "torch"});
-    seconds = (*registry.AddCounter({"bench_compute_seconds_total", "b", {"model"}}))
+    seconds = (*metric_set.AddCounter({"bench_compute_seconds_total", "b", {"model"}}))
                   ->With({"fmnist-cnn"});
-    gauge = (*registry.AddGauge({"bench_queue_depth", "b", {"model"}}))->With({"fmnist-cnn"});
-    histogram_family = *registry.AddHistogram(
+    gauge = (*metric_set.AddGauge({"bench_queue_depth", "b", {"model"}}))->With({"fmnist-cnn"});
+    histogram_family = *metric_set.AddHistogram(
         {"bench_duration_seconds", "b", {"model", "variant"}, LatencyBuckets()});
     histogram = histogram_family->With({"fmnist-cnn", "torch"});
   }
-  Registry registry;
+  MetricSet metric_set;
   Counter counter;
   Counter seconds;
   Gauge gauge;
@@ -77,9 +77,9 @@ BENCHMARK(BM_HistogramWithLookup)->Threads(1)->Threads(2)->UseRealTime();
 
 // A scrape of 100 models x 4 variants, each with a counter and a histogram.
 void BM_Render400Children(benchmark::State& state) {
-  Registry registry;
-  CounterFamily* counters = *registry.AddCounter({"r_total", "r", {"model", "variant"}});
-  HistogramFamily* histograms = *registry.AddHistogram({"r_seconds", "r", {"model", "variant"}});
+  MetricSet metric_set;
+  CounterFamily* counters = *metric_set.AddCounter({"r_total", "r", {"model", "variant"}});
+  HistogramFamily* histograms = *metric_set.AddHistogram({"r_seconds", "r", {"model", "variant"}});
   for (int m = 0; m < 100; ++m) {
     for (int v = 0; v < 4; ++v) {
       std::string model = "model-" + std::to_string(m);
@@ -90,7 +90,7 @@ void BM_Render400Children(benchmark::State& state) {
   }
   size_t bytes = 0;
   for (auto _ : state) {
-    std::string text = registry.Render();
+    std::string text = metric_set.Render();
     bytes = text.size();
     benchmark::DoNotOptimize(text);
   }

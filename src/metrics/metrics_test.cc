@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "metrics/registry.h"
+#include "metrics/metric_set.h"
 
 namespace maitre::metrics {
 namespace {
@@ -23,15 +23,15 @@ T* Must(absl::StatusOr<T*> family) {
 }
 
 TEST(CounterTest, IntegerAndFractionalIncrements) {
-  Registry registry;
-  CounterFamily* requests = Must(registry.AddCounter(
+  MetricSet metric_set;
+  CounterFamily* requests = Must(metric_set.AddCounter(
       {"maitre_requests_total", "Requests answered.", {"model", "variant"}}));
   Counter torch = requests->With({"fmnist-cnn", "torch"});
   torch.Increment();
   torch.Increment(4);
   EXPECT_EQ(torch.Value(), 5);
 
-  CounterFamily* compute = Must(registry.AddCounter(
+  CounterFamily* compute = Must(metric_set.AddCounter(
       {"maitre_compute_seconds_total", "Seconds spent computing.", {}}));
   Counter seconds = compute->With();
   seconds.Add(0.25);
@@ -40,8 +40,8 @@ TEST(CounterTest, IntegerAndFractionalIncrements) {
 }
 
 TEST(CounterTest, NeverGoesDown) {
-  Registry registry;
-  Counter c = Must(registry.AddCounter({"c_total", "c", {}}))->With();
+  MetricSet metric_set;
+  Counter c = Must(metric_set.AddCounter({"c_total", "c", {}}))->With();
   c.Increment(3);
   c.Increment(-2);
   c.Add(-1.5);
@@ -50,8 +50,8 @@ TEST(CounterTest, NeverGoesDown) {
 }
 
 TEST(CounterTest, WithReturnsTheSameChildForTheSameLabels) {
-  Registry registry;
-  CounterFamily* family = Must(registry.AddCounter({"c_total", "c", {"model"}}));
+  MetricSet metric_set;
+  CounterFamily* family = Must(metric_set.AddCounter({"c_total", "c", {"model"}}));
   family->With({"a"}).Increment();
   family->With({"a"}).Increment();
   EXPECT_EQ(family->With({"a"}).Value(), 2);
@@ -74,8 +74,8 @@ TEST(HandleTest, DetachedHandlesDropUpdates) {
 }
 
 TEST(GaugeTest, SetAndAdd) {
-  Registry registry;
-  Gauge g = Must(registry.AddGauge({"queue_depth", "Queued queries.", {}}))->With();
+  MetricSet metric_set;
+  Gauge g = Must(metric_set.AddGauge({"queue_depth", "Queued queries.", {}}))->With();
   g.Set(10);
   g.Add(2.5);
   g.Decrement();
@@ -85,8 +85,8 @@ TEST(GaugeTest, SetAndAdd) {
 }
 
 TEST(HistogramTest, BucketsAreInclusiveUpperBounds) {
-  Registry registry;
-  Histogram h = Must(registry.AddHistogram({"lat_seconds", "Latency.", {}, {0.1, 0.5, 1}}))->With();
+  MetricSet metric_set;
+  Histogram h = Must(metric_set.AddHistogram({"lat_seconds", "Latency.", {}, {0.1, 0.5, 1}}))->With();
   h.Observe(0.05);
   h.Observe(0.1);  // on a bound: counts in le="0.1"
   h.Observe(0.3);
@@ -100,8 +100,8 @@ TEST(HistogramTest, BucketsAreInclusiveUpperBounds) {
 }
 
 TEST(HistogramTest, NanGoesToInfBucket) {
-  Registry registry;
-  Histogram h = Must(registry.AddHistogram({"h_seconds", "h", {}, {1}}))->With();
+  MetricSet metric_set;
+  Histogram h = Must(metric_set.AddHistogram({"h_seconds", "h", {}, {1}}))->With();
   h.Observe(std::nan(""));
   HistogramSnapshot s = h.Snapshot();
   EXPECT_EQ(s.cumulative_counts, (std::vector<uint64_t>{0, 1}));
@@ -109,15 +109,15 @@ TEST(HistogramTest, NanGoesToInfBucket) {
 }
 
 TEST(RenderTest, GoldenCounterGaugeHistogram) {
-  Registry registry;
-  CounterFamily* requests = Must(registry.AddCounter(
+  MetricSet metric_set;
+  CounterFamily* requests = Must(metric_set.AddCounter(
       {"maitre_requests_total", "Requests answered, by model and variant.", {"model", "variant"}}));
   GaugeFamily* depth =
-      Must(registry.AddGauge({"maitre_queue_depth", "Queries waiting.", {"variant"}}));
-  HistogramFamily* latency = Must(registry.AddHistogram(
+      Must(metric_set.AddGauge({"maitre_queue_depth", "Queries waiting.", {"variant"}}));
+  HistogramFamily* latency = Must(metric_set.AddHistogram(
       {"maitre_request_duration_seconds", "End-to-end latency.", {"model"}, {0.005, 0.1, 1}}));
   CounterFamily* compute =
-      Must(registry.AddCounter({"maitre_compute_seconds_total", "Compute time.", {}}));
+      Must(metric_set.AddCounter({"maitre_compute_seconds_total", "Compute time.", {}}));
 
   // Created out of order: rendering sorts children by label values.
   requests->With({"resnet", "torch"}).Increment(7);
@@ -132,7 +132,7 @@ TEST(RenderTest, GoldenCounterGaugeHistogram) {
   compute->With().Add(1.5);
   compute->With().Increment(2);
 
-  EXPECT_EQ(registry.Render(),
+  EXPECT_EQ(metric_set.Render(),
             "# HELP maitre_compute_seconds_total Compute time.\n"
             "# TYPE maitre_compute_seconds_total counter\n"
             "maitre_compute_seconds_total 3.5\n"
@@ -156,12 +156,12 @@ TEST(RenderTest, GoldenCounterGaugeHistogram) {
 }
 
 TEST(RenderTest, UnlabelledFamiliesAreExportedBeforeFirstUpdate) {
-  Registry registry;
-  Must(registry.AddCounter({"actions_total", "Autoscaler actions.", {}}));
-  Must(registry.AddHistogram({"h_seconds", "h", {}, {1}}));
+  MetricSet metric_set;
+  Must(metric_set.AddCounter({"actions_total", "Autoscaler actions.", {}}));
+  Must(metric_set.AddHistogram({"h_seconds", "h", {}, {1}}));
   // A labelled family has no children yet, so it is left out.
-  Must(registry.AddGauge({"g", "g", {"x"}}));
-  EXPECT_EQ(registry.Render(),
+  Must(metric_set.AddGauge({"g", "g", {"x"}}));
+  EXPECT_EQ(metric_set.Render(),
             "# HELP actions_total Autoscaler actions.\n"
             "# TYPE actions_total counter\n"
             "actions_total 0\n"
@@ -173,16 +173,16 @@ TEST(RenderTest, UnlabelledFamiliesAreExportedBeforeFirstUpdate) {
             "h_seconds_count 0\n");
 }
 
-TEST(RenderTest, EmptyRegistryRendersNothing) {
-  Registry registry;
-  EXPECT_EQ(registry.Render(), "");
+TEST(RenderTest, EmptyMetricSetRendersNothing) {
+  MetricSet metric_set;
+  EXPECT_EQ(metric_set.Render(), "");
 }
 
 TEST(RenderTest, HistogramWithoutFiniteBounds) {
-  Registry registry;
-  Histogram h = Must(registry.AddHistogram({"h_seconds", "h", {}, {}}))->With();
+  MetricSet metric_set;
+  Histogram h = Must(metric_set.AddHistogram({"h_seconds", "h", {}, {}}))->With();
   h.Observe(4);
-  EXPECT_EQ(registry.Render(),
+  EXPECT_EQ(metric_set.Render(),
             "# HELP h_seconds h\n"
             "# TYPE h_seconds histogram\n"
             "h_seconds_bucket{le=\"+Inf\"} 1\n"
@@ -191,14 +191,14 @@ TEST(RenderTest, HistogramWithoutFiniteBounds) {
 }
 
 TEST(RenderTest, SpecialFloatValues) {
-  Registry registry;
-  GaugeFamily* g = Must(registry.AddGauge({"g", "g", {"v"}}));
+  MetricSet metric_set;
+  GaugeFamily* g = Must(metric_set.AddGauge({"g", "g", {"v"}}));
   g->With({"nan"}).Set(std::nan(""));
   g->With({"pos"}).Set(std::numeric_limits<double>::infinity());
   g->With({"neg"}).Set(-std::numeric_limits<double>::infinity());
   g->With({"big"}).Set(1.5e9);
   g->With({"small"}).Set(2e-7);
-  EXPECT_EQ(registry.Render(),
+  EXPECT_EQ(metric_set.Render(),
             "# HELP g g\n"
             "# TYPE g gauge\n"
             "g{v=\"big\"} 1.5e+09\n"
@@ -209,120 +209,120 @@ TEST(RenderTest, SpecialFloatValues) {
 }
 
 TEST(RenderTest, IntegerCountersStayExactPastDoublePrecision) {
-  Registry registry;
-  Counter c = Must(registry.AddCounter({"c_total", "c", {}}))->With();
+  MetricSet metric_set;
+  Counter c = Must(metric_set.AddCounter({"c_total", "c", {}}))->With();
   c.Increment(uint64_t{9007199254740993});  // 2^53 + 1: not a double
-  EXPECT_THAT(registry.Render(), HasSubstr("\nc_total 9007199254740993\n"));
+  EXPECT_THAT(metric_set.Render(), HasSubstr("\nc_total 9007199254740993\n"));
 }
 
 TEST(RenderTest, EscapesLabelValuesAndHelp) {
-  Registry registry;
-  GaugeFamily* g = Must(registry.AddGauge(
+  MetricSet metric_set;
+  GaugeFamily* g = Must(metric_set.AddGauge(
       {"g", "Help with a \\ backslash,\na newline and \"quotes\".", {"path"}}));
   g->With({"C:\\models\\\"new\"\nline"}).Set(1);
-  EXPECT_EQ(registry.Render(),
+  EXPECT_EQ(metric_set.Render(),
             "# HELP g Help with a \\\\ backslash,\\na newline and \"quotes\".\n"
             "# TYPE g gauge\n"
             "g{path=\"C:\\\\models\\\\\\\"new\\\"\\nline\"} 1\n");
 }
 
 TEST(RenderTest, InvalidUtf8LabelValueIsReplaced) {
-  Registry registry;
-  GaugeFamily* g = Must(registry.AddGauge({"g", "g", {"model"}}));
+  MetricSet metric_set;
+  GaugeFamily* g = Must(metric_set.AddGauge({"g", "g", {"model"}}));
   g->With({"bad\xFF"}).Set(1);
   // The sanitised value is the child's key: the same bytes find it again.
   g->With({"bad\xFF"}).Add(1);
-  EXPECT_EQ(registry.Render(), "# HELP g g\n# TYPE g gauge\ng{model=\"bad\xEF\xBF\xBD\"} 2\n");
+  EXPECT_EQ(metric_set.Render(), "# HELP g g\n# TYPE g gauge\ng{model=\"bad\xEF\xBF\xBD\"} 2\n");
 }
 
-TEST(RegistryTest, RejectsInvalidNames) {
-  Registry registry;
-  EXPECT_EQ(registry.AddCounter({"requests", "r", {}}).status().code(),
+TEST(MetricSetTest, RejectsInvalidNames) {
+  MetricSet metric_set;
+  EXPECT_EQ(metric_set.AddCounter({"requests", "r", {}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddGauge({"bad-name", "x", {}}).status().code(),
+  EXPECT_EQ(metric_set.AddGauge({"bad-name", "x", {}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddGauge({"g", "x", {"__reserved"}}).status().code(),
+  EXPECT_EQ(metric_set.AddGauge({"g", "x", {"__reserved"}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddGauge({"g", "x", {"a", "a"}}).status().code(),
+  EXPECT_EQ(metric_set.AddGauge({"g", "x", {"a", "a"}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddHistogram({"h_seconds", "x", {"le"}, {1}}).status().code(),
+  EXPECT_EQ(metric_set.AddHistogram({"h_seconds", "x", {"le"}, {1}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddCollectedGauge({"x:y", "x", {}}).status().code(),
+  EXPECT_EQ(metric_set.AddCollectedGauge({"x:y", "x", {}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddCollectedCounter({"workers", "x", {}}).status().code(),
+  EXPECT_EQ(metric_set.AddCollectedCounter({"workers", "x", {}}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(RegistryTest, RequiresHelp) {
-  Registry registry;
-  absl::Status status = registry.AddGauge({"g", "", {}}).status();
+TEST(MetricSetTest, RequiresHelp) {
+  MetricSet metric_set;
+  absl::Status status = metric_set.AddGauge({"g", "", {}}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("help"));
 }
 
-TEST(RegistryTest, RejectsBadBucketBounds) {
-  Registry registry;
+TEST(MetricSetTest, RejectsBadBucketBounds) {
+  MetricSet metric_set;
   const double inf = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(registry.AddHistogram({"a_seconds", "x", {}, {1, 1}}).status().code(),
+  EXPECT_EQ(metric_set.AddHistogram({"a_seconds", "x", {}, {1, 1}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddHistogram({"b_seconds", "x", {}, {2, 1}}).status().code(),
+  EXPECT_EQ(metric_set.AddHistogram({"b_seconds", "x", {}, {2, 1}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddHistogram({"c_seconds", "x", {}, {1, inf}}).status().code(),
+  EXPECT_EQ(metric_set.AddHistogram({"c_seconds", "x", {}, {1, inf}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.AddHistogram({"d_seconds", "x", {}, {std::nan("")}}).status().code(),
+  EXPECT_EQ(metric_set.AddHistogram({"d_seconds", "x", {}, {std::nan("")}}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(RegistryTest, RejectsDuplicateAndCollidingNames) {
-  Registry registry;
-  Must(registry.AddGauge({"g", "g", {}}));
-  EXPECT_EQ(registry.AddGauge({"g", "g", {}}).status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(registry.AddCollectedGauge({"g", "g", {}}).status().code(),
+TEST(MetricSetTest, RejectsDuplicateAndCollidingNames) {
+  MetricSet metric_set;
+  Must(metric_set.AddGauge({"g", "g", {}}));
+  EXPECT_EQ(metric_set.AddGauge({"g", "g", {}}).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(metric_set.AddCollectedGauge({"g", "g", {}}).status().code(),
             absl::StatusCode::kAlreadyExists);
   // Histogram "batch" exports batch_count; a histogram named batch_count
   // would be a second family claiming that series.
-  Must(registry.AddHistogram({"batch", "Batch sizes.", {}, {1, 2, 4}}));
-  EXPECT_EQ(registry.AddHistogram({"batch_count", "x", {}, {1}}).status().code(),
+  Must(metric_set.AddHistogram({"batch", "Batch sizes.", {}, {1, 2, 4}}));
+  EXPECT_EQ(metric_set.AddHistogram({"batch_count", "x", {}, {1}}).status().code(),
             absl::StatusCode::kAlreadyExists);
 }
 
-TEST(RegistryTest, TryWithChecksArity) {
-  Registry registry;
-  CounterFamily* c = Must(registry.AddCounter({"c_total", "c", {"model", "variant"}}));
+TEST(MetricSetTest, TryWithChecksArity) {
+  MetricSet metric_set;
+  CounterFamily* c = Must(metric_set.AddCounter({"c_total", "c", {"model", "variant"}}));
   absl::StatusOr<Counter> child = c->TryWith({"only-model"});
   EXPECT_EQ(child.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(child.status().message()), HasSubstr("model, variant"));
   EXPECT_TRUE(c->TryWith({"m", "v"}).ok());
-  GaugeFamily* g = Must(registry.AddGauge({"g", "g", {}}));
+  GaugeFamily* g = Must(metric_set.AddGauge({"g", "g", {}}));
   EXPECT_FALSE(g->TryWith({"extra"}).ok());
-  HistogramFamily* h = Must(registry.AddHistogram({"h_seconds", "h", {"a"}, {1}}));
+  HistogramFamily* h = Must(metric_set.AddHistogram({"h_seconds", "h", {"a"}, {1}}));
   EXPECT_FALSE(h->TryWith({}).ok());
 }
 
-TEST(RegistryDeathTest, WithAbortsOnWrongArity) {
-  Registry registry;
-  CounterFamily* c = Must(registry.AddCounter({"c_total", "c", {"model"}}));
+TEST(MetricSetDeathTest, WithAbortsOnWrongArity) {
+  MetricSet metric_set;
+  CounterFamily* c = Must(metric_set.AddCounter({"c_total", "c", {"model"}}));
   EXPECT_DEATH(c->With({"a", "b"}), "takes 1 label values");
 }
 
 TEST(CollectorTest, CollectedGaugesAndCountersAreFilledAtScrape) {
-  Registry registry;
+  MetricSet metric_set;
   CollectedFamily* instances = Must(
-      registry.AddCollectedGauge({"maitre_instances", "Instances by state.", {"state"}}));
+      metric_set.AddCollectedGauge({"maitre_instances", "Instances by state.", {"state"}}));
   CollectedFamily* cost =
-      Must(registry.AddCollectedGauge({"maitre_cost_rate_dollars", "Cluster cost rate.", {}}));
-  CollectedFamily* served = Must(registry.AddCollectedCounter(
+      Must(metric_set.AddCollectedGauge({"maitre_cost_rate_dollars", "Cluster cost rate.", {}}));
+  CollectedFamily* served = Must(metric_set.AddCollectedCounter(
       {"maitre_worker_requests_total", "Requests reported by workers.", {"worker"}}));
   std::vector<std::string> states = {"ready", "loading", "ready"};
   double cost_rate = 1.25;
   int scrapes = 0;
-  registry.AddCollector([&](Collector& c) {
+  metric_set.AddCollector([&](Collector& c) {
     ++scrapes;
     c.Set(instances, {"failed"}, 0);
     for (const std::string& state : states) c.Add(instances, {state}, 1);
     c.Set(cost, {}, cost_rate);
   });
-  registry.AddCollector([&](Collector& c) { c.Set(served, {"w1"}, 42); });
+  metric_set.AddCollector([&](Collector& c) { c.Set(served, {"w1"}, 42); });
 
   const std::string expected_first =
       "# HELP maitre_cost_rate_dollars Cluster cost rate.\n"
@@ -336,11 +336,11 @@ TEST(CollectorTest, CollectedGaugesAndCountersAreFilledAtScrape) {
       "# HELP maitre_worker_requests_total Requests reported by workers.\n"
       "# TYPE maitre_worker_requests_total counter\n"
       "maitre_worker_requests_total{worker=\"w1\"} 42\n";
-  EXPECT_EQ(registry.Render(), expected_first);
+  EXPECT_EQ(metric_set.Render(), expected_first);
   // Samples belong to one scrape: the next one starts from nothing.
   states = {"loading"};
   cost_rate = 0.5;
-  std::string second = registry.Render();
+  std::string second = metric_set.Render();
   EXPECT_THAT(second, HasSubstr("maitre_instances{state=\"loading\"} 1\n"));
   EXPECT_THAT(second, ::testing::Not(HasSubstr("state=\"ready\"")));
   EXPECT_THAT(second, HasSubstr("maitre_cost_rate_dollars 0.5\n"));
@@ -348,43 +348,43 @@ TEST(CollectorTest, CollectedGaugesAndCountersAreFilledAtScrape) {
 }
 
 TEST(CollectorTest, RemovedCollectorNoLongerRuns) {
-  Registry registry;
-  CollectedFamily* g = Must(registry.AddCollectedGauge({"g", "g", {}}));
+  MetricSet metric_set;
+  CollectedFamily* g = Must(metric_set.AddCollectedGauge({"g", "g", {}}));
   int calls = 0;
-  CollectorId id = registry.AddCollector([&](Collector& c) {
+  CollectorId id = metric_set.AddCollector([&](Collector& c) {
     ++calls;
     c.Set(g, {}, 1);
   });
-  EXPECT_EQ(registry.Render(), "# HELP g g\n# TYPE g gauge\ng 1\n");
-  registry.RemoveCollector(id);
-  registry.RemoveCollector(id);  // unknown ids are ignored
-  EXPECT_EQ(registry.Render(), "");
+  EXPECT_EQ(metric_set.Render(), "# HELP g g\n# TYPE g gauge\ng 1\n");
+  metric_set.RemoveCollector(id);
+  metric_set.RemoveCollector(id);  // unknown ids are ignored
+  EXPECT_EQ(metric_set.Render(), "");
   EXPECT_EQ(calls, 1);
 }
 
-TEST(CollectorDeathTest, FamilyFromAnotherRegistryAborts) {
-  Registry mine;
-  Registry other;
+TEST(CollectorDeathTest, FamilyFromAnotherMetricSetAborts) {
+  MetricSet mine;
+  MetricSet other;
   CollectedFamily* foreign = Must(other.AddCollectedGauge({"g", "g", {}}));
   mine.AddCollector([&](Collector& c) { c.Set(foreign, {}, 1); });
-  EXPECT_DEATH(mine.Render(), "not declared in the registry");
+  EXPECT_DEATH(mine.Render(), "not declared in the metric_set");
 }
 
 TEST(CollectorDeathTest, WrongArityAborts) {
-  Registry registry;
-  CollectedFamily* g = Must(registry.AddCollectedGauge({"g", "g", {"state"}}));
-  registry.AddCollector([&](Collector& c) { c.Set(g, {}, 1); });
-  EXPECT_DEATH(registry.Render(), "takes 1 label values");
+  MetricSet metric_set;
+  CollectedFamily* g = Must(metric_set.AddCollectedGauge({"g", "g", {"state"}}));
+  metric_set.AddCollector([&](Collector& c) { c.Set(g, {}, 1); });
+  EXPECT_DEATH(metric_set.Render(), "takes 1 label values");
 }
 
 TEST(ConcurrencyTest, UpdatesFromManyThreadsSumExactly) {
-  Registry registry;
-  CounterFamily* counters = Must(registry.AddCounter({"c_total", "c", {"kind"}}));
+  MetricSet metric_set;
+  CounterFamily* counters = Must(metric_set.AddCounter({"c_total", "c", {"kind"}}));
   Counter whole = counters->With({"whole"});
   Counter fraction = counters->With({"fraction"});
-  Gauge gauge = Must(registry.AddGauge({"g", "g", {}}))->With();
+  Gauge gauge = Must(metric_set.AddGauge({"g", "g", {}}))->With();
   Histogram histogram =
-      Must(registry.AddHistogram({"h_seconds", "h", {}, {0.5, 1.5, 2.5}}))->With();
+      Must(metric_set.AddHistogram({"h_seconds", "h", {}, {0.5, 1.5, 2.5}}))->With();
 
   constexpr int kThreads = 8;
   constexpr int kIterations = 100000;
@@ -403,7 +403,7 @@ TEST(ConcurrencyTest, UpdatesFromManyThreadsSumExactly) {
   // values are not checked here.
   for (int i = 0; i < 20; ++i) {
     counters->With({"extra" + std::to_string(i)}).Increment();
-    EXPECT_FALSE(registry.Render().empty());
+    EXPECT_FALSE(metric_set.Render().empty());
   }
   for (std::thread& thread : threads) thread.join();
 
@@ -420,8 +420,8 @@ TEST(ConcurrencyTest, UpdatesFromManyThreadsSumExactly) {
 }
 
 TEST(ConcurrencyTest, ConcurrentWithReturnsOneChildPerLabelSet) {
-  Registry registry;
-  CounterFamily* family = Must(registry.AddCounter({"c_total", "c", {"model"}}));
+  MetricSet metric_set;
+  CounterFamily* family = Must(metric_set.AddCounter({"c_total", "c", {"model"}}));
   constexpr int kThreads = 8;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {

@@ -1,4 +1,4 @@
-// Which metric and label names a Registry accepts. Beyond the grammar of the
+// Which metric and label names a MetricSet accepts. Beyond the grammar of the
 // exposition format, it enforces the conventions that `promtool check
 // metrics` lints for (counters end in _total, base units, no camelCase, ...),
 // so a name that would fail the /metrics acceptance check is refused with

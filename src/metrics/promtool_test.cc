@@ -18,7 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "metrics/naming.h"
-#include "metrics/registry.h"
+#include "metrics/metric_set.h"
 
 namespace maitre::metrics {
 namespace {
@@ -86,57 +86,57 @@ T* Must(absl::StatusOr<T*> family) {
 }
 
 TEST_F(PromtoolTest, AcceptsEveryFeature) {
-  Registry registry;
+  MetricSet metric_set;
   const double inf = std::numeric_limits<double>::infinity();
 
-  CounterFamily* requests = Must(registry.AddCounter(
+  CounterFamily* requests = Must(metric_set.AddCounter(
       {"maitre_requests_total", "Requests answered, by model and variant.", {"model", "variant"}}));
   requests->With({"fmnist-cnn", "torch"}).Increment(12);
   requests->With({"fmnist-cnn", "onnx"}).Increment();
-  CounterFamily* failures = Must(registry.AddCounter(
+  CounterFamily* failures = Must(metric_set.AddCounter(
       {"maitre_request_failures_total", "Failed requests, by reason.", {"model", "reason"}}));
   failures->With({"fmnist-cnn", "deadline \"exceeded\"\nat C:\\queue"}).Increment(2);
   failures->With({"caf\xC3\xA9", "invalid \xFF utf-8"}).Increment();
-  Counter compute = Must(registry.AddCounter(
+  Counter compute = Must(metric_set.AddCounter(
       {"maitre_compute_seconds_total", "Seconds of compute.\nSecond line \\ backslash.", {}}))
       ->With();
   compute.Add(0.125);
   compute.Increment(uint64_t{1} << 60);
-  Must(registry.AddCounter({"maitre_autoscaler_actions_total", "Scaling actions.", {}}));
+  Must(metric_set.AddCounter({"maitre_autoscaler_actions_total", "Scaling actions.", {}}));
 
-  GaugeFamily* odd = Must(registry.AddGauge({"maitre_test_values", "Odd values.", {"case"}}));
+  GaugeFamily* odd = Must(metric_set.AddGauge({"maitre_test_values", "Odd values.", {"case"}}));
   odd->With({"nan"}).Set(std::nan(""));
   odd->With({"pos_inf"}).Set(inf);
   odd->With({"neg_inf"}).Set(-inf);
   odd->With({"huge"}).Set(1.7976931348623157e308);
   odd->With({"tiny"}).Set(5e-324);
   odd->With({"negative"}).Set(-0.75);
-  Must(registry.AddGauge({"maitre_unused", "Labelled, never used.", {"x"}}));
+  Must(metric_set.AddGauge({"maitre_unused", "Labelled, never used.", {"x"}}));
 
-  HistogramFamily* latency = Must(registry.AddHistogram(
+  HistogramFamily* latency = Must(metric_set.AddHistogram(
       {"maitre_request_duration_seconds", "End-to-end latency.", {"model", "variant"}}));
   Histogram h = latency->With({"fmnist-cnn", "torch"});
   for (double v : {0.00005, 0.0003, 0.002, 0.04, 0.7, 3.0, 30.0}) h.Observe(v);
   latency->With({"fmnist-cnn", "onnx"});  // exported with zero counts
-  Must(registry.AddHistogram({"maitre_batch_size", "Batch sizes.", {}, ExponentialBuckets(1, 2, 6)}))
+  Must(metric_set.AddHistogram({"maitre_batch_size", "Batch sizes.", {}, ExponentialBuckets(1, 2, 6)}))
       ->With()
       .Observe(8);
-  Must(registry.AddHistogram({"maitre_nothing_seconds", "Only +Inf.", {}, {}}));
+  Must(metric_set.AddHistogram({"maitre_nothing_seconds", "Only +Inf.", {}, {}}));
 
   CollectedFamily* instances = Must(
-      registry.AddCollectedGauge({"maitre_instances", "Instances by state.", {"state"}}));
+      metric_set.AddCollectedGauge({"maitre_instances", "Instances by state.", {"state"}}));
   CollectedFamily* cost = Must(
-      registry.AddCollectedGauge({"maitre_cost_rate_dollars_per_hour", "Cost rate.", {}}));
-  CollectedFamily* reported = Must(registry.AddCollectedCounter(
+      metric_set.AddCollectedGauge({"maitre_cost_rate_dollars_per_hour", "Cost rate.", {}}));
+  CollectedFamily* reported = Must(metric_set.AddCollectedCounter(
       {"maitre_worker_reported_requests_total", "Worker-reported requests.", {"worker"}}));
-  Must(registry.AddCollectedGauge({"maitre_never_collected", "No samples.", {}}));
-  registry.AddCollector([&](Collector& c) {
+  Must(metric_set.AddCollectedGauge({"maitre_never_collected", "No samples.", {}}));
+  metric_set.AddCollector([&](Collector& c) {
     for (const char* state : {"ready", "loading", "ready", "failed"}) c.Add(instances, {state}, 1);
     c.Set(cost, {}, 3.5);
     c.Set(reported, {"127.0.0.1:9001"}, 1e7);
   });
 
-  std::string text = registry.Render();
+  std::string text = metric_set.Render();
   PromtoolResult result = CheckMetrics(promtool_, text);
   EXPECT_EQ(result.exit_code, 0) << result.output << "\n--- rendered ---\n" << text;
   EXPECT_EQ(result.output, "") << "\n--- rendered ---\n" << text;
@@ -149,8 +149,8 @@ TEST_F(PromtoolTest, DetectsProblems) {
   EXPECT_NE(result.output, "");
 }
 
-// The registry's name rules (naming.h) should refuse exactly what promtool
-// lints. Each case is rendered by hand, bypassing the registry, and the set
+// The metric_set's name rules (naming.h) should refuse exactly what promtool
+// lints. Each case is rendered by hand, bypassing the metric_set, and the set
 // promtool flags is compared with the set ValidateMetricName/LabelNames
 // refuses. Grammar errors are left out: promtool would fail to parse them.
 TEST_F(PromtoolTest, NameRulesAgreeWithPromtool) {
@@ -226,7 +226,7 @@ TEST_F(PromtoolTest, NameRulesAgreeWithPromtool) {
   for (const Case& c : cases) {
     bool refused = !ValidateMetricName(c.name, c.type).ok() || !ValidateLabelNames(c.labels).ok();
     EXPECT_EQ(refused, flagged.count(c.name) != 0)
-        << c.name << ": registry " << (refused ? "refuses" : "accepts") << " it, promtool "
+        << c.name << ": metric_set " << (refused ? "refuses" : "accepts") << " it, promtool "
         << (flagged.count(c.name) != 0 ? "flags" : "accepts") << " it\n"
         << result.output;
   }

@@ -1,5 +1,5 @@
 // Low-level pieces of the Prometheus text exposition format, version 0.0.4:
-// number formatting, escaping, and one sample line. Registry::Render builds
+// number formatting, escaping, and one sample line. MetricSet::Render builds
 // on these; they are public so other exporters and tests can reuse them.
 //
 // Thread-safety: stateless free functions; safe from any thread.

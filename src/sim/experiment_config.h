@@ -66,7 +66,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "sim/simulator.h"
-#include "sim/trace.h"
+#include "core/arrivals.h"
 
 namespace maitre::sim {
 

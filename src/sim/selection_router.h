@@ -3,7 +3,7 @@
 // experiment's apps, variants and worker types, and a policy::LiveState that
 // it keeps in step with the simulated cluster exactly as the real controller
 // keeps its own (see the top of policy/selection_live.h and
-// controller/cluster_selection.cc):
+// controller/dataplane/cluster_selection.cc):
 //  - a worker comes up            → AddWorker; it is removed → RemoveWorker;
 //  - a worker reports             → UpdateWorker (utilisation, free memory)
 //    and, per instance, UpdateInstanceLoad and SetState with the instance

@@ -160,7 +160,7 @@ absl::Status Simulator::StartInitialCluster() {
     r.ready = true;
     instances_[*i].replicas.push_back(static_cast<int32_t>(replicas_.size()));
     replicas_.push_back(std::move(r));
-    Instance& inst = instances_[*i];
+    SimInstance& inst = instances_[*i];
     ++inst.ready;
     ++inst.idle;
     RecordShape(spec.variant, -1, 1);
@@ -190,7 +190,7 @@ absl::StatusOr<int32_t> Simulator::AddInstance(int32_t app, int32_t variant, int
         absl::StrCat("instance ", i, " (", v.key.ToString(), "): ", policy.status().message()));
   }
   instances_.emplace_back();
-  Instance& inst = instances_.back();
+  SimInstance& inst = instances_.back();
   inst.policy = *std::move(policy);
   inst.app = app;
   inst.variant = variant;
@@ -325,7 +325,7 @@ void Simulator::OnArrival(const Arrival& a) {
 }
 
 void Simulator::Enqueue(int32_t target, const QueuedQuery& q, const Tag& tag) {
-  Instance& inst = instances_[target];
+  SimInstance& inst = instances_[target];
   if (inst.head == inst.queue.size() || inst.queue.back().deadline <= q.deadline) {
     inst.queue.push_back(q);
     inst.tags.push_back(tag);
@@ -355,7 +355,7 @@ void Simulator::Enqueue(int32_t target, const QueuedQuery& q, const Tag& tag) {
 void Simulator::OnDemand() {
   const double seconds = ToSeconds(setup_.control.report_interval);
   for (size_t i = 0; i < instances_.size(); ++i) {
-    Instance& inst = instances_[i];
+    SimInstance& inst = instances_[i];
     if (!inst.alive) continue;
     inst.policy->ObserveDemand(static_cast<double>(inst.demand_rows) / seconds);
     inst.demand_rows = 0;
@@ -368,7 +368,7 @@ void Simulator::OnDemand() {
 }
 
 void Simulator::RunDecisions(int32_t i) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   while (inst.idle > 0 && inst.head < inst.queue.size()) {
     absl::Span<const QueuedQuery> live(inst.queue.data() + inst.head,
                                        inst.queue.size() - inst.head);
@@ -407,7 +407,7 @@ void Simulator::RunDecisions(int32_t i) {
 }
 
 void Simulator::StartBatch(int32_t i, int32_t count) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   int32_t r = -1;
   for (int32_t id : inst.replicas) {
     const Replica& rep = replicas_[id];
@@ -447,7 +447,7 @@ void Simulator::StartBatch(int32_t i, int32_t count) {
   events_.Push(now_ + ServiceTime(inst, rows), kBatchDone, static_cast<uint32_t>(r));
 }
 
-Nanos Simulator::ServiceTime(Instance& inst, int32_t rows) {
+Nanos Simulator::ServiceTime(SimInstance& inst, int32_t rows) {
   double median, sigma;
   if (rows < static_cast<int32_t>(inst.median_ns.size())) {
     median = inst.median_ns[rows];
@@ -467,7 +467,7 @@ void Simulator::OnBatchDone(int32_t r) {
   Replica& rep = replicas_[r];
   if (rep.gone) return;  // lost with its worker
   const int32_t i = rep.instance;
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   const double accuracy = setup_.variants[inst.variant].accuracy;
   Counters& second = Second(now_);
   metrics_.end_time = now_;
@@ -515,7 +515,7 @@ void Simulator::OnBatchDone(int32_t r) {
 }
 
 void Simulator::DropPrefix(int32_t i, int32_t count) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   Counters& second = Second(now_);
   metrics_.end_time = now_;
   int32_t rows = 0;
@@ -540,7 +540,7 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
 }
 
 void Simulator::ArmExpiry(int32_t i) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   if (inst.head == inst.queue.size()) return;
   Nanos deadline = inst.queue[inst.head].deadline;
   // One pending expiry per instance is enough: when it fires it re-arms for
@@ -552,7 +552,7 @@ void Simulator::ArmExpiry(int32_t i) {
 }
 
 void Simulator::OnExpiry(int32_t i, Nanos at) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   if (at == inst.expiry_armed) inst.expiry_armed = kInfiniteFuture;
   int32_t expired = 0;
   for (size_t k = inst.head; k < inst.queue.size() && inst.queue[k].deadline <= now_; ++k)
@@ -567,7 +567,7 @@ void Simulator::OnExpiry(int32_t i, Nanos at) {
 }
 
 void Simulator::OnWake(int32_t i, Nanos at) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   if (inst.idle == 0 || at != inst.wake_armed) return;  // superseded by a later decision
   inst.wake_armed = kInfiniteFuture;
   RunDecisions(i);

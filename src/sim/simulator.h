@@ -60,9 +60,9 @@
 #include "policy/selection.h"
 #include "sim/event_queue.h"
 #include "sim/metrics.h"
-#include "sim/rng.h"
+#include "core/rng.h"
 #include "sim/router.h"
-#include "sim/trace.h"
+#include "core/arrivals.h"
 
 namespace maitre::sim {
 
@@ -287,7 +287,7 @@ class Simulator {
     std::vector<InFlight> batch;
     int32_t transition = -1;  // the allocator's move waiting for this load, if any
   };
-  struct Instance {
+  struct SimInstance {
     std::unique_ptr<policy::BatchingPolicy> policy;
     // Live queue = [head, size): ordered by deadline; `tags` runs parallel.
     std::vector<policy::QueuedQuery> queue;
@@ -363,7 +363,7 @@ class Simulator {
   void DropPrefix(int32_t i, int32_t count);
   void ArmExpiry(int32_t i);
   void Reject(int32_t app, Counters& second);
-  Nanos ServiceTime(Instance& inst, int32_t rows);
+  Nanos ServiceTime(SimInstance& inst, int32_t rows);
   Counters& Second(Nanos t);
   void Fail(absl::Status status);
   absl::StatusOr<int32_t> AddInstance(int32_t app, int32_t variant, int32_t worker);
@@ -422,7 +422,7 @@ class Simulator {
   std::unique_ptr<control::Allocator> allocator_;   // managed clusters
   std::unique_ptr<ControlSink> sink_;
   std::vector<control::ModelOption> models_;         // what the allocator may load
-  std::vector<Instance> instances_;
+  std::vector<SimInstance> instances_;
   std::vector<Replica> replicas_;
   std::vector<Worker> workers_;
   std::vector<Transition> transitions_;

@@ -170,7 +170,7 @@ void Simulator::OnWorkerLost(int32_t loss) {
   Counters& second = Second(now_);
   metrics_.end_time = now_;
   for (int32_t i : std::vector<int32_t>(worker.instances)) {
-    Instance& inst = instances_[i];
+    SimInstance& inst = instances_[i];
     CancelLoads(i);
     // What was queued or running there is lost with it.
     DropPrefix(i, static_cast<int32_t>(inst.queue.size() - inst.head));
@@ -203,7 +203,7 @@ void Simulator::OnWorkerLost(int32_t loss) {
 double Simulator::UsedCores(const Worker& w) const {
   double cores = 0;
   for (int32_t i : w.instances) {
-    const Instance& inst = instances_[i];
+    const SimInstance& inst = instances_[i];
     cores +=
         static_cast<double>(inst.replicas.size()) * setup_.variants[inst.variant].cores_per_replica;
   }
@@ -213,7 +213,7 @@ double Simulator::UsedCores(const Worker& w) const {
 double Simulator::UsedMemory(const Worker& w) const {
   double memory = 0;
   for (int32_t i : w.instances) {
-    const Instance& inst = instances_[i];
+    const SimInstance& inst = instances_[i];
     memory += static_cast<double>(inst.replicas.size()) *
               setup_.variants[inst.variant].profile.memory_mb();
   }
@@ -234,7 +234,7 @@ double Simulator::FreeMemoryForSelection(const Worker& w) const {
 
 int32_t Simulator::InstanceOf(int32_t w, int32_t variant) const {
   for (int32_t i : workers_[w].instances) {
-    const Instance& inst = instances_[i];
+    const SimInstance& inst = instances_[i];
     if (inst.variant == variant && inst.alive && !inst.draining) return i;
   }
   return -1;
@@ -292,7 +292,7 @@ void Simulator::OnLoadDone(int32_t r) {
   Replica& rep = replicas_[r];
   if (rep.gone) return;  // cancelled with its worker
   const int32_t i = rep.instance;
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   rep.ready = true;
   --inst.loading;
   ++inst.ready;
@@ -312,7 +312,7 @@ void Simulator::OnLoadDone(int32_t r) {
 }
 
 void Simulator::CancelLoads(int32_t i) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   std::vector<int32_t> kept;
   for (int32_t r : inst.replicas) {
     Replica& rep = replicas_[r];
@@ -341,7 +341,7 @@ void Simulator::EndTransitionLoad(int32_t id, bool ready) {
 }
 
 void Simulator::RemoveReplicas(int32_t i, int32_t count) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   if (!inst.alive || inst.draining || count <= 0) return;
   if (count >= inst.ready && inst.loading == 0) {
     control_.replicas_removed += inst.ready;
@@ -379,14 +379,14 @@ void Simulator::DropReplica(int32_t r) {
 }
 
 void Simulator::UnloadInstance(int32_t i) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   inst.draining = true;
   selection_->RemoveInstance(i);
   MaybeFinishDraining(i);
 }
 
 void Simulator::MaybeFinishDraining(int32_t i) {
-  Instance& inst = instances_[i];
+  SimInstance& inst = instances_[i];
   if (!inst.alive || inst.head < inst.queue.size() || inst.running_rows > 0) return;
   for (int32_t r : inst.replicas) {
     Replica& rep = replicas_[r];
@@ -434,7 +434,7 @@ void Simulator::Report(int32_t w, Nanos interval) {
   const double seconds = std::max(1e-9, ToSeconds(interval));
   bool queued = false;
   for (int32_t i : worker.instances) {
-    Instance& inst = instances_[i];
+    SimInstance& inst = instances_[i];
     queued |= inst.head < inst.queue.size();
     for (int32_t r : inst.replicas) {
       const Replica& rep = replicas_[r];
@@ -450,7 +450,7 @@ void Simulator::Report(int32_t w, Nanos interval) {
   worker.busy_core_ns = 0;
 
   for (int32_t i : worker.instances) {
-    Instance& inst = instances_[i];
+    SimInstance& inst = instances_[i];
     inst.arrival_qps = static_cast<double>(inst.interval_arrivals) / seconds;
     inst.served_qps = static_cast<double>(inst.interval_served) / seconds;
     if (inst.interval_batches > 0) {

@@ -57,7 +57,7 @@ control::Observation Simulator::Observe(bool take_refused) {
     ow.memory_used_mb = UsedMemory(worker);
     if (worker.up) ow.idle_since = worker.idle_since;
     for (int32_t i : worker.instances) {
-      const Instance& inst = instances_[i];
+      const SimInstance& inst = instances_[i];
       control::ObservedInstance oi;
       oi.key = setup_.variants[inst.variant].key;
       oi.ready = inst.ready;

@@ -50,7 +50,7 @@ std::vector<Simulator::WorkerInfo> Simulator::Workers() const {
 
 std::vector<Simulator::InstanceInfo> Simulator::Instances() const {
   std::vector<InstanceInfo> out;
-  for (const Instance& inst : instances_) {
+  for (const SimInstance& inst : instances_) {
     InstanceInfo info;
     info.app = inst.app;
     info.variant = inst.variant;

@@ -24,7 +24,7 @@ void SetTimeout(grpc::ClientContext* context, Nanos timeout) {
 ControllerLink::ControllerLink(Options options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  stub_ = v1::Registry::NewStub(grpc::CreateCustomChannel(
+  stub_ = v1::Membership::NewStub(grpc::CreateCustomChannel(
       options_.controller, grpc::InsecureChannelCredentials(), args));
 }
 

@@ -1,4 +1,4 @@
-// The worker's connection to its controller (maitre.worker.v1.Registry):
+// The worker's connection to its controller (maitre.worker.v1.Membership):
 // joining, the periodic monitoring report that is the source of truth for
 // instance states, and fetching model files.
 //
@@ -47,7 +47,7 @@ class ControllerLink final : public BlobSource {
 
  private:
   const Options options_;
-  std::unique_ptr<v1::Registry::Stub> stub_;
+  std::unique_ptr<v1::Membership::Stub> stub_;
   absl::Mutex mu_;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
 };

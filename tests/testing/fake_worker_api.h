@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/worker_api.h"
+#include "controller/dataplane/worker_api.h"
 
 namespace maitre::testing {
 

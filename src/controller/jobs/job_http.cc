@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "controller/status_http.h"
+#include "controller/frontend/status_http.h"
 #include "core/work_queue.h"
 
 namespace maitre::jobs {

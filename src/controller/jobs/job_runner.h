@@ -43,9 +43,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "controller/catalog.h"
-#include "controller/cluster.h"
-#include "controller/dispatcher.h"
+#include "controller/models/catalog.h"
+#include "controller/dataplane/cluster.h"
+#include "controller/dataplane/dispatcher.h"
 #include "controller/jobs/job_files.h"
 #include "controller/jobs/job_state.h"
 #include "controller/jobs/job_throttle.h"

@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "controller/cluster.h"
+#include "controller/dataplane/cluster.h"
 #include "core/time.h"
 #include "core/variant.h"
 

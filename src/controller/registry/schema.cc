@@ -115,7 +115,7 @@ CREATE TABLE job_files (
 )sql";
 
 // The profiler measures each profile in sweeps minutes apart and keeps
-// the fastest (controller/variant_pipeline.h); a profile with sweeps
+// the fastest (controller/models/variant_pipeline.h); a profile with sweeps
 // left is usable but still being refined. Profiles stored before
 // sweeps count as final.
 constexpr char kProfilesSweepsLeft[] = R"sql(

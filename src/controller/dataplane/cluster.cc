@@ -1,0 +1,352 @@
+#include "controller/dataplane/cluster.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+
+namespace maitre::controller {
+
+HeldReplicas HeldBy(const InstanceView& instance) {
+  HeldReplicas held;
+  if (instance.phase == InstancePhase::kReady) held.ready = std::max(1, instance.stats.replicas);
+  held.loading = instance.loading_replicas;
+  return held;
+}
+
+HeldReplicas HeldOn(const WorkerView& worker, const VariantKey& key) {
+  HeldReplicas held;
+  for (const InstanceView& inst : worker.instances) {
+    if (!(inst.key == key)) continue;
+    HeldReplicas here = HeldBy(inst);
+    held.ready = std::max(held.ready, here.ready);
+    held.loading = std::max(held.loading, here.loading);
+  }
+  return held;
+}
+
+absl::string_view InstancePhaseName(InstancePhase phase) {
+  switch (phase) {
+    case InstancePhase::kLoading:
+      return "loading";
+    case InstancePhase::kReady:
+      return "ready";
+    case InstancePhase::kUnloading:
+      return "unloading";
+    case InstancePhase::kFailed:
+      break;
+  }
+  return "failed";
+}
+
+Cluster::Cluster(Options options) : options_(std::move(options)), router_(options_.router) {
+  if (router_ == nullptr) router_ = *control::CreateQueryRouter("infaas", {});
+  // Until the catalog is known, the index knows the worker types only, so
+  // workers can join the live view.
+  policy::SelectionCatalogue types_only;
+  types_only.worker_types = options_.types.types();
+  auto index = policy::SelectionIndex::Create(types_only);
+  if (index.ok()) index_ = std::make_shared<const policy::SelectionIndex>(*std::move(index));
+}
+
+absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
+                                               const std::string& address, int pid,
+                                               const std::string& launch_token) {
+  const WorkerType* worker_type = options_.types.Find(type);
+  if (worker_type == nullptr) {
+    std::string known;
+    for (const WorkerType& t : options_.types.types()) absl::StrAppend(&known, " ", t.name);
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown worker type \"", type, "\"; this controller knows:", known));
+  }
+  if (address.empty()) return absl::InvalidArgumentError("a worker needs an address");
+  std::shared_ptr<WorkerApi> api = options_.connect(address);
+  absl::MutexLock lock(&mu_);
+  std::string id = absl::StrCat("w", next_worker_++);
+  Worker& w = workers_[id];
+  w.view.id = id;
+  w.view.type = *worker_type;
+  w.view.address = address;
+  w.view.pid = pid;
+  w.view.launch_token = launch_token;
+  w.view.registered_at = w.view.last_report = options_.clock->Now();
+  w.view.idle_since = w.view.registered_at;
+  w.api = std::move(api);
+  LiveAddWorkerLocked(w);
+  spdlog::info("worker {} joined: {} at {} (pid {})", id, type, address, pid);
+  return id;
+}
+
+bool Cluster::ApplyReport(const WorkerReport& report) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(report.worker_id);
+  if (it == workers_.end()) return false;
+  Worker& w = it->second;
+  const Nanos previous_report = w.view.last_report;
+  w.view.last_report = options_.clock->Now();
+  w.view.cpu_utilisation = report.cpu_utilisation;
+  w.view.memory_mb = report.memory_mb;
+  for (const auto& [key, stats] : report.instances) {
+    auto inst = w.instances.find(key);
+    if (inst == w.instances.end()) {
+      // The worker holds an instance this controller did not load (the
+      // controller restarted): adopt it, the report is the source of truth.
+      inst = w.instances.emplace(key, InstanceRecord{}).first;
+      inst->second.phase = InstancePhase::kReady;
+      inst->second.phase_since = w.view.last_report;
+    }
+    inst->second.stats = stats;
+  }
+  bool busy = false;
+  for (const auto& [key, inst] : w.instances) {
+    busy |= inst.outstanding > 0 || inst.stats.served_qps > 0 || inst.stats.arrival_qps > 0 ||
+            inst.stats.queue_length > 0;
+  }
+  if (busy) {
+    w.view.idle_since.reset();
+  } else if (!w.view.idle_since.has_value()) {
+    w.view.idle_since = previous_report;  // the report covers the time since
+  }
+  LiveApplyReportLocked(w);
+  return true;
+}
+
+WorkerView Cluster::ViewOf(const Worker& worker) const {
+  WorkerView view = worker.view;
+  for (const auto& [key, inst] : worker.instances) {
+    InstanceView v{key, inst.phase, inst.history.state, inst.error,
+                   inst.phase_since, inst.outstanding, inst.stats};
+    if (inst.phase == InstancePhase::kLoading) {
+      v.loading_replicas = std::max(1, inst.target_replicas);
+    } else if (inst.resizing && inst.phase == InstancePhase::kReady) {
+      v.loading_replicas = std::max(0, inst.target_replicas - std::max(1, inst.stats.replicas));
+    }
+    view.instances.push_back(std::move(v));
+  }
+  return view;
+}
+
+std::pair<WorkerView, std::vector<LoadWaiter>> Cluster::EraseWorkerLocked(
+    const std::string& worker_id) {
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return {};
+  WorkerView view = ViewOf(it->second);
+  std::vector<LoadWaiter> waiters;
+  for (auto& [key, inst] : it->second.instances) {
+    for (LoadWaiter& w : inst.waiters) waiters.push_back(std::move(w));
+    LiveRemoveInstanceLocked(inst);
+  }
+  if (it->second.live != policy::kNoId) {
+    live_.RemoveWorker(it->second.live);
+    worker_by_live_.erase(it->second.live);
+  }
+  workers_.erase(it);
+  return {std::move(view), std::move(waiters)};
+}
+
+void Cluster::NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> waiters,
+                            absl::string_view reason) {
+  if (view.id.empty()) return;
+  spdlog::warn("worker {} ({}) removed: {}", view.id, view.address, reason);
+  for (LoadWaiter& w : waiters) {
+    std::move(w)(absl::UnavailableError(
+        absl::StrCat("worker ", view.id, " was lost while loading: ", reason)));
+  }
+  std::vector<std::function<void(const WorkerView&)>> callbacks;
+  {
+    absl::MutexLock lock(&mu_);
+    callbacks = removed_callbacks_;
+  }
+  for (auto& callback : callbacks) callback(view);
+}
+
+void Cluster::RemoveWorker(const std::string& worker_id, absl::string_view reason) {
+  std::pair<WorkerView, std::vector<LoadWaiter>> removed;
+  {
+    absl::MutexLock lock(&mu_);
+    removed = EraseWorkerLocked(worker_id);
+  }
+  NotifyRemoved(removed.first, std::move(removed.second), reason);
+}
+
+std::vector<std::string> Cluster::RemoveSilentWorkers() {
+  std::vector<std::pair<WorkerView, std::vector<LoadWaiter>>> removed;
+  {
+    absl::MutexLock lock(&mu_);
+    Nanos now = options_.clock->Now();
+    std::vector<std::string> silent;
+    for (const auto& [id, w] : workers_) {
+      if (now - w.view.last_report > options_.silence_limit) silent.push_back(id);
+    }
+    for (const std::string& id : silent) removed.push_back(EraseWorkerLocked(id));
+  }
+  std::vector<std::string> ids;
+  for (auto& [view, waiters] : removed) {
+    ids.push_back(view.id);
+    NotifyRemoved(view, std::move(waiters), "it stopped reporting");
+  }
+  return ids;
+}
+
+void Cluster::OnWorkerRemoved(std::function<void(const WorkerView&)> callback) {
+  absl::MutexLock lock(&mu_);
+  removed_callbacks_.push_back(std::move(callback));
+}
+
+std::optional<Route> Cluster::PickReady(const VariantKey& key) {
+  absl::MutexLock lock(&mu_);
+  Worker* best = nullptr;
+  InstanceRecord* best_instance = nullptr;
+  for (auto& [id, w] : workers_) {
+    auto it = w.instances.find(key);
+    if (it == w.instances.end() || it->second.phase != InstancePhase::kReady) continue;
+    // Fewest in flight per replica; the worker's reported queue breaks ties.
+    InstanceRecord& inst = it->second;
+    auto load = [](const InstanceRecord& i) {
+      return static_cast<double>(i.outstanding) / std::max(1, i.stats.replicas);
+    };
+    if (best_instance == nullptr || load(inst) < load(*best_instance) ||
+        (load(inst) == load(*best_instance) &&
+         inst.stats.queue_length < best_instance->stats.queue_length)) {
+      best = &w;
+      best_instance = &inst;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  ++best_instance->outstanding;
+  if (best_instance->live != policy::kNoId) live_.AddWaiting(best_instance->live, +1);
+  return Route{best->view.id, best->view.type.name, best->api};
+}
+
+void Cluster::Release(const std::string& worker_id, const VariantKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto w = workers_.find(worker_id);
+  if (w == workers_.end()) return;
+  auto inst = w->second.instances.find(key);
+  if (inst != w->second.instances.end() && inst->second.outstanding > 0) {
+    --inst->second.outstanding;
+    if (inst->second.live != policy::kNoId) live_.AddWaiting(inst->second.live, -1);
+  }
+}
+
+bool Cluster::WaitForLoad(const VariantKey& key, LoadWaiter& waiter) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, w] : workers_) {
+    auto it = w.instances.find(key);
+    if (it != w.instances.end() && it->second.phase == InstancePhase::kLoading) {
+      it->second.waiters.push_back(std::move(waiter));
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status Cluster::BeginLoad(const std::string& worker_id, const VariantKey& key,
+                                LoadWaiter waiter, int replicas) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto w = workers_.find(worker_id);
+    if (w != workers_.end()) {
+      InstanceRecord& inst = w->second.instances[key];
+      inst.target_replicas = replicas;
+      if (inst.phase == InstancePhase::kReady) {
+        inst.resizing = true;
+        if (waiter) inst.waiters.push_back(std::move(waiter));
+        return absl::OkStatus();
+      }
+      inst.phase = InstancePhase::kLoading;
+      inst.error.clear();
+      inst.phase_since = options_.clock->Now();
+      LiveAddInstanceLocked(w->second, key, inst, policy::InstanceState::kInactive);
+      if (waiter) inst.waiters.push_back(std::move(waiter));
+      return absl::OkStatus();
+    }
+  }
+  absl::Status gone = absl::UnavailableError(absl::StrCat("worker ", worker_id, " is gone"));
+  if (waiter) std::move(waiter)(gone);
+  return gone;
+}
+
+void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
+                         absl::Status status) {
+  std::vector<LoadWaiter> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    auto w = workers_.find(worker_id);
+    if (w == workers_.end()) return;  // the waiters were told when it went
+    auto it = w->second.instances.find(key);
+    if (it == w->second.instances.end()) return;
+    InstanceRecord& inst = it->second;
+    waiters.swap(inst.waiters);
+    if (inst.resizing) {
+      // A ready instance changed its replicas (or kept the old ones if that
+      // failed); it served throughout.
+      inst.resizing = false;
+      if (status.ok()) inst.stats.replicas = inst.target_replicas;
+    } else if (inst.phase == InstancePhase::kUnloading) {
+      // Unloaded while its load was under way: nothing more to record.
+    } else if (status.ok()) {
+      inst.phase_since = options_.clock->Now();
+      inst.phase = InstancePhase::kReady;
+      load_failures_.erase(key);
+      inst.history = policy::InstanceHistory{policy::InstanceState::kActive};
+      LiveAddInstanceLocked(w->second, key, inst, policy::InstanceState::kActive);
+      if (inst.live != policy::kNoId) live_.SetState(inst.live, policy::InstanceState::kActive);
+    } else {
+      inst.phase_since = options_.clock->Now();
+      inst.phase = InstancePhase::kFailed;
+      inst.error = std::string(status.message());
+      load_failures_[key] = {inst.phase_since, inst.error};
+      LiveRemoveInstanceLocked(inst);
+    }
+  }
+  for (LoadWaiter& waiter : waiters) std::move(waiter)(status);
+}
+
+void Cluster::BeginUnload(const std::string& worker_id, const VariantKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto w = workers_.find(worker_id);
+  if (w == workers_.end()) return;
+  auto inst = w->second.instances.find(key);
+  if (inst == w->second.instances.end()) return;
+  inst->second.phase = InstancePhase::kUnloading;
+  inst->second.phase_since = options_.clock->Now();
+  LiveRemoveInstanceLocked(inst->second);
+}
+
+void Cluster::RemoveInstance(const std::string& worker_id, const VariantKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto w = workers_.find(worker_id);
+  if (w == workers_.end()) return;
+  auto inst = w->second.instances.find(key);
+  if (inst == w->second.instances.end()) return;
+  LiveRemoveInstanceLocked(inst->second);
+  w->second.instances.erase(inst);
+}
+
+std::optional<std::pair<Nanos, std::string>> Cluster::LastLoadFailure(
+    const VariantKey& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = load_failures_.find(key);
+  if (it == load_failures_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::shared_ptr<WorkerApi> Cluster::Api(const std::string& worker_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  return it == workers_.end() ? nullptr : it->second.api;
+}
+
+std::vector<WorkerView> Cluster::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<WorkerView> views;
+  views.reserve(workers_.size());
+  for (const auto& [id, w] : workers_) views.push_back(ViewOf(w));
+  return views;
+}
+
+size_t Cluster::worker_count() const {
+  absl::MutexLock lock(&mu_);
+  return workers_.size();
+}
+
+}  // namespace maitre::controller

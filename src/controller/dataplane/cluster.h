@@ -1,0 +1,254 @@
+// The controller's live view of its workers and the instances on them: who is
+// registered, what each worker last reported, which variants are loading or
+// ready where, and how many queries this controller has in flight to each
+// instance. It is the metadata store's in-memory half (docs/architecture.md,
+// "Controller components"); the registry is the durable half.
+//
+// Thread-safety: thread-safe. Data-path calls (PickReady, Release) hold the
+// lock for a short scan of the workers.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "control/query_router.h"
+#include "controller/dataplane/worker_api.h"
+#include "core/clock.h"
+#include "core/variant.h"
+#include "core/worker_type.h"
+#include "policy/instance_state.h"
+#include "policy/selection.h"
+
+namespace maitre::controller {
+
+// Where an instance is in its life on a worker (see docs/architecture.md).
+//   kLoading --Load ok--> kReady --unload asked--> kUnloading --done--> (removed)
+//   kLoading --Load failed--> kFailed --retry after a pause--> kLoading
+// A worker's loss removes all its instances.
+enum class InstancePhase { kLoading, kReady, kFailed, kUnloading };
+absl::string_view InstancePhaseName(InstancePhase phase);
+
+// One instance's figures from its worker's last report.
+struct InstanceStats {
+  int replicas = 0;
+  int queue_length = 0;
+  double arrival_qps = 0;
+  double served_qps = 0;
+  double latency_p50_ms = 0;
+  double latency_p99_ms = 0;
+  double compute_p50_ms = 0;
+  double mean_batch = 0;
+  int64_t dropped = 0;
+  double dropped_qps = 0;
+};
+
+struct InstanceView {
+  VariantKey key;
+  InstancePhase phase = InstancePhase::kLoading;
+  // The INFaaS state from the monitoring reports (docs/policies.md).
+  policy::InstanceState state = policy::InstanceState::kInactive;
+  std::string error;       // why the last load failed
+  Nanos phase_since = 0;
+  int64_t outstanding = 0;  // queries in flight from this controller
+  InstanceStats stats;
+  // Replicas a load under way adds: all it asks for while kLoading, the
+  // difference while a ready instance grows (it keeps serving meanwhile).
+  int loading_replicas = 0;
+};
+
+struct WorkerView {
+  std::string id;
+  WorkerType type;
+  std::string address;
+  int pid = 0;
+  std::string launch_token;
+  Nanos registered_at = 0;
+  Nanos last_report = 0;
+  // Since when its reports have shown nothing received, served or queued
+  // (from the start of the first interval that was so) and this controller
+  // had nothing in flight there; unset while it is busy.
+  std::optional<Nanos> idle_since;
+  double cpu_utilisation = 0;
+  double memory_mb = 0;
+  std::vector<InstanceView> instances;
+};
+
+// Replicas of a variant on a worker as the autoscalers and placement count
+// them: ready ones (at least 1 once ready) and those a load under way adds.
+struct HeldReplicas {
+  int ready = 0;
+  int loading = 0;
+};
+HeldReplicas HeldOn(const WorkerView& worker, const VariantKey& key);
+// The same for one instance record.
+HeldReplicas HeldBy(const InstanceView& instance);
+
+// What a worker reports (the transport-free form of ReportRequest).
+struct WorkerReport {
+  std::string worker_id;
+  double cpu_utilisation = 0;
+  double memory_mb = 0;
+  std::vector<std::pair<VariantKey, InstanceStats>> instances;
+};
+
+// A chosen instance for one query. Release() it when the query completes.
+struct Route {
+  std::string worker_id;
+  std::string worker_type;
+  std::shared_ptr<WorkerApi> api;
+};
+
+using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
+
+// A load the selection policy asked for: the cluster has already marked it
+// loading; the caller sends the Load to the worker.
+struct LoadOrder {
+  std::string worker_id;
+  VariantKey variant;
+};
+
+// What the selection policy decided for one query, in the cluster's terms.
+struct SelectionResult {
+  policy::SelectionDecision decision;
+  VariantKey variant;                 // the variant that serves the query
+  std::optional<Route> route;         // send the query here now (Release() it after)
+  bool waiting_for_load = false;      // the waiter was attached to a load
+  std::optional<LoadOrder> load;      // a load to start (already marked loading)
+  std::string explanation;            // for kUnsatisfiable / kUnavailable
+};
+
+class Cluster {
+ public:
+  struct Options {
+    WorkerTypeTable types = WorkerTypeTable::Default();
+    const Clock* clock = SteadyClock::Get();
+    // A worker that has not reported for this long is considered lost.
+    Nanos silence_limit = 3 * kSecond;
+    // What chooses each query's instance from the live view (null: the
+    // selection policy, "infaas").
+    std::shared_ptr<const control::QueryRouter> router;
+    // How a WorkerApi is made for a worker's address.
+    std::function<std::unique_ptr<WorkerApi>(const std::string& address)> connect =
+        NewGrpcWorkerApi;
+  };
+
+  explicit Cluster(Options options);
+
+  const WorkerTypeTable& types() const { return options_.types; }
+
+  // ---- membership ----
+  // Registers a worker; InvalidArgument for a type not in the table.
+  absl::StatusOr<std::string> AddWorker(const std::string& type, const std::string& address,
+                                        int pid, const std::string& launch_token);
+  // Updates a worker's figures; false when the worker is unknown.
+  bool ApplyReport(const WorkerReport& report);
+  // Forgets a worker. Its loading instances' waiters get UNAVAILABLE.
+  void RemoveWorker(const std::string& worker_id, absl::string_view reason);
+  // Removes workers silent for longer than the limit; returns their ids.
+  std::vector<std::string> RemoveSilentWorkers();
+  // Called (without the lock held) whenever a worker is removed.
+  void OnWorkerRemoved(std::function<void(const WorkerView&)> callback);
+
+  // ---- data path ----
+  // The ready instance of `key` with the fewest queries in flight, counting
+  // this query; nullopt when none is ready.
+  std::optional<Route> PickReady(const VariantKey& key);
+  void Release(const std::string& worker_id, const VariantKey& key);
+
+  // ---- loading ----
+  // Where `key` is loading, if anywhere: adds `waiter` there and returns
+  // true. Otherwise returns false and keeps `waiter`.
+  bool WaitForLoad(const VariantKey& key, LoadWaiter& waiter);
+  // Marks `key` as loading on `worker_id` with `replicas` replicas and a
+  // first waiter (may be null). An instance already ready there is resized
+  // instead: it stays ready and keeps serving while the worker changes its
+  // replicas. If the worker is gone, the waiter is told so and the error
+  // returned.
+  absl::Status BeginLoad(const std::string& worker_id, const VariantKey& key,
+                         LoadWaiter waiter, int replicas = 1);
+  // Ends a load; waiters are told (outside the lock).
+  void FinishLoad(const std::string& worker_id, const VariantKey& key, absl::Status status);
+  // Marks an instance as being unloaded: no query is routed to it, and the
+  // worker's reports (which still list it) do not bring it back.
+  void BeginUnload(const std::string& worker_id, const VariantKey& key);
+  // Removes an instance after it was unloaded.
+  void RemoveInstance(const std::string& worker_id, const VariantKey& key);
+  // When `key` last failed to load anywhere, and why (for backing off).
+  std::optional<std::pair<Nanos, std::string>> LastLoadFailure(const VariantKey& key) const;
+
+  // ---- selection (cluster_selection.cc) ----
+  // Replaces the selection index after the catalog changed. `slo_ms` by app
+  // is the latency objective instance states judge saturation against.
+  void SetSelectionIndex(std::shared_ptr<const policy::SelectionIndex> index,
+                         std::map<std::string, double> slo_ms);
+  std::shared_ptr<const policy::SelectionIndex> selection_index() const;
+  // Runs the selection policy for one query. When the query must wait for a
+  // load (an instance still loading, or one the decision starts), `waiter`
+  // is moved into that load and `waiting_for_load` is set.
+  SelectionResult Select(const policy::SelectionRequest& request, LoadWaiter& waiter);
+
+  std::shared_ptr<WorkerApi> Api(const std::string& worker_id) const;
+  std::vector<WorkerView> Snapshot() const;
+  size_t worker_count() const;
+
+ private:
+  struct InstanceRecord {
+    InstancePhase phase = InstancePhase::kLoading;
+    std::string error;
+    Nanos phase_since = 0;
+    int64_t outstanding = 0;
+    InstanceStats stats;
+    int target_replicas = 1;  // what the last load asked for
+    bool resizing = false;    // a ready instance's replica change is under way
+    std::vector<LoadWaiter> waiters;
+    // Its entry in the selection's live view (kNoId while its variant has
+    // no profile) and its state machine's memory.
+    policy::InstanceId live = policy::kNoId;
+    policy::InstanceHistory history;
+  };
+  struct Worker {
+    WorkerView view;  // instances are kept in `instances` below
+    std::shared_ptr<WorkerApi> api;
+    std::map<VariantKey, InstanceRecord> instances;
+    policy::WorkerId live = policy::kNoId;
+  };
+
+  // Live-view bookkeeping (cluster_selection.cc); all under mu_.
+  void LiveAddWorkerLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LiveAddInstanceLocked(Worker& worker, const VariantKey& key, InstanceRecord& inst,
+                             policy::InstanceState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LiveRemoveInstanceLocked(InstanceRecord& inst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LiveApplyReportLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double FreeMemoryLocked(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  WorkerView ViewOf(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the worker and returns what is left to do outside the lock.
+  std::pair<WorkerView, std::vector<LoadWaiter>> EraseWorkerLocked(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> waiters,
+                     absl::string_view reason);
+
+  const Options options_;
+  std::shared_ptr<const control::QueryRouter> router_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<VariantKey, std::pair<Nanos, std::string>> load_failures_ ABSL_GUARDED_BY(mu_);
+  int64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
+  std::shared_ptr<const policy::SelectionIndex> index_ ABSL_GUARDED_BY(mu_);
+  policy::LiveState live_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, double> slo_ms_ ABSL_GUARDED_BY(mu_);
+  // Live ids back to the cluster's names.
+  std::map<policy::WorkerId, std::string> worker_by_live_ ABSL_GUARDED_BY(mu_);
+  std::map<policy::InstanceId, std::pair<std::string, VariantKey>> instance_by_live_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(const WorkerView&)>> removed_callbacks_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::controller

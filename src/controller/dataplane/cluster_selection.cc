@@ -1,0 +1,201 @@
+// The selection half of Cluster: the live view the selection policy reads
+// (policy/selection_live.h), kept in step with the cluster's own records,
+// the instance state machine run on every report, and Select().
+#include "absl/strings/str_cat.h"
+#include "controller/dataplane/cluster.h"
+#include "core/logging.h"
+
+namespace maitre::controller {
+namespace {
+
+// Saturation is judged against the app's latency objective; an app without
+// one is judged against this.
+constexpr double kDefaultSloMs = 100;
+
+}  // namespace
+
+double Cluster::FreeMemoryLocked(const Worker& worker) const {
+  double free = static_cast<double>(worker.view.type.memory_mb) - worker.view.memory_mb;
+  // A load in progress will take its variant's memory: count it now, so the
+  // next decision does not place a second load into the same room.
+  for (const auto& [key, inst] : worker.instances) {
+    if (inst.phase != InstancePhase::kLoading || index_ == nullptr) continue;
+    policy::OptionId option = index_->FindOption(index_->FindVariant(key),
+                                                 index_->FindType(worker.view.type.name));
+    if (option != policy::kNoId) free -= index_->option(option).memory_mb;
+  }
+  return std::max(0.0, free);
+}
+
+void Cluster::LiveAddWorkerLocked(Worker& worker) {
+  if (index_ == nullptr || worker.live != policy::kNoId) return;
+  policy::WorkerTypeId type = index_->FindType(worker.view.type.name);
+  if (type == policy::kNoId) return;
+  worker.live = live_.AddWorker({type, worker.view.cpu_utilisation, FreeMemoryLocked(worker), true});
+  worker_by_live_[worker.live] = worker.view.id;
+}
+
+void Cluster::LiveAddInstanceLocked(Worker& worker, const VariantKey& key, InstanceRecord& inst,
+                                    policy::InstanceState state) {
+  if (index_ == nullptr || worker.live == policy::kNoId || inst.live != policy::kNoId) return;
+  policy::VariantId variant = index_->FindVariant(key);
+  if (variant == policy::kNoId || !index_->variant(variant).present) return;
+  policy::LiveInstance live;
+  live.variant = variant;
+  live.worker = worker.live;
+  live.state = state;
+  policy::OptionId option = index_->FindOption(variant, index_->FindType(worker.view.type.name));
+  live.ready_at = options_.clock->Now() +
+                  (option != policy::kNoId ? FromMillis(index_->option(option).load_ms) : 0);
+  live.waiting = static_cast<int32_t>(inst.outstanding);
+  auto id = live_.AddInstance(*index_, live);
+  if (!id.ok()) return;
+  inst.live = *id;
+  inst.history.state = state;
+  instance_by_live_[inst.live] = {worker.view.id, key};
+  live_.UpdateWorker(worker.live, worker.view.cpu_utilisation, FreeMemoryLocked(worker));
+}
+
+void Cluster::LiveRemoveInstanceLocked(InstanceRecord& inst) {
+  if (inst.live == policy::kNoId) return;
+  live_.RemoveInstance(inst.live);
+  instance_by_live_.erase(inst.live);
+  inst.live = policy::kNoId;
+}
+
+void Cluster::LiveApplyReportLocked(Worker& worker) {
+  if (worker.live == policy::kNoId) return;
+  live_.UpdateWorker(worker.live, worker.view.cpu_utilisation, FreeMemoryLocked(worker));
+  policy::WorkerTypeId type = index_->FindType(worker.view.type.name);
+  for (auto& [key, inst] : worker.instances) {
+    if (inst.phase != InstancePhase::kReady) continue;
+    if (inst.live == policy::kNoId) {
+      LiveAddInstanceLocked(worker, key, inst, policy::InstanceState::kActive);
+      if (inst.live == policy::kNoId) continue;
+    }
+    const InstanceStats& s = inst.stats;
+    live_.UpdateInstanceLoad(inst.live, s.mean_batch, s.replicas, s.served_qps);
+    policy::OptionId option = index_->FindOption(index_->FindVariant(key), type);
+    if (option == policy::kNoId) continue;
+    auto slo = slo_ms_.find(key.model);
+    policy::InstanceObservation observation;
+    observation.replicas = s.replicas;
+    observation.queue_length = s.queue_length;
+    observation.arrival_qps = s.arrival_qps;
+    observation.served_qps = s.served_qps;
+    observation.latency_p50_ms = s.latency_p50_ms;
+    observation.latency_p99_ms = s.latency_p99_ms;
+    observation.compute_p50_ms = s.compute_p50_ms;
+    observation.mean_batch = s.mean_batch;
+    observation.dropped_qps = s.dropped_qps;
+    policy::InstanceStateStep step = policy::NextInstanceState(
+        inst.history, observation, index_->option(option).profile,
+        slo != slo_ms_.end() ? slo->second : kDefaultSloMs);
+    if (step.history.state != inst.history.state) {
+      spdlog::info("instance {} on {}: {} -> {}", key.ToString(), worker.view.id,
+                   policy::InstanceStateName(inst.history.state),
+                   policy::InstanceStateName(step.history.state));
+    }
+    inst.history = step.history;
+    live_.SetState(inst.live, inst.history.state);
+  }
+}
+
+void Cluster::SetSelectionIndex(std::shared_ptr<const policy::SelectionIndex> index,
+                                std::map<std::string, double> slo_ms) {
+  absl::MutexLock lock(&mu_);
+  index_ = std::move(index);
+  slo_ms_ = std::move(slo_ms);
+  for (policy::InstanceId gone : live_.Sync(*index_)) {
+    auto it = instance_by_live_.find(gone);
+    if (it == instance_by_live_.end()) continue;
+    auto w = workers_.find(it->second.first);
+    if (w != workers_.end()) {
+      auto inst = w->second.instances.find(it->second.second);
+      if (inst != w->second.instances.end()) inst->second.live = policy::kNoId;
+    }
+    instance_by_live_.erase(it);
+  }
+  // Workers and instances that predate the index (or whose variant has just
+  // been profiled) join the live view now.
+  for (auto& [id, w] : workers_) {
+    LiveAddWorkerLocked(w);
+    for (auto& [key, inst] : w.instances) {
+      LiveAddInstanceLocked(w, key, inst,
+                            inst.phase == InstancePhase::kReady ? policy::InstanceState::kActive
+                                                                : policy::InstanceState::kInactive);
+    }
+  }
+}
+
+std::shared_ptr<const policy::SelectionIndex> Cluster::selection_index() const {
+  absl::MutexLock lock(&mu_);
+  return index_;
+}
+
+SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWaiter& waiter) {
+  absl::MutexLock lock(&mu_);
+  SelectionResult result;
+  if (index_ == nullptr) {
+    result.decision.outcome = policy::SelectionOutcome::kUnsatisfiable;
+    return result;
+  }
+  result.decision = router_->Route(*index_, live_, request);
+  const policy::SelectionDecision& d = result.decision;
+  if (d.serving != policy::kNoId) {
+    result.variant = index_->variant(index_->option(d.serving).variant).key;
+  }
+  if (d.outcome == policy::SelectionOutcome::kUnsatisfiable ||
+      (d.outcome == policy::SelectionOutcome::kUnavailable && !d.load.valid())) {
+    result.explanation = policy::ExplainDecision(*index_, live_, request, d);
+    return result;
+  }
+  // A load the decision asks for is marked now, under the same lock, so the
+  // next query sees it under way rather than asking for it again.
+  InstanceRecord* loading = nullptr;
+  if (d.load.valid()) {
+    auto wid = worker_by_live_.find(d.load.worker);
+    const VariantKey& key = index_->variant(index_->option(d.load.option).variant).key;
+    if (wid != worker_by_live_.end()) {
+      Worker& w = workers_[wid->second];
+      InstanceRecord& inst = w.instances[key];
+      inst.phase = InstancePhase::kLoading;
+      inst.error.clear();
+      inst.phase_since = options_.clock->Now();
+      LiveAddInstanceLocked(w, key, inst, policy::InstanceState::kInactive);
+      result.load = LoadOrder{w.view.id, key};
+      loading = &inst;
+    }
+  }
+  if (d.outcome == policy::SelectionOutcome::kUnavailable) {
+    result.explanation = policy::ExplainDecision(*index_, live_, request, d);
+    return result;
+  }
+  if (d.outcome == policy::SelectionOutcome::kLoadAndServe && loading != nullptr) {
+    loading->waiters.push_back(std::move(waiter));
+    result.waiting_for_load = true;
+    return result;
+  }
+  auto where = instance_by_live_.find(d.instance);
+  if (where == instance_by_live_.end()) {
+    result.decision.outcome = policy::SelectionOutcome::kUnavailable;
+    result.explanation = "the chosen instance is gone; try again";
+    return result;
+  }
+  Worker& w = workers_[where->second.first];
+  InstanceRecord& inst = w.instances[where->second.second];
+  result.variant = where->second.second;
+  if (inst.phase == InstancePhase::kLoading) {
+    // The policy may send a query to an instance that will be ready in
+    // time; it waits for that load here rather than at the worker.
+    inst.waiters.push_back(std::move(waiter));
+    result.waiting_for_load = true;
+    return result;
+  }
+  ++inst.outstanding;
+  live_.AddWaiting(inst.live, +1);
+  result.route = Route{w.view.id, w.view.type.name, w.api};
+  return result;
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,377 @@
+#include "controller/dataplane/dispatcher.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/cores.h"
+#include "core/logging.h"
+#include "controller/frontend/model_views.h"
+
+namespace maitre::controller {
+
+struct Dispatcher::Query {
+  std::shared_ptr<const CatalogSnapshot> catalog;
+  // What the policy may choose among: the app's variants, the model's, or
+  // the one pinned.
+  enum class Scope { kApp, kModel, kVariant } scope = Scope::kApp;
+  const CatalogApp* app = nullptr;  // null only for a model whose app is gone
+  const CatalogModel* model = nullptr;
+  const CatalogVariant* pinned = nullptr;
+  // The variant serving the query, once chosen.
+  const CatalogVariant* variant = nullptr;
+  bool inputs_checked = false;
+  Requirements requirements;
+  std::string id;
+  std::vector<RequestedOutput> outputs;
+  std::vector<Tensor> unchecked_inputs;  // until the model is known
+  std::shared_ptr<const std::vector<Tensor>> inputs;
+  Nanos received = 0;
+  Nanos deadline = 0;   // give up: the objective plus the serving allowance
+  Nanos objective = 0;  // the latency objective (0: none)
+  bool best_effort = false;  // no latency objective
+  int retries_left = 0;
+  bool waited_for_load = false;
+  std::atomic<bool> finished{false};
+  // The deadline timer's entry (0: none yet), cancelled once answered.
+  // Atomic because the timer's own closure may answer before Infer stores it.
+  std::atomic<uint64_t> deadline_timer_seq{0};
+  InferDone done;
+  // Where the query was last sent, for the deadline's message (built only
+  // if the deadline fires).
+  absl::Mutex sent_mu;
+  const CatalogVariant* sent_variant ABSL_GUARDED_BY(sent_mu) = nullptr;
+  std::string sent_worker ABSL_GUARDED_BY(sent_mu);
+};
+
+namespace {
+
+std::string DeadlinePassed(Nanos deadline, Nanos received, absl::string_view answerer) {
+  return absl::StrCat("the query's deadline of ", (deadline - received) / kMillisecond,
+                      " ms passed before ", answerer, " answered it");
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(Options options) : options_(options) {
+  const std::vector<int> cores = AllowedCores();
+  const int lanes =
+      std::clamp(static_cast<int>(cores.size()), 1, std::max(1, options_.deadline_timer_lanes));
+  deadline_timer_ = std::make_unique<TimerThread>(options_.clock, lanes);
+  if (lanes > 1) {
+    if (absl::Status s = deadline_timer_->PinLanes(cores); !s.ok()) {
+      spdlog::info("dispatcher: {}", s.message());
+    }
+  }
+  // Expired queries are answered from these threads; in a burst on a small
+  // host an ordinary thread's wake-up could wait behind the busy ones.
+  if (absl::Status s = deadline_timer_->RaiseToRealtime(); !s.ok()) {
+    spdlog::info("dispatcher: {}; 504s may leave late on a busy host", s.message());
+  }
+}
+
+Dispatcher::~Dispatcher() = default;
+
+void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
+                       InferDone done) {
+  auto query = std::make_shared<Query>();
+  query->done = std::move(done);
+  query->received = received;
+  query->catalog = options_.catalog->Get();
+  const CatalogSnapshot& catalog = *query->catalog;
+  if (target.model.empty()) {
+    query->scope = Query::Scope::kApp;
+    query->app = catalog.FindApp(target.app);
+    if (query->app == nullptr) {
+      return Finish(query, absl::NotFoundError(absl::StrCat(
+                               "no app named '", target.app, "'; GET /v2/apps lists them")));
+    }
+  } else {
+    query->scope = Query::Scope::kModel;
+    query->model = catalog.FindModel(target.model);
+    if (query->model == nullptr) return Finish(query, UnknownModelError(target.model));
+    query->app = catalog.FindApp(query->model->app);
+    if (!target.variant.empty()) {
+      query->scope = Query::Scope::kVariant;
+      query->pinned = query->model->FindVariant(target.variant);
+      if (query->pinned == nullptr) {
+        return Finish(query, UnknownVariantError(*query->model, target.variant));
+      }
+      if (!query->pinned->ready()) {
+        return Finish(query, absl::UnavailableError(absl::StrCat(
+                                 query->pinned->spec.key.ToString(), " is not ready (",
+                                 query->pinned->detail, ")")));
+      }
+    }
+  }
+  query->requirements = request.requirements;
+  if (query->app != nullptr) {
+    Requirements defaults = query->app->defaults;
+    if (request.offline) defaults.latency_ms.reset();
+    query->requirements = request.requirements.Or(defaults);
+  }
+  const std::optional<double>& latency = query->requirements.latency_ms;
+  query->best_effort = !latency.has_value();
+  if (latency) query->objective = received + FromMillis(*latency);
+  query->deadline = received + (latency ? FromMillis(*latency) + options_.serving_allowance
+                                        : options_.default_timeout);
+  query->id = std::move(request.id);
+  query->outputs = std::move(request.outputs);
+  query->unchecked_inputs = std::move(request.inputs);
+  query->retries_left = options_.max_retries;
+  // A query that names a model is checked before anything is loaded for it.
+  if (query->model != nullptr) {
+    const VariantKey key = query->pinned != nullptr ? query->pinned->spec.key
+                                                    : VariantKey{query->model->name, ""};
+    if (absl::Status s = Choose(*query, key); !s.ok()) return Finish(query, s);
+    query->variant = query->pinned;
+  }
+  const TimerThread::Handle timer =
+      deadline_timer_->Schedule(query->deadline, [this, weak = std::weak_ptr<Query>(query)] {
+        if (std::shared_ptr<Query> q = weak.lock()) Expire(q);
+      });
+  query->deadline_timer_seq.store(timer.seq, std::memory_order_relaxed);
+  Attempt(std::move(query));
+}
+
+void Dispatcher::Expire(const std::shared_ptr<Query>& query) {
+  if (query->finished.load(std::memory_order_acquire)) return;
+  // The timer has let go of this entry (another lane's copy does nothing),
+  // so Finish need not cancel it: cancelling takes every lane's lock, which
+  // a stalled thread may hold.
+  query->deadline_timer_seq.store(0, std::memory_order_relaxed);
+  std::string answerer = "any instance";
+  {
+    absl::MutexLock lock(&query->sent_mu);
+    if (query->sent_variant != nullptr) {
+      answerer = absl::StrCat(query->sent_variant->spec.key.ToString(), " on ", query->sent_worker);
+    }
+  }
+  Finish(query, absl::DeadlineExceededError(
+                    DeadlinePassed(query->deadline, query->received, answerer)));
+}
+
+absl::Status Dispatcher::Choose(Query& query, const VariantKey& key) {
+  if (query.model == nullptr || query.model->name != key.model) {
+    query.model = query.catalog->FindModel(key.model);
+    if (query.model == nullptr) return UnknownModelError(key.model);
+  }
+  if (!key.variant.empty()) {
+    query.variant = query.model->FindVariant(key.variant);
+    if (query.variant == nullptr) return UnknownVariantError(*query.model, key.variant);
+  }
+  if (query.inputs_checked) return absl::OkStatus();
+  const CatalogModel& model = *query.model;
+  auto rows = model.spec.CheckAndOrderInputs(&query.unchecked_inputs);
+  if (!rows.ok()) return rows.status();
+  for (const RequestedOutput& requested : query.outputs) {
+    bool known = false;
+    for (const TensorSpec& out : model.spec.outputs) known |= out.name == requested.name;
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", model.name,
+                                                     "' has no output named '", requested.name,
+                                                     "'"));
+    }
+  }
+  query.inputs = std::make_shared<const std::vector<Tensor>>(std::move(query.unchecked_inputs));
+  query.inputs_checked = true;
+  return absl::OkStatus();
+}
+
+void Dispatcher::Attempt(std::shared_ptr<Query> query) {
+  if (options_.clock->Now() >= query->deadline) {
+    return Finish(query, absl::DeadlineExceededError(
+                             "the deadline passed before an instance could run the query"));
+  }
+  std::shared_ptr<const policy::SelectionIndex> index = options_.cluster->selection_index();
+  policy::SelectionRequest request;
+  switch (query->scope) {
+    case Query::Scope::kVariant:
+      request.pinned = index->FindVariant(query->pinned->spec.key);
+      break;
+    case Query::Scope::kModel:
+      request.model = index->FindModel(query->model->name);
+      break;
+    case Query::Scope::kApp:
+      request.app = index->FindApp(query->app->name);
+      break;
+  }
+  if (request.pinned == policy::kNoId && request.model == policy::kNoId &&
+      request.app == policy::kNoId) {
+    if (query->scope == Query::Scope::kApp) {
+      return Finish(query, absl::UnavailableError(absl::StrCat(
+                               "app '", query->app->name,
+                               "' has no profiled variant yet; its models are being profiled")));
+    }
+    return AttemptUnprofiled(std::move(query));
+  }
+  request.requirements = query->requirements;
+  request.now = options_.clock->Now();
+  request.deadline = query->deadline;
+  LoadWaiter waiter = [this, query](absl::Status status) mutable {
+    if (!status.ok()) return Finish(query, status);
+    Attempt(std::move(query));
+  };
+  SelectionResult result = options_.cluster->Select(request, waiter);
+  if (result.load.has_value()) {
+    const CatalogModel* model = query->catalog->FindModel(result.load->variant.model);
+    const CatalogVariant* variant =
+        model != nullptr ? model->FindVariant(result.load->variant.variant) : nullptr;
+    if (variant != nullptr) {
+      options_.placer->StartLoad(result.load->worker_id, *variant, 1);
+    } else {
+      options_.cluster->FinishLoad(result.load->worker_id, result.load->variant,
+                                   absl::NotFoundError("the variant left the catalog"));
+    }
+  }
+  using policy::SelectionOutcome;
+  switch (result.decision.outcome) {
+    case SelectionOutcome::kUnsatisfiable:
+      // No option in scope at all: the variants are not profiled yet.
+      if (result.decision.closest == policy::kNoId && query->scope != Query::Scope::kApp) {
+        return AttemptUnprofiled(std::move(query));
+      }
+      if (result.decision.closest == policy::kNoId) {
+        return Finish(query, absl::UnavailableError(absl::StrCat(
+                                 "app '", query->app->name,
+                                 "' has no profiled variant yet; its models are being profiled")));
+      }
+      return Finish(query, absl::FailedPreconditionError(result.explanation));
+    case SelectionOutcome::kUnavailable:
+      CountRefused(*query);
+      return Finish(query, result.decision.unavailable == policy::UnavailableReason::kDeadline
+                               ? absl::DeadlineExceededError(result.explanation)
+                               : absl::UnavailableError(result.explanation));
+    default:
+      break;
+  }
+  if (absl::Status s = Choose(*query, result.variant); !s.ok()) {
+    if (result.route.has_value()) options_.cluster->Release(result.route->worker_id, result.variant);
+    return Finish(query, s);
+  }
+  if (result.waiting_for_load) return;  // the waiter runs Attempt again
+  if (!result.route.has_value()) {
+    return Finish(query, absl::UnavailableError("no instance could take the query"));
+  }
+  Send(std::move(query), *std::move(result.route));
+}
+
+void Dispatcher::CountRefused(const Query& query) {
+  if (options_.refused == nullptr) return;
+  const std::string* app = query.app != nullptr     ? &query.app->name
+                           : query.model != nullptr ? &query.model->app
+                                                    : nullptr;
+  if (app == nullptr) return;
+  const std::vector<Tensor>& inputs =
+      query.inputs_checked ? *query.inputs : query.unchecked_inputs;
+  int64_t rows = inputs.empty() || inputs[0].shape.empty() ? 1 : inputs[0].shape[0];
+  options_.refused->Add(*app, std::max<int64_t>(rows, 1));
+}
+
+void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
+  if (query->variant == nullptr) query->variant = query->model->DefaultVariant();
+  if (query->variant == nullptr) {
+    return Finish(query, absl::UnavailableError(
+                             absl::StrCat("model '", query->model->name,
+                                          "' has no ready variant yet")));
+  }
+  const VariantKey& key = query->variant->spec.key;
+  if (std::optional<Route> route = options_.cluster->PickReady(key)) {
+    return Send(std::move(query), *std::move(route));
+  }
+  if (query->waited_for_load && query->retries_left-- <= 0) {
+    return Finish(query, absl::UnavailableError(
+                             absl::StrCat(key.ToString(), " was loaded but is gone again")));
+  }
+  query->waited_for_load = true;
+  options_.placer->EnsureLoaded(*query->variant, [this, query](absl::Status status) mutable {
+    if (!status.ok()) return Finish(query, status);
+    Attempt(std::move(query));
+  });
+}
+
+void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
+  WorkerApi::InferOptions send;
+  send.timeout = query->deadline - options_.clock->Now();
+  send.reply_margin = options_.reply_margin;
+  send.best_effort = query->best_effort;
+  if (!query->best_effort) {
+    // A past objective is sent as "now": the worker then runs the query as
+    // soon as it can, within the hard deadline.
+    send.objective = std::max<Nanos>(
+        query->objective - options_.clock->Now() - options_.reply_margin, kMicrosecond);
+  }
+  const VariantKey key = query->variant->spec.key;
+  {
+    absl::MutexLock lock(&query->sent_mu);
+    query->sent_variant = query->variant;
+    query->sent_worker = route.worker_id;
+  }
+  route.api->Infer(
+      key, query->inputs, send,
+      [this, query, key, worker = route.worker_id,
+       worker_type = route.worker_type](absl::StatusOr<WorkerReply> reply) mutable {
+        options_.cluster->Release(worker, key);
+        if (!reply.ok()) {
+          absl::StatusCode code = reply.status().code();
+          // NOT_FOUND: the worker no longer holds the instance (it restarted);
+          // UNAVAILABLE: the worker is unreachable. Both can succeed elsewhere.
+          if (code == absl::StatusCode::kNotFound) options_.cluster->RemoveInstance(worker, key);
+          if ((code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnavailable) &&
+              query->retries_left-- > 0) {
+            return Attempt(std::move(query));  // the policy chooses again
+          }
+          if (code == absl::StatusCode::kNotFound) {
+            return Finish(query, absl::UnavailableError(reply.status().message()));
+          }
+          if (code == absl::StatusCode::kDeadlineExceeded) {
+            return Finish(query, absl::DeadlineExceededError(absl::StrCat(
+                                     DeadlinePassed(query->deadline, query->received,
+                                                    absl::StrCat(key.ToString(), " on ", worker)),
+                                     " (", reply.status().message(), ")")));
+          }
+          return Finish(query, reply.status());
+        }
+        InferResponse response;
+        response.model_name = query->model->name;
+        response.model_version = key.variant;
+        response.id = query->id;
+        response.outputs = std::move(reply->outputs);
+        if (!query->outputs.empty()) {
+          std::vector<Tensor> kept;
+          for (Tensor& t : response.outputs) {
+            for (const RequestedOutput& requested : query->outputs) {
+              if (t.name == requested.name) kept.push_back(std::move(t));
+            }
+          }
+          response.outputs = std::move(kept);
+        }
+        response.timings.worker = worker;
+        response.timings.worker_type = worker_type;
+        response.timings.queue_us = reply->queue_us;
+        response.timings.compute_us = reply->compute_us;
+        response.timings.batch_size = reply->batch_size;
+        Finish(query, std::move(response));
+      });
+}
+
+void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result) {
+  if (query->finished.exchange(true, std::memory_order_acq_rel)) return;
+  if (const uint64_t seq = query->deadline_timer_seq.load(std::memory_order_relaxed); seq != 0) {
+    deadline_timer_->Cancel({query->deadline, seq});
+  }
+  if (result.ok()) {
+    result->timings.total_us = (options_.clock->Now() - query->received) / kMicrosecond;
+  }
+  if (options_.metrics != nullptr) {
+    if (result.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      options_.metrics->RecordExpiry(options_.clock->Now() - query->deadline);
+    }
+    // Only registered names become label values.
+    options_.metrics->RecordQuery(query->model != nullptr ? query->model->name : "",
+                                  query->variant != nullptr ? query->variant->spec.key.variant : "",
+                                  result.status(), result.ok() ? &result->timings : nullptr);
+  }
+  std::move(query->done)(std::move(result));
+}
+
+}  // namespace maitre::controller

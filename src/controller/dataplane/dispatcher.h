@@ -1,0 +1,100 @@
+// The data path from a parsed request to a worker and back
+// (docs/architecture.md, "How a query travels"): resolve what the query names
+// (an app, a model, or one variant), check its inputs, let the selection policy
+// choose the variant and instance (or a load), send it with its deadline, and
+// retry once elsewhere if the worker is lost on the way. Until a model's
+// variants are profiled, the policy has nothing to price or time them with;
+// such queries go to the model's registered variant, loaded on demand.
+//
+// Thread-safety: thread-safe. Infer never blocks; its callback runs on a
+// transport or control thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "controller/models/catalog.h"
+#include "controller/dataplane/cluster.h"
+#include "controller/frontend/infer_codec.h"
+#include "controller/dataplane/placer.h"
+#include "controller/dataplane/refused_demand.h"
+#include "controller/serving_metrics.h"
+#include "core/timer_thread.h"
+
+namespace maitre::controller {
+
+// What a query names: an app (model-less: Maitre picks model and variant),
+// a model (Maitre picks the variant) or one variant.
+struct InferTarget {
+  std::string app;
+  std::string model;
+  std::string variant;  // empty: Maitre chooses
+};
+
+using InferDone = absl::AnyInvocable<void(absl::StatusOr<InferResponse>) &&>;
+
+class Dispatcher {
+ public:
+  struct Options {
+    Catalog* catalog = nullptr;
+    Cluster* cluster = nullptr;
+    Placer* placer = nullptr;
+    ServingMetrics* metrics = nullptr;  // may be null
+    // Where queries selection refuses are counted for the autoscalers; may
+    // be null.
+    RefusedDemand* refused = nullptr;
+    const Clock* clock = SteadyClock::Get();
+    // The deadline of a query that states no latency objective.
+    Nanos default_timeout = 30 * kSecond;
+    // A latency objective bounds the serving variant's own latency and
+    // queueing (what profiles measure, as in INFaaS); the query's deadline
+    // adds this allowance for the front-end and network hops, which no
+    // profile sees.
+    Nanos serving_allowance = 2 * kMillisecond;
+    // Sends after the first when a worker is lost mid-query.
+    int max_retries = 1;
+    // Workers aim to answer this long before a query's deadline: the reply's
+    // trip back plus scheduling delay on a busy host.
+    Nanos reply_margin = kMillisecond;
+    // Lanes of the deadline timer, each pinned to its own core of those the
+    // process may use (as many as there are, up to this): a 504 then leaves
+    // on time while one core stalls (core/timer_thread.h).
+    int deadline_timer_lanes = 2;
+  };
+
+  explicit Dispatcher(Options options);
+  // Queries still in flight are not answered by their deadline any more;
+  // their transports answer them (or drop them) as they stop.
+  ~Dispatcher();
+
+  // `received` is when the front-end received the query; deadlines and the
+  // reported total time count from it.
+  void Infer(InferTarget target, InferRequest request, Nanos received, InferDone done);
+
+ private:
+  struct Query;
+  void Attempt(std::shared_ptr<Query> query);
+  // Before a model's variants are profiled: its default variant, on demand.
+  void AttemptUnprofiled(std::shared_ptr<Query> query);
+  // Counts a query selection refused as demand the autoscalers must see.
+  void CountRefused(const Query& query);
+  // Fixes the serving variant (and, for an app query, the model), checking
+  // the inputs against that model the first time.
+  absl::Status Choose(Query& query, const VariantKey& key);
+  void Send(std::shared_ptr<Query> query, Route route);
+  // Answers `query` unless it was answered already (the deadline timer and
+  // the worker's reply race; the first wins).
+  void Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result);
+  // At the deadline: answers DEADLINE_EXCEEDED if nothing answered yet.
+  void Expire(const std::shared_ptr<Query>& query);
+
+  const Options options_;
+  // Answers each query at its deadline from threads of its own, rather
+  // than waiting for the transport's deadline callback, which on a busy
+  // host queues behind a burst of other completions.
+  std::unique_ptr<TimerThread> deadline_timer_;
+};
+
+}  // namespace maitre::controller

@@ -1,0 +1,120 @@
+#include "controller/frontend/grpc_frontend.h"
+
+#include "controller/frontend/grpc_codec.h"
+#include "controller/frontend/model_views.h"
+#include "rpc/convert.h"
+
+namespace maitre::controller {
+
+grpc::ServerUnaryReactor* GrpcFrontend::ServerLive(grpc::CallbackServerContext* context,
+                                                   const inference::ServerLiveRequest*,
+                                                   inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GrpcFrontend::ServerReady(grpc::CallbackServerContext* context,
+                                                    const inference::ServerReadyRequest*,
+                                                    inference::ServerReadyResponse* response) {
+  response->set_ready(o_.cluster->worker_count() > 0);
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GrpcFrontend::ModelReady(grpc::CallbackServerContext* context,
+                                                   const inference::ModelReadyRequest* request,
+                                                   inference::ModelReadyResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  auto readiness = ModelReadiness(*o_.catalog->Get(), *o_.cluster,
+                                  ParseModelRef(request->name(), request->version()));
+  if (readiness.ok()) response->set_ready(readiness->ready);
+  reactor->Finish(rpc::ToGrpc(readiness.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GrpcFrontend::ServerMetadata(
+    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response) {
+  response->set_name("maitre");
+  response->set_version(o_.version);
+  for (const char* e : {"binary_tensor_data", "model_less_apps", "variants", "registration",
+                        "repository_index", "offline_jobs"}) {
+    response->add_extensions(e);
+  }
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GrpcFrontend::ModelMetadata(
+    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  auto m = DescribeModel(*o_.catalog->Get(), ParseModelRef(request->name(), request->version()));
+  if (m.ok()) {
+    response->set_name(m->name);
+    for (const std::string& v : m->versions) response->add_versions(v);
+    response->set_platform(m->platform);
+    for (const auto& [specs, out] : {std::pair{&m->inputs, response->mutable_inputs()},
+                                     {&m->outputs, response->mutable_outputs()}}) {
+      for (const TensorSpec& spec : *specs) {
+        auto* t = out->Add();
+        t->set_name(spec.name);
+        t->set_datatype(std::string(DataTypeName(spec.dtype)));
+        t->mutable_shape()->Assign(spec.shape.begin(), spec.shape.end());
+      }
+    }
+  }
+  reactor->Finish(rpc::ToGrpc(m.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request_bytes,
+                                                   grpc::ByteBuffer* response_bytes) {
+  Nanos received = o_.clock->Now();
+  auto* reactor = context->DefaultReactor();
+  inference::ModelInferRequest request;
+  grpc::ByteBuffer copy(*request_bytes);  // shares the slices; Deserialize consumes it
+  if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &request)
+           .ok()) {
+    absl::Status malformed =
+        absl::InvalidArgumentError("the request is not a valid inference.ModelInferRequest");
+    o_.metrics->RecordQuery("", "", malformed, nullptr);
+    reactor->Finish(rpc::ToGrpc(malformed));
+    return reactor;
+  }
+  auto parsed = FromModelInferRequest(request);
+  if (!parsed.ok()) {
+    o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
+    reactor->Finish(rpc::ToGrpc(parsed.status()));
+    return reactor;
+  }
+  InferTarget target;
+  target.app = parsed->app;
+  if (target.app.empty() || !request.model_name().empty()) {
+    ModelRef ref = ParseModelRef(request.model_name(), request.model_version());
+    target.model = ref.model;
+    target.variant = ref.variant;
+  }
+  o_.dispatcher->Infer(
+      std::move(target), *std::move(parsed), received,
+      [reactor, response_bytes](absl::StatusOr<InferResponse> result) {
+        if (!result.ok()) {
+          reactor->Finish(rpc::ToGrpc(result.status()));
+          return;
+        }
+        inference::ModelInferResponse response;
+        ToModelInferResponse(*std::move(result), &response);
+        bool own = false;
+        grpc::Status status = grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(
+            response, response_bytes, &own);
+        reactor->Finish(status);
+      });
+  return reactor;
+}
+
+}  // namespace maitre::controller

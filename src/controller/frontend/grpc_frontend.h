@@ -1,0 +1,59 @@
+// The public gRPC front-end: inference.GRPCInferenceService, written from
+// the Open Inference Protocol so standard clients work unchanged. It uses
+// gRPC's callback API: ModelInfer hands the query to the dispatcher and
+// finishes when the answer comes back, holding no thread meanwhile.
+// ModelInfer takes its request as raw bytes and parses them itself, so that
+// a malformed protobuf is answered INVALID_ARGUMENT with a message (gRPC's
+// own deserializer would answer a bare status).
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <string>
+
+#include "controller/models/catalog.h"
+#include "controller/dataplane/cluster.h"
+#include "controller/dataplane/dispatcher.h"
+#include "controller/serving_metrics.h"
+#include "inference.grpc.pb.h"
+
+namespace maitre::controller {
+
+class GrpcFrontend final
+    : public inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+          inference::GRPCInferenceService::CallbackService> {
+ public:
+  struct Options {
+    Catalog* catalog = nullptr;
+    Cluster* cluster = nullptr;
+    Dispatcher* dispatcher = nullptr;
+    ServingMetrics* metrics = nullptr;
+    const Clock* clock = SteadyClock::Get();
+    std::string version;
+  };
+  explicit GrpcFrontend(Options options) : o_(options) {}
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest* request,
+                                       inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest* request,
+                                        inference::ServerReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest* request,
+                                           inference::ServerMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+
+ private:
+  const Options o_;
+};
+
+}  // namespace maitre::controller

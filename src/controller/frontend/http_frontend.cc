@@ -1,0 +1,450 @@
+#include "controller/frontend/http_frontend.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "controller/frontend/infer_codec.h"
+#include "controller/frontend/model_views.h"
+#include "controller/frontend/status_http.h"
+#include "controller/frontend/variant_views.h"
+#include "http/multipart.h"
+
+namespace maitre::controller {
+namespace {
+
+using nlohmann::json;
+
+http::Response ErrorResponse(const absl::Status& status) {
+  return http::Response::Error(HttpStatusFor(status), status.message());
+}
+
+json SpecJson(const TensorSpec& spec) {
+  return {{"name", spec.name},
+          {"datatype", std::string(DataTypeName(spec.dtype))},
+          {"shape", spec.shape}};
+}
+
+json RequirementsJson(const Requirements& r) {
+  json j = json::object();
+  if (r.latency_ms) j["latency_ms"] = *r.latency_ms;
+  if (r.min_accuracy) j["min_accuracy"] = *r.min_accuracy;
+  if (r.max_cost) j["max_cost"] = *r.max_cost;
+  return j;
+}
+
+// "model" or "model:variant" as the {model} path segment, plus an optional
+// /versions/{version} which also names a variant.
+ModelRef RefOf(const http::PathParams& params) {
+  auto version = params.find("version");
+  return ParseModelRef(params.find("model")->second,
+                       version == params.end() ? "" : version->second);
+}
+
+InferTarget TargetOf(const http::PathParams& params) {
+  ModelRef ref = RefOf(params);
+  return InferTarget{"", ref.model, ref.variant};
+}
+
+json RegistrationJson(const Registration& r) {
+  json j{{"app", r.app}, {"model", r.model}, {"unchanged", r.unchanged}, {"variants", json::array()}};
+  for (const RegisteredVariant& v : r.variants) {
+    j["variants"].push_back({{"variant", v.variant},
+                             {"runtime", v.runtime},
+                             {"accuracy", v.accuracy},
+                             {"accuracy_source", v.accuracy_source},
+                             {"state", v.state}});
+  }
+  return j;
+}
+
+class Frontend {
+ public:
+  explicit Frontend(const FrontendOptions& options) : o_(options) {}
+
+  void Live(http::Responder respond) {
+    std::move(respond)(http::Response::Json(200, R"({"live":true})"));
+  }
+
+  void Ready(http::Responder respond) {
+    if (o_.cluster->worker_count() == 0) {
+      std::move(respond)(http::Response::Json(
+          503, R"({"ready":false,"error":"no worker has joined the controller yet"})"));
+      return;
+    }
+    std::move(respond)(http::Response::Json(200, R"({"ready":true})"));
+  }
+
+  void ServerMetadata(http::Responder respond) {
+    json j{{"name", "maitre"},
+           {"version", o_.version},
+           {"extensions",
+            {"binary_tensor_data", "model_less_apps", "variants", "registration",
+             "repository_index", "offline_jobs"}}};
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  void ModelMetadata(const http::PathParams& params, http::Responder respond) {
+    auto m = DescribeModel(*o_.catalog->Get(), RefOf(params));
+    if (!m.ok()) {
+      std::move(respond)(ErrorResponse(m.status()));
+      return;
+    }
+    json j{{"name", m->name},
+           {"versions", m->versions},
+           {"platform", m->platform},
+           {"inputs", json::array()},
+           {"outputs", json::array()}};
+    for (const TensorSpec& t : m->inputs) j["inputs"].push_back(SpecJson(t));
+    for (const TensorSpec& t : m->outputs) j["outputs"].push_back(SpecJson(t));
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  void ModelReady(const http::PathParams& params, http::Responder respond) {
+    ModelRef ref = RefOf(params);
+    auto readiness = ModelReadiness(*o_.catalog->Get(), *o_.cluster, ref);
+    if (!readiness.ok()) {
+      std::move(respond)(ErrorResponse(readiness.status()));
+      return;
+    }
+    json j{{"name", ref.model}, {"ready", readiness->ready}};
+    if (!readiness->ready) j["error"] = readiness->reason;
+    std::move(respond)(http::Response::Json(readiness->ready ? 200 : 503, j.dump()));
+  }
+
+  void Infer(http::Request&& request, InferTarget target, http::Responder respond) {
+    Nanos received = o_.clock->Now();
+    int64_t json_length = -1;
+    absl::string_view header = request.GetHeader("Inference-Header-Content-Length");
+    if (!header.empty() && (!absl::SimpleAtoi(header, &json_length) || json_length < 0)) {
+      std::move(respond)(http::Response::Error(
+          400, "Inference-Header-Content-Length must be a non-negative integer"));
+      return;
+    }
+    auto parsed = ParseInferRequest(request.body, json_length);
+    if (!parsed.ok()) {
+      o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
+      std::move(respond)(ErrorResponse(parsed.status()));
+      return;
+    }
+    // The dispatcher consumes the request; how to encode the answer is kept.
+    std::vector<RequestedOutput> requested = parsed->outputs;
+    bool all_binary = parsed->binary_outputs;
+    o_.dispatcher->Infer(
+        std::move(target), *std::move(parsed), received,
+        [respond = std::move(respond), requested = std::move(requested),
+         all_binary](absl::StatusOr<InferResponse> result) mutable {
+          if (!result.ok()) {
+            std::move(respond)(ErrorResponse(result.status()));
+            return;
+          }
+          EncodedResponse encoded = WriteInferResponse(*result, requested, all_binary);
+          http::Response response = http::Response::Json(200, std::move(encoded.body));
+          if (encoded.json_length >= 0) {
+            response.content_type = "application/octet-stream";
+            response.headers.push_back(
+                {"Inference-Header-Content-Length", std::to_string(encoded.json_length)});
+          }
+          std::move(respond)(std::move(response));
+        });
+  }
+
+  void Register(http::Request&& request, const http::PathParams& params,
+                http::Responder respond) {
+    absl::string_view content_type = request.GetHeader("Content-Type");
+    if (!absl::StartsWithIgnoreCase(content_type, "multipart/form-data")) {
+      std::move(respond)(http::Response::Error(
+          400, "registration takes multipart/form-data with parts 'model' (the file), 'meta' "
+               "(JSON) and optionally 'valset' (.npz) and 'onnx'"));
+      return;
+    }
+    auto parts = http::ParseMultipart(content_type, request.body);
+    if (!parts.ok()) {
+      std::move(respond)(ErrorResponse(parts.status()));
+      return;
+    }
+    Upload upload;
+    upload.app = params.find("app")->second;
+    upload.model = params.find("model")->second;
+    for (http::Part& part : *parts) {
+      if (part.name == "model") upload.model_bytes = std::move(part.data);
+      else if (part.name == "meta") upload.meta_json = std::move(part.data);
+      else if (part.name == "valset") upload.valset_bytes = std::move(part.data);
+      else if (part.name == "onnx") upload.onnx_bytes = std::move(part.data);
+    }
+    // Registration takes seconds (validation runs on a worker): it must not
+    // hold an I/O thread, so it runs on the control queue. With ?wait=false
+    // the answer is 202 at once and progress is at .../registration.
+    bool wait = request.QueryParam("wait") != "false";
+    std::string progress_url =
+        absl::StrCat("/v2/apps/", upload.app, "/models/", upload.model, "/registration");
+    auto shared_respond = std::make_shared<http::Responder>(std::move(respond));
+    if (!wait) {
+      o_.registrar->Queued(upload);  // before the 202: the client asks for progress next
+      std::move (*shared_respond)(http::Response::Json(
+          202, json{{"app", upload.app}, {"model", upload.model}, {"progress", progress_url}}
+                   .dump()));
+    }
+    o_.control->Post([this, upload = std::move(upload), shared_respond, wait] {
+      auto result = o_.registrar->Register(upload);
+      if (!wait) return;
+      if (!result.ok()) {
+        std::move (*shared_respond)(ErrorResponse(result.status()));
+        return;
+      }
+      std::move (*shared_respond)(
+          http::Response::Json(result->unchanged ? 200 : 201, RegistrationJson(*result).dump()));
+    });
+  }
+
+  void SetAppDefaults(http::Request&& request, const http::PathParams& params,
+                      http::Responder respond) {
+    auto defaults = o_.registrar->SetAppDefaults(params.find("app")->second, request.body);
+    if (!defaults.ok()) {
+      std::move(respond)(ErrorResponse(defaults.status()));
+      return;
+    }
+    std::move(respond)(http::Response::Json(
+        200, json{{"name", params.find("app")->second}, {"defaults", RequirementsJson(*defaults)}}
+                 .dump()));
+  }
+
+  void RegistrationStatus(const http::PathParams& params, http::Responder respond) {
+    auto progress =
+        o_.registrar->Progress(params.find("app")->second, params.find("model")->second);
+    if (!progress.ok()) {
+      std::move(respond)(ErrorResponse(progress.status()));
+      return;
+    }
+    json j{{"step", progress->step},
+           {"steps", progress->steps},
+           {"phase", progress->phase},
+           {"done", progress->done}};
+    if (progress->done && !progress->error.ok()) {
+      j["error"] = std::string(progress->error.message());
+      j["status"] = HttpStatusFor(progress->error);
+    }
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  // GET /v2/profiles?app=A: the profile CSV; POST /v2/profiles imports one.
+  void ExportProfiles(const http::Request& request, http::Responder respond) {
+    http::Response response =
+        http::Response::Text(200, VariantProfileCsv(*o_.catalog->Get(), request.QueryParam("app")));
+    response.content_type = "text/csv";
+    std::move(respond)(std::move(response));
+  }
+
+  void ImportProfiles(http::Request&& request, http::Responder respond) {
+    auto shared_respond = std::make_shared<http::Responder>(std::move(respond));
+    o_.control->Post([this, body = std::move(request.body), shared_respond] {
+      auto imported = o_.registrar->ImportProfiles(body);
+      if (!imported.ok()) {
+        std::move (*shared_respond)(ErrorResponse(imported.status()));
+        return;
+      }
+      std::move (*shared_respond)(
+          http::Response::Json(200, json{{"imported", *imported}}.dump()));
+    });
+  }
+
+  void Metrics(http::Responder respond) {
+    http::Response response = http::Response::Text(200, o_.metrics->metric_set().Render());
+    response.content_type = metrics::MetricSet::kContentType;
+    std::move(respond)(std::move(response));
+  }
+
+  void ListApps(http::Responder respond) {
+    auto catalog = o_.catalog->Get();
+    json apps = json::array();
+    for (const auto& [name, app] : catalog->apps) {
+      apps.push_back(
+          {{"name", name}, {"defaults", RequirementsJson(app.defaults)}, {"models", app.models}});
+    }
+    std::move(respond)(http::Response::Json(200, json{{"apps", apps}}.dump()));
+  }
+
+  void GetApp(const http::Request& request, const http::PathParams& params,
+              http::Responder respond) {
+    auto catalog = o_.catalog->Get();
+    const std::string& name = params.find("app")->second;
+    const CatalogApp* app = catalog->FindApp(name);
+    if (app == nullptr) {
+      std::move(respond)(http::Response::Error(
+          404, absl::StrCat("no app named '", name, "'; GET /v2/apps lists them")));
+      return;
+    }
+    // The people's view: one row per variant and worker type.
+    std::string format = request.QueryParam("format");
+    if (format == "table") {
+      std::move(respond)(
+          http::Response::Text(200, VariantTable(*catalog, name, o_.cluster->types())));
+      return;
+    }
+    if (format == "csv") {
+      http::Response response = http::Response::Text(200, VariantProfileCsv(*catalog, name));
+      response.content_type = "text/csv";
+      std::move(respond)(std::move(response));
+      return;
+    }
+    json models = json::array();
+    for (const std::string& model_name : app->models) {
+      const CatalogModel* model = catalog->FindModel(model_name);
+      if (model != nullptr) models.push_back(ModelJson(*model));
+    }
+    json j{{"name", app->name}, {"defaults", RequirementsJson(app->defaults)}, {"models", models}};
+    std::move(respond)(http::Response::Json(200, j.dump()));
+  }
+
+  void RepositoryIndex(http::Responder respond) {
+    auto catalog = o_.catalog->Get();
+    std::vector<WorkerView> workers = o_.cluster->Snapshot();
+    json models = json::array();
+    for (const auto& [name, model] : catalog->models) {
+      for (const CatalogVariant& v : model.variants) {
+        json instances = json::array();
+        for (const WorkerView& w : workers) {
+          for (const InstanceView& inst : w.instances) {
+            if (!(inst.key == v.spec.key)) continue;
+            instances.push_back({{"worker", w.id},
+                                 {"worker_type", w.type.name},
+                                 {"phase", std::string(InstancePhaseName(inst.phase))},
+                                 {"state", std::string(policy::InstanceStateName(inst.state))},
+                                 {"replicas", inst.stats.replicas},
+                                 {"queue_length", inst.stats.queue_length},
+                                 {"arrival_qps", inst.stats.arrival_qps},
+                                 {"served_qps", inst.stats.served_qps},
+                                 {"latency_p50_ms", inst.stats.latency_p50_ms},
+                                 {"latency_p99_ms", inst.stats.latency_p99_ms},
+                                 {"in_flight", inst.outstanding},
+                                 {"error", inst.error}});
+          }
+        }
+        models.push_back({{"name", model.name},
+                          {"version", v.spec.key.variant},
+                          {"app", model.app},
+                          {"state", v.ready() ? "READY" : "UNAVAILABLE"},
+                          {"reason", v.detail},
+                          {"instances", instances}});
+      }
+    }
+    json worker_list = json::array();
+    for (const WorkerView& w : workers) {
+      worker_list.push_back({{"id", w.id},
+                             {"type", w.type.name},
+                             {"address", w.address},
+                             {"pid", w.pid},
+                             {"cpu_utilisation", w.cpu_utilisation},
+                             {"memory_mb", w.memory_mb}});
+    }
+    std::move(respond)(
+        http::Response::Json(200, json{{"models", models}, {"workers", worker_list}}.dump()));
+  }
+
+ private:
+  json ModelJson(const CatalogModel& model) const {
+    json variants = json::array();
+    for (const CatalogVariant& v : model.variants) {
+      json profiles = json::object();
+      for (const auto& [type_name, profile] : v.profiles) {
+        const WorkerType* type = o_.cluster->types().Find(type_name);
+        json points = json::array();
+        for (const LatencyPoint& p : profile.points()) {
+          points.push_back({{"batch", p.batch}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms}});
+        }
+        double best_qps = 0;
+        for (const LatencyPoint& p : profile.points()) {
+          best_qps = std::max(best_qps, profile.ThroughputAt(p.batch));
+        }
+        profiles[type_name] = {{"load_ms", profile.load_ms()},
+                               {"memory_mb", profile.memory_mb()},
+                               {"p50_batch1_ms", profile.LatencyAt(1)},
+                               {"max_throughput_qps", best_qps},
+                               {"price_per_hour", type ? type->price_per_hour : 0.0},
+                               {"sweeps_left", v.SweepsLeftOn(type_name)},
+                               {"points", points}};
+      }
+      variants.push_back({{"variant", v.spec.key.variant},
+                          {"runtime", std::string(RuntimeName(v.spec.runtime))},
+                          {"accuracy", v.accuracy},
+                          {"accuracy_source", std::string(AccuracySourceName(v.accuracy_source))},
+                          {"state", std::string(registry::VariantStateName(v.state))},
+                          {"detail", v.detail},
+                          {"profiles", profiles}});
+    }
+    json inputs = json::array(), outputs = json::array();
+    for (const TensorSpec& t : model.spec.inputs) inputs.push_back(SpecJson(t));
+    for (const TensorSpec& t : model.spec.outputs) outputs.push_back(SpecJson(t));
+    return {{"name", model.name},
+            {"format", std::string(ModelFormatName(model.spec.format))},
+            {"inputs", inputs},
+            {"outputs", outputs},
+            {"variants", variants}};
+  }
+
+  const FrontendOptions o_;
+};
+
+}  // namespace
+
+void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
+  // The router keeps its handlers for the server's lifetime; the frontend
+  // is shared by them all.
+  auto f = std::make_shared<Frontend>(options);
+  using http::PathParams;
+  using http::Request;
+  using http::Responder;
+  router.Add("GET", "/v2/health/live",
+             [f](Request&&, const PathParams&, Responder r) { f->Live(std::move(r)); });
+  router.Add("GET", "/v2/health/ready",
+             [f](Request&&, const PathParams&, Responder r) { f->Ready(std::move(r)); });
+  router.Add("GET", "/v2",
+             [f](Request&&, const PathParams&, Responder r) { f->ServerMetadata(std::move(r)); });
+  for (const char* base : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
+    router.Add("GET", base, [f](Request&&, const PathParams& p, Responder r) {
+      f->ModelMetadata(p, std::move(r));
+    });
+    router.Add("GET", absl::StrCat(base, "/ready"),
+               [f](Request&&, const PathParams& p, Responder r) {
+                 f->ModelReady(p, std::move(r));
+               });
+    router.Add("POST", absl::StrCat(base, "/infer"),
+               [f](Request&& q, const PathParams& p, Responder r) {
+                 f->Infer(std::move(q), TargetOf(p), std::move(r));
+               });
+  }
+  // Model-less: Maitre picks the model, variant and worker.
+  router.Add("POST", "/v2/apps/{app}/infer", [f](Request&& q, const PathParams& p, Responder r) {
+    f->Infer(std::move(q), InferTarget{p.find("app")->second, "", ""}, std::move(r));
+  });
+  router.Add("POST", "/v2/apps/{app}/models/{model}",
+             [f](Request&& q, const PathParams& p, Responder r) {
+               f->Register(std::move(q), p, std::move(r));
+             });
+  router.Add("GET", "/v2/apps",
+             [f](Request&&, const PathParams&, Responder r) { f->ListApps(std::move(r)); });
+  router.Add("GET", "/v2/apps/{app}", [f](Request&& q, const PathParams& p, Responder r) {
+    f->GetApp(q, p, std::move(r));
+  });
+  router.Add("PUT", "/v2/apps/{app}", [f](Request&& q, const PathParams& p, Responder r) {
+    f->SetAppDefaults(std::move(q), p, std::move(r));
+  });
+  router.Add("GET", "/v2/apps/{app}/models/{model}/registration",
+             [f](Request&&, const PathParams& p, Responder r) {
+               f->RegistrationStatus(p, std::move(r));
+             });
+  router.Add("GET", "/v2/profiles", [f](Request&& q, const PathParams&, Responder r) {
+    f->ExportProfiles(q, std::move(r));
+  });
+  router.Add("POST", "/v2/profiles", [f](Request&& q, const PathParams&, Responder r) {
+    f->ImportProfiles(std::move(q), std::move(r));
+  });
+  router.Add("POST", "/v2/repository/index", [f](Request&&, const PathParams&, Responder r) {
+    f->RepositoryIndex(std::move(r));
+  });
+  router.Add("GET", "/metrics",
+             [f](Request&&, const PathParams&, Responder r) { f->Metrics(std::move(r)); });
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,36 @@
+// The HTTP front-end: the Open Inference Protocol core (health, metadata,
+// /infer) and Maitre's extensions (apps, registration, repository index),
+// as routes on the asynchronous HTTP server. Handlers never block an I/O
+// thread: /infer hands the query to the dispatcher, and registration runs
+// on the control work queue.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <string>
+
+#include "controller/models/catalog.h"
+#include "controller/dataplane/cluster.h"
+#include "controller/dataplane/dispatcher.h"
+#include "controller/models/registrar.h"
+#include "controller/serving_metrics.h"
+#include "core/work_queue.h"
+#include "http/router.h"
+
+namespace maitre::controller {
+
+struct FrontendOptions {
+  Catalog* catalog = nullptr;
+  Cluster* cluster = nullptr;
+  Dispatcher* dispatcher = nullptr;
+  Registrar* registrar = nullptr;
+  WorkQueue* control = nullptr;
+  ServingMetrics* metrics = nullptr;
+  const Clock* clock = SteadyClock::Get();
+  std::string version = "0.1.0";
+};
+
+// Adds every route to `router`.
+void AddHttpRoutes(const FrontendOptions& options, http::Router& router);
+
+}  // namespace maitre::controller

@@ -1,0 +1,380 @@
+#include "controller/frontend/infer_codec.h"
+
+#include <charconv>
+#include <limits>
+#include <type_traits>
+
+#include <simdjson.h>
+
+#include "absl/strings/str_cat.h"
+#include "core/data_type_visit.h"
+#include "core/json_text.h"
+
+namespace maitre::controller {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+// simdjson speaks std::string_view; Debian's absl has its own string_view.
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+absl::Status Invalid(absl::string_view a, absl::string_view b = "", absl::string_view c = "") {
+  return absl::InvalidArgumentError(absl::StrCat(a, b, c));
+}
+
+// Appends the values of a (possibly nested) JSON array to `out` as raw bytes
+// of `dtype`, counting them in `count`.
+absl::Status AppendData(element e, DataType dtype, const std::string& name, std::string* out,
+                        int64_t* count) {
+  if (e.type() == element_type::ARRAY) {
+    for (element child : array(e)) {
+      absl::Status s = AppendData(child, dtype, name, out, count);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  auto append = [out](const void* p, size_t n) {
+    out->append(static_cast<const char*>(p), n);
+  };
+  auto number = [&](double* v) -> absl::Status {
+    if (e.is_int64()) {
+      *v = static_cast<double>(e.get_int64().value_unsafe());
+    } else if (e.is_uint64()) {
+      *v = static_cast<double>(e.get_uint64().value_unsafe());
+    } else if (e.is_double()) {
+      *v = e.get_double().value_unsafe();
+    } else {
+      return Invalid("input '", name, "': data must hold numbers");
+    }
+    return absl::OkStatus();
+  };
+  ++*count;
+  // One branch per element type, chosen by core's VisitDataType: floats
+  // take any JSON number, BOOL only true/false, integers an integer within
+  // the type's range.
+  return VisitDataType(
+      dtype,
+      [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bool>) {
+          if (!e.is_bool()) return Invalid("input '", name, "': BOOL data must hold true/false");
+          uint8_t b = e.get_bool().value_unsafe() ? 1 : 0;
+          append(&b, 1);
+        } else if constexpr (std::is_floating_point_v<T>) {
+          double v = 0;
+          if (auto s = number(&v); !s.ok()) return s;
+          T f = static_cast<T>(v);
+          append(&f, sizeof f);
+        } else {
+          int64_t i = 0;
+          uint64_t u = 0;
+          const bool is_signed = e.is_int64();
+          if (is_signed) {
+            i = e.get_int64().value_unsafe();
+          } else if (e.is_uint64()) {
+            u = e.get_uint64().value_unsafe();
+          } else {
+            return Invalid("input '", name,
+                           absl::StrCat("': ", DataTypeName(dtype), " data must hold integers"));
+          }
+          constexpr int64_t lo = static_cast<int64_t>(std::numeric_limits<T>::min());
+          constexpr uint64_t hi = static_cast<uint64_t>(std::numeric_limits<T>::max());
+          const bool fits =
+              is_signed ? (i >= lo && (i < 0 || static_cast<uint64_t>(i) <= hi)) : u <= hi;
+          if (!fits) {
+            return Invalid("input '", name,
+                           absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
+          }
+          T v = is_signed ? static_cast<T>(i) : static_cast<T>(u);
+          append(&v, sizeof v);
+        }
+        return absl::OkStatus();
+      },
+      [&] {
+        return Invalid("input '", name,
+                       absl::StrCat("': ", DataTypeName(dtype),
+                                    " cannot be sent as JSON; send it as binary data"));
+      });
+}
+
+// Parses one input. For a binary input, sets *binary_size and leaves the
+// tensor's data empty for the caller to fill from the body's tail.
+absl::StatusOr<Tensor> ParseInput(element e, size_t index, int64_t* binary_size) {
+  *binary_size = -1;
+  std::string where = absl::StrCat("inputs[", index, "]");
+  if (e.type() != element_type::OBJECT) return Invalid(where, " must be an object");
+  object o = e;
+  Tensor t;
+  std::string_view name;
+  if (o["name"].get(name) != simdjson::SUCCESS || name.empty()) {
+    return Invalid(where, " needs a \"name\" string");
+  }
+  t.name = std::string(name);
+  std::string_view dtype;
+  if (o["datatype"].get(dtype) != simdjson::SUCCESS) {
+    return Invalid("input '", t.name, "' needs a \"datatype\" string such as \"FP32\"");
+  }
+  t.dtype = ParseDataType(Sv(dtype));
+  if (t.dtype == DataType::kInvalid) {
+    return Invalid("input '", t.name, absl::StrCat("': unknown datatype \"", Sv(dtype), "\""));
+  }
+  array shape;
+  if (o["shape"].get(shape) != simdjson::SUCCESS) {
+    return Invalid("input '", t.name, "' needs a \"shape\" array");
+  }
+  for (element d : shape) {
+    int64_t v = 0;
+    if (d.get(v) != simdjson::SUCCESS || v < 0) {
+      return Invalid("input '", t.name, "': shape entries must be non-negative integers");
+    }
+    t.shape.push_back(v);
+  }
+  int64_t expected = t.NumElements();
+  // The binary-data extension: the bytes follow the JSON header.
+  if (auto params = o["parameters"]; params.error() == simdjson::SUCCESS) {
+    int64_t size = -1;
+    if (params["binary_data_size"].get(size) == simdjson::SUCCESS) {
+      if (size < 0) return Invalid("input '", t.name, "': binary_data_size must be >= 0");
+      *binary_size = size;
+      return t;
+    }
+  }
+  element data;
+  if (o["data"].get(data) != simdjson::SUCCESS) {
+    return Invalid("input '", t.name, "' needs \"data\" (or binary_data_size)");
+  }
+  size_t elem = DataTypeSize(t.dtype);
+  if (elem > 0 && expected > 0 && expected < (int64_t{1} << 31)) {
+    t.data.reserve(static_cast<size_t>(expected) * elem);
+  }
+  int64_t count = 0;
+  absl::Status s = AppendData(data, t.dtype, t.name, &t.data, &count);
+  if (!s.ok()) return s;
+  if (count != expected) {
+    return Invalid("input '", t.name,
+                   absl::StrCat("': shape ", ShapeToString(t.shape), " needs ", expected,
+                                " values but data has ", count));
+  }
+  return t;
+}
+
+absl::Status ParseParameters(element e, InferRequest* request) {
+  if (e.type() != element_type::OBJECT) return Invalid("\"parameters\" must be an object");
+  object o = e;
+  for (auto [key, value] : o) {
+    auto read = [&](std::optional<double>* field, double lo, double hi) -> absl::Status {
+      double v = 0;
+      if (value.get(v) != simdjson::SUCCESS) {
+        int64_t iv = 0;
+        if (value.get(iv) != simdjson::SUCCESS) {
+          return Invalid("parameter \"", Sv(key), "\" must be a number");
+        }
+        v = static_cast<double>(iv);
+      }
+      if (!(v >= lo && v <= hi)) {
+        return Invalid("parameter \"", Sv(key),
+                       absl::StrCat("\" must be between ", lo, " and ", hi));
+      }
+      *field = v;
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (key == "latency_ms") {
+      s = read(&request->requirements.latency_ms, 0.001, 3.6e6);
+    } else if (key == "min_accuracy") {
+      s = read(&request->requirements.min_accuracy, 0, 1);
+    } else if (key == "max_cost") {
+      s = read(&request->requirements.max_cost, 0, 1e9);
+    } else if (key == "maitre_app") {
+      std::string_view app;
+      if (value.get(app) != simdjson::SUCCESS) {
+        return Invalid("parameter \"maitre_app\" must be a string");
+      }
+      request->app = std::string(app);
+    } else if (key == "binary_data_output") {
+      bool b = false;
+      if (value.get(b) != simdjson::SUCCESS) {
+        return Invalid("parameter \"binary_data_output\" must be true or false");
+      }
+      request->binary_outputs = b;
+    }
+    // Other parameters are carried by the protocol for other servers'
+    // extensions; ignoring them keeps standard clients working.
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+void AppendInteger(std::string* out, T v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+// An output's "data": core's AppendJsonData, which the load generator's
+// requests use too. A type with no JSON form (FP16) still answers with one
+// null per element, so the array keeps the length its shape promises.
+void AppendTensorData(std::string* out, const Tensor& t) {
+  if (AppendJsonData(out, t)) return;
+  const int64_t n = t.NumElements();
+  out->push_back('[');
+  for (int64_t i = 0; i < n; ++i) out->append(i > 0 ? ",null" : "null");
+  out->push_back(']');
+}
+
+}  // namespace
+
+absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, int64_t json_length) {
+  absl::string_view json_part = body;
+  if (json_length >= 0) {
+    if (json_length > static_cast<int64_t>(body.size())) {
+      return Invalid(absl::StrCat("Inference-Header-Content-Length is ", json_length,
+                                  " but the body has only ", body.size(), " bytes"));
+    }
+    json_part = body.substr(0, static_cast<size_t>(json_length));
+  }
+  // One parser per thread keeps its buffers warm across requests.
+  thread_local simdjson::dom::parser parser;
+  simdjson::padded_string padded(json_part.data(), json_part.size());
+  element doc;
+  if (auto error = parser.parse(padded).get(doc); error != simdjson::SUCCESS) {
+    return Invalid("the request body is not valid JSON (", simdjson::error_message(error), ")");
+  }
+  if (doc.type() != element_type::OBJECT) return Invalid("the request body must be a JSON object");
+  object root = doc;
+  InferRequest request;
+  std::string_view id;
+  if (auto e = root["id"]; e.error() == simdjson::SUCCESS) {
+    if (e.get(id) != simdjson::SUCCESS) return Invalid("\"id\" must be a string");
+    request.id = std::string(id);
+  }
+  if (auto e = root["parameters"]; e.error() == simdjson::SUCCESS) {
+    absl::Status s = ParseParameters(e.value_unsafe(), &request);
+    if (!s.ok()) return s;
+  }
+  array inputs;
+  if (root["inputs"].get(inputs) != simdjson::SUCCESS) {
+    return Invalid("the request needs an \"inputs\" array");
+  }
+  size_t index = 0;
+  size_t offset = json_part.size();
+  for (element e : inputs) {
+    int64_t binary_size = -1;
+    auto t = ParseInput(e, index++, &binary_size);
+    if (!t.ok()) return t.status();
+    if (binary_size >= 0) {
+      if (json_length < 0) {
+        return Invalid("input '", t->name,
+                       "' has binary_data_size but the request has no "
+                       "Inference-Header-Content-Length header");
+      }
+      if (static_cast<uint64_t>(binary_size) > body.size() - offset) {
+        return Invalid("input '", t->name,
+                       absl::StrCat("': binary_data_size ", binary_size, " runs past the end of "
+                                    "the body (", body.size() - offset, " bytes left)"));
+      }
+      t->data.assign(body.data() + offset, static_cast<size_t>(binary_size));
+      offset += static_cast<size_t>(binary_size);
+      // The declared size must match shape × datatype, as the JSON path checks
+      // the value count.
+      if (absl::Status s = t->Validate(); !s.ok()) return s;
+    }
+    request.inputs.push_back(*std::move(t));
+  }
+  if (request.inputs.empty()) return Invalid("\"inputs\" must not be empty");
+  if (offset != body.size()) {
+    return Invalid(absl::StrCat("the body has ", body.size() - offset,
+                                " bytes after the last binary input"));
+  }
+  if (auto e = root["outputs"]; e.error() == simdjson::SUCCESS) {
+    array outputs;
+    if (e.get(outputs) != simdjson::SUCCESS) return Invalid("\"outputs\" must be an array");
+    for (element o : outputs) {
+      std::string_view name;
+      if (o["name"].get(name) != simdjson::SUCCESS) {
+        return Invalid("each entry of \"outputs\" needs a \"name\"");
+      }
+      RequestedOutput out;
+      out.name = std::string(name);
+      if (auto p = o["parameters"]; p.error() == simdjson::SUCCESS) {
+        bool binary = false;
+        if (p["binary_data"].get(binary) == simdjson::SUCCESS) out.binary = binary;
+      }
+      request.outputs.push_back(std::move(out));
+    }
+  }
+  return request;
+}
+
+EncodedResponse WriteInferResponse(const InferResponse& response,
+                                   const std::vector<RequestedOutput>& requested,
+                                   bool all_binary) {
+  auto binary = [&](const std::string& name) {
+    for (const RequestedOutput& r : requested) {
+      if (r.name == name) return r.binary || all_binary;
+    }
+    return all_binary;
+  };
+  std::string out;
+  size_t estimate = 256;
+  for (const Tensor& t : response.outputs) estimate += 16 * static_cast<size_t>(t.NumElements());
+  out.reserve(estimate);
+  out.append("{\"model_name\":");
+  AppendJsonString(&out, response.model_name);
+  out.append(",\"model_version\":");
+  AppendJsonString(&out, response.model_version);
+  out.append(",\"id\":");
+  AppendJsonString(&out, response.id);
+  const InferTimings& timing = response.timings;
+  out.append(",\"parameters\":{\"worker\":");
+  AppendJsonString(&out, timing.worker);
+  out.append(",\"worker_type\":");
+  AppendJsonString(&out, timing.worker_type);
+  out.append(",\"queue_us\":");
+  AppendInteger(&out, timing.queue_us);
+  out.append(",\"compute_us\":");
+  AppendInteger(&out, timing.compute_us);
+  out.append(",\"total_us\":");
+  AppendInteger(&out, timing.total_us);
+  out.append(",\"batch_size\":");
+  AppendInteger(&out, timing.batch_size);
+  out.append("},\"outputs\":[");
+  std::vector<const Tensor*> tail;
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const Tensor& t = response.outputs[i];
+    if (i > 0) out.push_back(',');
+    out.append("{\"name\":");
+    AppendJsonString(&out, t.name);
+    out.append(",\"datatype\":\"");
+    out.append(DataTypeName(t.dtype).data(), DataTypeName(t.dtype).size());
+    out.append("\",\"shape\":[");
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (d > 0) out.push_back(',');
+      AppendInteger(&out, t.shape[d]);
+    }
+    if (binary(t.name)) {
+      out.append("],\"parameters\":{\"binary_data_size\":");
+      AppendInteger(&out, t.data.size());
+      out.append("}}");
+      tail.push_back(&t);
+    } else {
+      out.append("],\"data\":");
+      AppendTensorData(&out, t);
+      out.push_back('}');
+    }
+  }
+  out.append("]}");
+  EncodedResponse encoded;
+  if (!tail.empty()) {
+    encoded.json_length = static_cast<int64_t>(out.size());
+    for (const Tensor* t : tail) out.append(t->data);
+  }
+  encoded.body = std::move(out);
+  return encoded;
+}
+
+}  // namespace maitre::controller

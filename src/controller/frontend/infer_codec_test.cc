@@ -1,0 +1,137 @@
+#include "controller/frontend/infer_codec.h"
+
+#include <cstring>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace maitre::controller {
+namespace {
+
+using nlohmann::json;
+
+TEST(InferCodecTest, ParsesFlatAndNestedJsonData) {
+  auto flat = ParseInferRequest(
+      R"({"id":"7","parameters":{"latency_ms":25,"min_accuracy":0.9},
+          "inputs":[{"name":"x","datatype":"FP32","shape":[2,2],"data":[1,2.5,-3,4e-1]}],
+          "outputs":[{"name":"y"}]})",
+      -1);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->id, "7");
+  EXPECT_DOUBLE_EQ(*flat->requirements.latency_ms, 25);
+  EXPECT_DOUBLE_EQ(*flat->requirements.min_accuracy, 0.9);
+  ASSERT_EQ(flat->inputs.size(), 1u);
+  EXPECT_FLOAT_EQ(flat->inputs[0].As<float>()[1], 2.5f);
+  EXPECT_FLOAT_EQ(flat->inputs[0].As<float>()[3], 0.4f);
+  ASSERT_EQ(flat->outputs.size(), 1u);
+  EXPECT_EQ(flat->outputs[0].name, "y");
+
+  auto nested = ParseInferRequest(
+      R"({"inputs":[{"name":"x","datatype":"INT64","shape":[2,2],"data":[[1,2],[3,-4]]}]})", -1);
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_EQ(nested->inputs[0].As<int64_t>()[3], -4);
+  auto boolean = ParseInferRequest(
+      R"({"inputs":[{"name":"b","datatype":"BOOL","shape":[2],"data":[true,false]}]})", -1);
+  ASSERT_TRUE(boolean.ok());
+  EXPECT_EQ(boolean->inputs[0].As<uint8_t>()[0], 1);
+}
+
+TEST(InferCodecTest, RejectsBadRequestsWithAReason) {
+  struct Case {
+    const char* body;
+    const char* says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"", "not valid JSON"},
+           {"{", "not valid JSON"},
+           {"7", "JSON object"},
+           {"{}", "\"inputs\""},
+           {R"({"inputs":[]})", "must not be empty"},
+           {R"({"inputs":[{"datatype":"FP32","shape":[1],"data":[1]}]})", "name"},
+           {R"({"inputs":[{"name":"x","datatype":"F32","shape":[1],"data":[1]}]})", "F32"},
+           {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[-1],"data":[1]}]})", "shape"},
+           {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],"data":[1]}]})",
+            "needs 2 values but data has 1"},
+           {R"({"inputs":[{"name":"x","datatype":"INT8","shape":[1],"data":[300]}]})", "range"},
+           {R"({"inputs":[{"name":"x","datatype":"INT32","shape":[1],"data":[1.5]}]})",
+            "integers"},
+           {R"({"inputs":[{"name":"x","datatype":"FP16","shape":[1],"data":[1]}]})", "binary"},
+           {R"({"parameters":{"min_accuracy":2},"inputs":[]})", "min_accuracy"},
+           {R"({"parameters":{"latency_ms":"fast"},"inputs":[]})", "latency_ms"},
+           {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],
+                "parameters":{"binary_data_size":4}}]})", "Inference-Header-Content-Length"},
+       }) {
+    auto r = ParseInferRequest(c.body, -1);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.body;
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos)
+        << c.body << " -> " << r.status().message();
+  }
+}
+
+TEST(InferCodecTest, BinaryDataExtensionRoundTrips) {
+  std::string header =
+      R"({"inputs":[{"name":"a","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}},
+                    {"name":"b","datatype":"INT64","shape":[1],"data":[9]},
+                    {"name":"c","datatype":"UINT8","shape":[3],"parameters":{"binary_data_size":3}}],
+          "outputs":[{"name":"y","parameters":{"binary_data":true}},{"name":"z"}]})";
+  float a[2] = {1.5f, -2.0f};
+  std::string body = header;
+  body.append(reinterpret_cast<const char*>(a), sizeof a);
+  body.append("\x01\x02\x03", 3);
+  auto r = ParseInferRequest(body, static_cast<int64_t>(header.size()));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->inputs.size(), 3u);
+  EXPECT_FLOAT_EQ(r->inputs[0].As<float>()[1], -2.0f);
+  EXPECT_EQ(r->inputs[1].As<int64_t>()[0], 9);
+  EXPECT_EQ(r->inputs[2].As<uint8_t>()[2], 3);
+  ASSERT_EQ(r->outputs.size(), 2u);
+  EXPECT_TRUE(r->outputs[0].binary);
+  EXPECT_FALSE(r->outputs[1].binary);
+
+  // Sizes that do not add up are refused.
+  EXPECT_FALSE(ParseInferRequest(body, static_cast<int64_t>(body.size()) + 1).ok());
+  EXPECT_FALSE(ParseInferRequest(body + "x", static_cast<int64_t>(header.size())).ok());
+  EXPECT_FALSE(ParseInferRequest(body.substr(0, body.size() - 1),
+                                 static_cast<int64_t>(header.size()))
+                   .ok());
+
+  InferResponse response;
+  response.model_name = "m";
+  response.model_version = "torch";
+  float y[2] = {0.25f, 4.0f};
+  response.outputs.push_back(
+      Tensor{"y", DataType::kFp32, {1, 2}, std::string(reinterpret_cast<char*>(y), sizeof y)});
+  response.outputs.push_back(Tensor{"z", DataType::kFp32, {1, 2}, response.outputs[0].data});
+  EncodedResponse encoded = WriteInferResponse(response, r->outputs, false);
+  ASSERT_GT(encoded.json_length, 0);
+  json j = json::parse(encoded.body.substr(0, encoded.json_length));
+  EXPECT_EQ(j["outputs"][0]["parameters"]["binary_data_size"], 8);
+  EXPECT_FALSE(j["outputs"][0].contains("data"));
+  EXPECT_EQ(j["outputs"][1]["data"], json({0.25, 4.0}));
+  float back[2];
+  std::memcpy(back, encoded.body.data() + encoded.json_length, sizeof back);
+  EXPECT_FLOAT_EQ(back[1], 4.0f);
+}
+
+TEST(InferCodecTest, WritesJsonResponsesWithTimings) {
+  InferResponse response;
+  response.model_name = "fmnist-cnn";
+  response.model_version = "torch-opt";
+  response.id = "a\"b";
+  response.timings = {"w1", "cpu-2", 10, 200, 450, 4};
+  float v[3] = {1, std::nanf(""), -0.5f};
+  response.outputs.push_back(
+      Tensor{"logits", DataType::kFp32, {1, 3}, std::string(reinterpret_cast<char*>(v), 12)});
+  EncodedResponse encoded = WriteInferResponse(response, {}, false);
+  EXPECT_EQ(encoded.json_length, -1);
+  json j = json::parse(encoded.body);
+  EXPECT_EQ(j["id"], "a\"b");
+  EXPECT_EQ(j["model_version"], "torch-opt");
+  EXPECT_EQ(j["parameters"]["worker_type"], "cpu-2");
+  EXPECT_EQ(j["parameters"]["batch_size"], 4);
+  EXPECT_EQ(j["outputs"][0]["data"], json({1.0, nullptr, -0.5}));
+}
+
+}  // namespace
+}  // namespace maitre::controller

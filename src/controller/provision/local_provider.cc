@@ -1,0 +1,286 @@
+#include "controller/provision/local_provider.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/file_util.h"
+#include "core/logging.h"
+
+extern char** environ;
+
+namespace maitre::controller {
+namespace {
+
+// A worker that exits sooner than this after starting counts as dying young.
+constexpr Nanos kYoungDeath = 10 * kSecond;
+constexpr Nanos kGracePeriod = 3 * kSecond;
+
+}  // namespace
+
+LocalProvider::LocalProvider(Options options)
+    : options_(std::move(options)),
+      cpus_(options_.cpus > 0 ? options_.cpus
+                              : std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))) {}
+
+LocalProvider::~LocalProvider() { Stop(); }
+
+void LocalProvider::Start() {
+  (void)MakeDirectories(options_.log_dir);
+  (void)MakeDirectories(options_.cache_dir);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void LocalProvider::SetDesired(const WorkerType& type, int count) {
+  absl::MutexLock lock(&mu_);
+  desired_[type.name] = {type, std::max(0, count)};
+}
+
+int LocalProvider::Desired(const std::string& type) const {
+  absl::MutexLock lock(&mu_);
+  auto it = desired_.find(type);
+  return it == desired_.end() ? 0 : it->second.second;
+}
+
+void LocalProvider::OnJoin(const std::string& worker_id, const std::string& token) {
+  absl::MutexLock lock(&mu_);
+  auto it = launched_.find(token);
+  if (it != launched_.end()) it->second.worker_id = worker_id;
+}
+
+void LocalProvider::Kill(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [token, w] : launched_) {
+    if (w.worker_id == worker_id) kill(w.pid, SIGKILL);
+  }
+}
+
+bool LocalProvider::Retire(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [token, w] : launched_) {
+    if (w.worker_id != worker_id) continue;
+    auto desired = desired_.find(w.type);
+    if (desired != desired_.end() && desired->second.second > 0) --desired->second.second;
+    retiring_.insert(token);
+    kill(w.pid, SIGTERM);
+    return true;
+  }
+  return false;
+}
+
+std::map<std::string, int> LocalProvider::Starting() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int> starting;
+  for (const auto& [token, w] : launched_) {
+    if (w.worker_id.empty()) ++starting[w.type];
+  }
+  return starting;
+}
+
+std::vector<LaunchedWorker> LocalProvider::Launched() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<LaunchedWorker> out;
+  for (const auto& [token, w] : launched_) out.push_back(w);
+  return out;
+}
+
+std::vector<int> LocalProvider::ChooseCoresLocked(int count) {
+  // The least used cores first; with fewer cores than workers need, cores
+  // are shared (documented: the embedded default oversubscribes a 2-core
+  // machine so that both worker types exist).
+  std::vector<int> use(cpus_, 0);
+  for (const auto& [token, w] : launched_) {
+    for (int c : w.cores) ++use[c % cpus_];
+  }
+  std::vector<int> order(cpus_);
+  for (int i = 0; i < cpus_; ++i) order[i] = i;
+  // Among equally used cores the highest first: the controller and the
+  // system tend to run on the low ones.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return use[a] != use[b] ? use[a] < use[b] : a > b;
+  });
+  order.resize(std::min(count, cpus_));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+void LocalProvider::LaunchLocked(const WorkerType& type) {
+  LaunchedWorker w;
+  w.token = absl::StrCat("L", next_token_++);
+  w.type = type.name;
+  w.cores = ChooseCoresLocked(type.cores);
+  w.started = options_.clock->Now();
+
+  // Everything the child needs is prepared before fork: between fork and
+  // exec only async-signal-safe calls are allowed.
+  std::vector<std::string> args = {options_.binary,
+                                   "worker",
+                                   "--controller",
+                                   options_.controller,
+                                   "--type",
+                                   type.name,
+                                   "--cores",
+                                   absl::StrJoin(w.cores, ","),
+                                   "--launch-token",
+                                   w.token,
+                                   "--cache-dir",
+                                   absl::StrCat(options_.cache_dir, "/", w.token),
+                                   "--host-speed-file",
+                                   absl::StrCat(options_.cache_dir, "/host-speed-", type.name)};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "OPENBLAS_NUM_THREADS=", 21) != 0 &&
+        std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0) {
+      env_storage.emplace_back(*e);
+    }
+  }
+  std::vector<char*> envp;
+  for (std::string& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string log_path = absl::StrCat(options_.log_dir, "/worker-", w.token, ".log");
+  pid_t parent = getpid();
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the controller died before prctl
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    // The controller blocks SIGTERM/SIGINT in its threads; a worker must not
+    // inherit that mask or it could never be stopped.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  if (pid < 0) {
+    spdlog::error("local provider: fork failed: {}", std::strerror(errno));
+    return;
+  }
+  w.pid = pid;
+  spdlog::info("local provider: started {} worker {} (pid {}, cores {}, log {})", type.name,
+               w.token, pid, absl::StrJoin(w.cores, ","), log_path);
+  launched_[w.token] = std::move(w);
+}
+
+void LocalProvider::ReapExitedLocked() {
+  for (auto it = launched_.begin(); it != launched_.end();) {
+    int status = 0;
+    pid_t r = waitpid(it->second.pid, &status, WNOHANG);
+    if (r == it->second.pid) {
+      LaunchedWorker w = it->second;
+      it = launched_.erase(it);
+      if (stopping_) continue;
+      if (retiring_.erase(w.token) > 0) {
+        spdlog::info("local provider: worker {} ({} {}) retired", w.token, w.type, w.worker_id);
+        exited_.push_back(std::move(w));
+        continue;
+      }
+      std::string how = WIFSIGNALED(status) ? absl::StrCat("killed by signal ", WTERMSIG(status))
+                                            : absl::StrCat("exit code ", WEXITSTATUS(status));
+      spdlog::warn("local provider: worker {} ({} {}, pid {}) ended: {}", w.token, w.type,
+                   w.worker_id, w.pid, how);
+      Nanos now = options_.clock->Now();
+      if (now - w.started < kYoungDeath) {
+        int deaths = ++quick_deaths_[w.type];
+        // 1 s, 2 s, 4 s ... up to a minute between attempts.
+        backoff_until_[w.type] = now + std::min<Nanos>(kSecond << std::min(deaths - 1, 6),
+                                                       60 * kSecond);
+      } else {
+        quick_deaths_[w.type] = 0;
+      }
+      exited_.push_back(std::move(w));
+    } else {
+      ++it;
+    }
+  }
+}
+
+void LocalProvider::ReconcileLocked() {
+  Nanos now = options_.clock->Now();
+  for (const auto& [name, entry] : desired_) {
+    const auto& [type, want] = entry;
+    int have = 0;
+    for (const auto& [token, w] : launched_) {
+      have += w.type == name && retiring_.count(token) == 0 ? 1 : 0;
+    }
+    if (have < want) {
+      auto backoff = backoff_until_.find(name);
+      if (backoff != backoff_until_.end() && now < backoff->second) continue;
+      LaunchLocked(type);
+    } else if (have > want) {
+      // Stop the newest surplus worker; the cluster notices it leave.
+      const LaunchedWorker* newest = nullptr;
+      for (const auto& [token, w] : launched_) {
+        if (w.type == name && retiring_.count(token) == 0 &&
+            (newest == nullptr || w.started > newest->started)) {
+          newest = &w;
+        }
+      }
+      if (newest != nullptr) {
+        retiring_.insert(newest->token);
+        kill(newest->pid, SIGTERM);
+      }
+    }
+  }
+}
+
+void LocalProvider::Loop() {
+  while (true) {
+    std::vector<LaunchedWorker> exited;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+      ReapExitedLocked();
+      ReconcileLocked();
+      exited.swap(exited_);
+    }
+    for (const LaunchedWorker& w : exited) {
+      if (options_.on_exit) options_.on_exit(w);
+    }
+    options_.clock->SleepUntil(options_.clock->Now() + 100 * kMillisecond);
+  }
+  // Shutting down: ask every worker to stop, then insist.
+  std::vector<pid_t> pids;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [token, w] : launched_) pids.push_back(w.pid);
+  }
+  for (pid_t pid : pids) kill(pid, SIGTERM);
+  Nanos give_up = options_.clock->Now() + kGracePeriod;
+  for (pid_t pid : pids) {
+    while (waitpid(pid, nullptr, WNOHANG) == 0) {
+      if (options_.clock->Now() >= give_up) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        break;
+      }
+      options_.clock->SleepUntil(options_.clock->Now() + 20 * kMillisecond);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  launched_.clear();
+}
+
+void LocalProvider::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace maitre::controller

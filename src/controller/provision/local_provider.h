@@ -1,0 +1,97 @@
+// The `local` provider: starts `maitre worker` processes on this machine,
+// pinned to cores, and keeps the requested number of each worker type
+// running. A worker that exits is replaced, with a growing pause if it keeps
+// dying young. Workers die with the controller (PR_SET_PDEATHSIG), so nothing
+// is left running if the controller is killed.
+//
+// All forking happens on the provider's own thread: PR_SET_PDEATHSIG fires
+// when the *thread* that forked exits, so that thread must live as long as
+// the workers.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "core/clock.h"
+#include "controller/provision/worker_provider.h"
+#include "core/worker_type.h"
+
+namespace maitre::controller {
+
+struct LaunchedWorker {
+  std::string token;
+  std::string type;
+  pid_t pid = 0;
+  std::vector<int> cores;
+  std::string worker_id;  // set once it registered
+  Nanos started = 0;
+};
+
+class LocalProvider : public WorkerProvider {
+ public:
+  struct Options {
+    std::string binary;      // the maitre executable
+    std::string controller;  // host:port the workers register with
+    std::string log_dir;     // each worker logs to log_dir/worker-<token>.log
+    std::string cache_dir;   // each worker caches blobs under cache_dir/<token>
+    int cpus = 0;            // 0: this machine's count
+    const Clock* clock = SteadyClock::Get();
+    // Called (on the provider's thread) when a launched worker's process ends.
+    std::function<void(const LaunchedWorker&)> on_exit;
+  };
+
+  explicit LocalProvider(Options options);
+  ~LocalProvider();
+
+  void Start();
+  // Stops every worker (SIGTERM, then SIGKILL after a grace period) and the
+  // provider's thread. Idempotent.
+  void Stop();
+
+  // How many workers of `type` should run.
+  void SetDesired(const WorkerType& type, int count) override;
+  int Desired(const std::string& type) const override;
+  // A launched worker registered under `worker_id`.
+  void OnJoin(const std::string& worker_id, const std::string& token);
+  // Kills the process behind `worker_id` if it is one of ours (the cluster
+  // lost it, so it will be replaced).
+  void Kill(const std::string& worker_id);
+  // Stops the worker behind `worker_id` for good: one fewer of its type is
+  // wanted, and it is that worker (not the newest) that goes. False if it is
+  // not one of ours.
+  bool Retire(const std::string& worker_id) override;
+  // Launched workers that have not registered yet, by type.
+  std::map<std::string, int> Starting() const override;
+  std::vector<LaunchedWorker> Launched() const;
+
+ private:
+  void Loop();
+  void ReapExitedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReconcileLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LaunchLocked(const WorkerType& type) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<int> ChooseCoresLocked(int count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Options options_;
+  const int cpus_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::pair<WorkerType, int>> desired_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, LaunchedWorker> launched_ ABSL_GUARDED_BY(mu_);  // by token
+  std::map<std::string, Nanos> backoff_until_ ABSL_GUARDED_BY(mu_);      // by type
+  std::map<std::string, int> quick_deaths_ ABSL_GUARDED_BY(mu_);         // by type
+  std::vector<LaunchedWorker> exited_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> retiring_ ABSL_GUARDED_BY(mu_);  // tokens stopped on purpose
+  int64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace maitre::controller

@@ -1,0 +1,70 @@
+#include "controller/provision/membership_service.h"
+
+#include "rpc/convert.h"
+
+namespace maitre::controller {
+
+namespace v1 = ::maitre::worker::v1;
+
+grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
+                                             const v1::RegisterWorkerRequest* request,
+                                             v1::RegisterWorkerResponse* response) {
+  auto id = options_.cluster->AddWorker(request->worker_type(), request->address(),
+                                        request->pid(), request->launch_token());
+  if (!id.ok()) return rpc::ToGrpc(id.status());
+  const WorkerType* type = options_.cluster->types().Find(request->worker_type());
+  response->set_worker_id(*id);
+  response->set_report_interval_ms(ToMillis(options_.report_interval));
+  response->set_cores(type->cores);
+  response->set_memory_mb(type->memory_mb);
+  response->set_batching_policy(options_.batching_policy);
+  if (options_.on_join) options_.on_join(*id, request->launch_token());
+  return grpc::Status::OK;
+}
+
+grpc::Status MembershipService::Report(grpc::ServerContext* context,
+                                     const v1::ReportRequest* request,
+                                     v1::ReportResponse* response) {
+  WorkerReport report;
+  report.worker_id = request->worker_id();
+  report.cpu_utilisation = request->cpu_utilisation();
+  report.memory_mb = request->memory_mb();
+  for (const v1::InstanceReport& r : request->instances()) {
+    InstanceStats stats;
+    stats.replicas = r.replicas();
+    stats.queue_length = r.queue_length();
+    stats.arrival_qps = r.arrival_qps();
+    stats.served_qps = r.served_qps();
+    stats.latency_p50_ms = r.latency_p50_ms();
+    stats.latency_p99_ms = r.latency_p99_ms();
+    stats.compute_p50_ms = r.compute_p50_ms();
+    stats.mean_batch = r.mean_batch();
+    stats.dropped = r.dropped();
+    stats.dropped_qps = r.dropped_qps();
+    report.instances.push_back({VariantKey{r.model(), r.variant()}, stats});
+  }
+  response->set_known(options_.cluster->ApplyReport(report));
+  return grpc::Status::OK;
+}
+
+grpc::Status MembershipService::FetchBlob(grpc::ServerContext* context,
+                                        const v1::FetchBlobRequest* request,
+                                        grpc::ServerWriter<v1::BlobChunk>* writer) {
+  auto bytes = options_.blobs->Read(request->blob());
+  if (!bytes.ok()) return rpc::ToGrpc(bytes.status());
+  // 1 MiB chunks stay well under gRPC's default message limit.
+  constexpr size_t kChunk = 1 << 20;
+  size_t offset = 0;
+  do {
+    v1::BlobChunk chunk;
+    if (offset == 0) chunk.set_total_size(static_cast<int64_t>(bytes->size()));
+    chunk.set_data(bytes->substr(offset, kChunk));
+    if (!writer->Write(chunk)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the worker stopped reading");
+    }
+    offset += kChunk;
+  } while (offset < bytes->size());
+  return grpc::Status::OK;
+}
+
+}  // namespace maitre::controller
