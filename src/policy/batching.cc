@@ -1,5 +1,7 @@
 #include "policy/batching.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "policy/batching_clipper.h"
 #include "policy/batching_mark.h"
@@ -25,6 +27,20 @@ int32_t PrefixWithin(absl::Span<const QueuedQuery> queue, int32_t max_rows) {
     ++n;
   }
   return n;
+}
+
+BatchDecision DecideForInstance(BatchingPolicy& policy, absl::Span<const QueuedQuery> queue,
+                                size_t with_objective, int32_t max_rows, Nanos now) {
+  BatchDecision d = with_objective == 0 && !queue.empty()
+                        ? BatchDecision::Dispatch(static_cast<int32_t>(queue.size()))
+                        : policy.Decide(queue, now);
+  // A count outside the queue is left for the caller to refuse (the
+  // simulator stops the run on it).
+  if (d.action == BatchDecision::Action::kDispatch && d.count >= 1 &&
+      d.count <= static_cast<int32_t>(queue.size())) {
+    d.count = std::min(d.count, std::max(1, PrefixWithin(queue, max_rows)));
+  }
+  return d;
 }
 
 absl::StatusOr<std::unique_ptr<BatchingPolicy>> CreateBatchingPolicy(const BatchingOptions& options,

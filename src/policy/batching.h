@@ -122,4 +122,18 @@ int32_t RowsIn(absl::Span<const QueuedQuery> queue, int32_t count);
 // query when the queue is not empty: a query larger than the limit runs alone).
 int32_t PrefixWithin(absl::Span<const QueuedQuery> queue, int32_t max_rows);
 
+// The two rules an instance applies around its batching policy, the same in
+// the worker and the simulator (docs/policies.md, "Batching"):
+//  - when no waiting query has a latency objective left (all are
+//    best-effort), all of them go at once: holding one back pays against no
+//    objective; otherwise the policy decides. A dispatch takes at most
+//    `max_rows` rows (PrefixWithin);
+//  - a query the policy drops that may still meet its deadline is served
+//    best-effort instead; only the rest are answered DEADLINE_EXCEEDED now.
+BatchDecision DecideForInstance(BatchingPolicy& policy, absl::Span<const QueuedQuery> queue,
+                                size_t with_objective, int32_t max_rows, Nanos now);
+inline bool ServeDroppedBestEffort(bool best_effort, Nanos deadline, Nanos now) {
+  return !best_effort && deadline > now;
+}
+
 }  // namespace maitre::policy

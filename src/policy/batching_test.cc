@@ -32,6 +32,28 @@ TEST(TimeoutBatchingTest, WaitsUntilFullOrDelayed) {
   EXPECT_EQ(d.count, 3);
 }
 
+TEST(BatchingTest, BestEffortQueriesAloneGoAtOnceWithinTheRowLimit) {
+  auto p = CreateBatchingPolicy({"timeout", 4, 2 * kMillisecond}, Profile());
+  ASSERT_TRUE(p.ok());
+  std::vector<QueuedQuery> q = {{0, kSecond, 1}, {0, kSecond, 1}, {0, kSecond, 1}};
+  // With objectives waiting, the policy decides (it would wait for more).
+  EXPECT_EQ(DecideForInstance(**p, q, 3, 2, kMillisecond).action, Action::kWait);
+  // Best-effort only: at once, as many as fit in 2 rows.
+  BatchDecision d = DecideForInstance(**p, q, 0, 2, kMillisecond);
+  EXPECT_EQ(d.action, Action::kDispatch);
+  EXPECT_EQ(d.count, 2);
+  // The policy's own dispatch is held to the limit too.
+  d = DecideForInstance(**p, q, 3, 2, 2 * kMillisecond);
+  EXPECT_EQ(d.action, Action::kDispatch);
+  EXPECT_EQ(d.count, 2);
+}
+
+TEST(BatchingTest, ADroppedQueryIsServedBestEffortOnlyOnceAndOnlyInTime) {
+  EXPECT_TRUE(ServeDroppedBestEffort(false, 10, 9));
+  EXPECT_FALSE(ServeDroppedBestEffort(false, 10, 10));  // its deadline has come
+  EXPECT_FALSE(ServeDroppedBestEffort(true, 10, 9));    // dropped before
+}
+
 TEST(BatchingTest, UnknownPolicyIsAnError) {
   EXPECT_FALSE(CreateBatchingPolicy({"fifo"}, Profile()).ok());
   BatchingOptions zero;

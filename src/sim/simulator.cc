@@ -340,6 +340,7 @@ void Simulator::Enqueue(int32_t target, const QueuedQuery& q, const Tag& tag) {
   }
   views_[target].queued_rows += q.rows;
   inst.demand_rows += q.rows;
+  inst.with_objective += tag.best_effort ? 0 : 1;
   if (managed()) {
     ++inst.interval_arrivals;
     ++in_system_;
@@ -372,7 +373,18 @@ void Simulator::RunDecisions(int32_t i) {
   while (inst.idle > 0 && inst.head < inst.queue.size()) {
     absl::Span<const QueuedQuery> live(inst.queue.data() + inst.head,
                                        inst.queue.size() - inst.head);
-    BatchDecision d = inst.policy->Decide(live, now_);
+    if (live[0].deadline <= now_) {
+      // Expired, and its expiry event not yet run: answered now, as the
+      // worker's reaper does before its replicas decide.
+      int32_t expired = 0;
+      while (expired < static_cast<int32_t>(live.size()) && live[expired].deadline <= now_) {
+        ++expired;
+      }
+      DropPrefix(i, expired);
+      continue;
+    }
+    BatchDecision d = policy::DecideForInstance(*inst.policy, live, inst.with_objective,
+                                                std::max(1, setup_.batching.max_batch), now_);
     ++metrics_.policy_decisions;
     const int32_t size = static_cast<int32_t>(live.size());
     if (d.action == BatchDecision::Action::kWait) {
@@ -393,7 +405,7 @@ void Simulator::RunDecisions(int32_t i) {
       return;
     }
     if (d.action == BatchDecision::Action::kDrop) {
-      DropPrefix(i, d.count);
+      OnPolicyDrop(i, d.count);
       continue;
     }
     if (live[0].deadline <= now_) {
@@ -424,16 +436,7 @@ void Simulator::StartBatch(int32_t i, int32_t count) {
     rep.batch.push_back({q.arrival, q.deadline, inst.tags[inst.head + k]});
     rows += q.rows;
   }
-  inst.head += count;
-  if (inst.head == inst.queue.size()) {
-    inst.queue.clear();
-    inst.tags.clear();
-    inst.head = 0;
-  } else if (inst.head >= 4096 && inst.head * 2 >= inst.queue.size()) {
-    inst.queue.erase(inst.queue.begin(), inst.queue.begin() + inst.head);
-    inst.tags.erase(inst.tags.begin(), inst.tags.begin() + inst.head);
-    inst.head = 0;
-  }
+  Pop(inst, count);
   rep.busy = true;
   rep.batch_start = now_;
   rep.batch_rows = rows;
@@ -526,17 +529,56 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
     ++metrics_.per_app[tag.app].dropped;
     ++second.dropped;
   }
-  inst.head += count;
-  if (inst.head == inst.queue.size()) {
-    inst.queue.clear();
-    inst.tags.clear();
-    inst.head = 0;
-  }
+  Pop(inst, count);
   views_[i].queued_rows -= rows;
   if (managed()) {
     in_system_ -= count;
     selection_->AddWaiting(i, -count);
   }
+}
+
+void Simulator::Pop(SimInstance& inst, int32_t count) {
+  for (int32_t k = 0; k < count; ++k) {
+    inst.with_objective -= inst.tags[inst.head + k].best_effort ? 0 : 1;
+  }
+  inst.head += count;
+  if (inst.head == inst.queue.size()) {
+    inst.queue.clear();
+    inst.tags.clear();
+    inst.head = 0;
+  } else if (inst.head >= 4096 && inst.head * 2 >= inst.queue.size()) {
+    inst.queue.erase(inst.queue.begin(), inst.queue.begin() + inst.head);
+    inst.tags.erase(inst.tags.begin(), inst.tags.begin() + inst.head);
+    inst.head = 0;
+  }
+}
+
+void Simulator::OnPolicyDrop(int32_t i, int32_t count) {
+  SimInstance& inst = instances_[i];
+  // The prefix is in deadline order; the queries kept move behind the ones
+  // dropped, still in that order, so the queue stays sorted.
+  std::vector<QueuedQuery> kept_queries;
+  std::vector<Tag> kept_tags;
+  int32_t dropped = 0;
+  for (int32_t k = 0; k < count; ++k) {
+    const size_t at = inst.head + k;
+    Tag& tag = inst.tags[at];
+    if (policy::ServeDroppedBestEffort(tag.best_effort, inst.queue[at].deadline, now_)) {
+      tag.best_effort = true;
+      --inst.with_objective;
+      kept_queries.push_back(inst.queue[at]);
+      kept_tags.push_back(tag);
+    } else {
+      inst.queue[inst.head + dropped] = inst.queue[at];
+      inst.tags[inst.head + dropped] = tag;
+      ++dropped;
+    }
+  }
+  for (size_t k = 0; k < kept_queries.size(); ++k) {
+    inst.queue[inst.head + dropped + k] = kept_queries[k];
+    inst.tags[inst.head + dropped + k] = kept_tags[k];
+  }
+  DropPrefix(i, dropped);
 }
 
 void Simulator::ArmExpiry(int32_t i) {

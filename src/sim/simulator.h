@@ -269,6 +269,9 @@ class Simulator {
   struct Tag {
     int32_t app;
     bool below_min_accuracy;
+    // The policy dropped it while it could still meet its deadline: it is
+    // served as soon as possible instead (policy::ServeDroppedBestEffort).
+    bool best_effort = false;
   };
   struct InFlight {
     Nanos arrival;
@@ -293,6 +296,7 @@ class Simulator {
     std::vector<policy::QueuedQuery> queue;
     std::vector<Tag> tags;
     size_t head = 0;
+    size_t with_objective = 0;  // queued queries not best-effort
     int32_t app = 0;
     int32_t variant = 0;
     int32_t worker = 0;
@@ -361,6 +365,10 @@ class Simulator {
   void RunDecisions(int32_t i);
   void StartBatch(int32_t i, int32_t count);
   void DropPrefix(int32_t i, int32_t count);
+  // The policy dropped the first `count` queued: those that may still meet
+  // their deadline stay, best-effort; the rest are dropped.
+  void OnPolicyDrop(int32_t i, int32_t count);
+  void Pop(SimInstance& inst, int32_t count);  // the first `count` leave the queue
   void ArmExpiry(int32_t i);
   void Reject(int32_t app, Counters& second);
   Nanos ServiceTime(SimInstance& inst, int32_t rows);

@@ -162,6 +162,27 @@ TEST(SimulatorTest, PolicyContractViolationsStopTheRun) {
   }
 }
 
+// Drops everything it is shown.
+class DropAllPolicy final : public policy::BatchingPolicy {
+ public:
+  absl::string_view name() const override { return "drop-all"; }
+  BatchDecision Decide(absl::Span<const QueuedQuery> queue, Nanos) const override {
+    return BatchDecision::Drop(static_cast<int32_t>(queue.size()));
+  }
+};
+
+TEST(SimulatorTest, ADroppedQueryThatCanStillMeetItsDeadlineIsServedBestEffort) {
+  // As in the worker (policy::ServeDroppedBestEffort): the policy gives each
+  // query up at once, but with 40 ms left and a few ms of service each is
+  // then served as soon as possible, and in time.
+  SimulationSetup s = testing::LinearSetup("proteus");
+  s.policy_factory = [](int32_t) { return std::make_unique<DropAllPolicy>(); };
+  auto sim = Make(s, At({0, 100 * kMs, 200 * kMs}));
+  ASSERT_TRUE(sim->Run().ok());
+  EXPECT_EQ(sim->metrics().total.dropped, 0);
+  EXPECT_EQ(sim->metrics().total.on_time, 3);
+}
+
 TEST(SimulatorTest, ChecksTheSetup) {
   SimulationSetup s = testing::LinearSetup("proteus", 2);
   s.worker_types[0].count = 1;  // two instances, one worker

@@ -189,15 +189,10 @@ void Instance::ReplicaLoop(size_t index) {
     }
     Nanos now = clock_->Now();
     if (ExpireLocked(now)) continue;
-    // Only queries with a latency objective give a policy a reason to wait;
-    // best-effort ones alone run at once.
-    policy::BatchDecision decision =
-        queued_with_objective_ == 0 && !queue_.empty()
-            ? policy::BatchDecision::Dispatch(static_cast<int32_t>(queue_.size()))
-            : policy_->Decide(queue_.View(), now);
-    int32_t count = std::min<int32_t>(decision.count, static_cast<int32_t>(queue_.size()));
+    policy::BatchDecision decision = policy::DecideForInstance(
+        *policy_, queue_.View(), queued_with_objective_, max_batch_, now);
+    const int32_t count = std::min<int32_t>(decision.count, static_cast<int32_t>(queue_.size()));
     if (decision.action == policy::BatchDecision::Action::kDispatch && count > 0) {
-      count = std::min(count, std::max(1, policy::PrefixWithin(queue_.View(), max_batch_)));
       std::vector<Pending> batch = PopLocked(count);
       mu_.Unlock();
       RunBatch(executor, std::move(batch));
@@ -205,12 +200,10 @@ void Instance::ReplicaLoop(size_t index) {
       continue;
     }
     if (decision.action == policy::BatchDecision::Action::kDrop && count > 0) {
-      // The policy gives up on these queries' objective. Those that can
-      // still meet their hard deadline are served as soon as possible
-      // instead (best-effort); the rest are answered now.
+      // The policy gives up on these queries' objective.
       std::vector<Pending> late;
       for (Pending& p : PopLocked(count)) {
-        if (!p.task.best_effort && p.task.deadline > now) {
+        if (policy::ServeDroppedBestEffort(p.task.best_effort, p.task.deadline, now)) {
           p.task.best_effort = true;
           queue_.Push({p.arrival, p.task.deadline, p.task.rows}, std::move(p));
         } else {
