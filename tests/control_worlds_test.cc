@@ -204,6 +204,7 @@ class FakeProvider : public controller::WorkerProvider {
     return true;
   }
   std::map<std::string, int> Starting() const override { return {}; }
+  void OnEvent(std::function<void(const controller::WorkerEvent&)>) override {}  // none here
 
   std::vector<std::string> joining;  // types asked for since the test last looked
   std::vector<std::string> retired;  // worker ids

@@ -287,10 +287,11 @@ class Controller {
         absl::StrCat(grpc_host == "0.0.0.0" ? "127.0.0.1" : grpc_host, ":", grpc_port_);
     provider_options.log_dir = absl::StrCat(data_dir, "/logs");
     provider_options.cache_dir = absl::StrCat(data_dir, "/worker-cache");
-    provider_options.on_exit = [this](const LaunchedWorker& w) {
-      if (!w.worker_id.empty()) cluster_->RemoveWorker(w.worker_id, "its process ended");
-    };
     provider_ = std::make_unique<LocalProvider>(provider_options);
+    provider_->OnEvent([this](const WorkerEvent& e) {
+      const bool ended = e.kind == WorkerEvent::Kind::kLost || e.kind == WorkerEvent::Kind::kRetired;
+      if (ended && !e.worker_id.empty()) cluster_->RemoveWorker(e.worker_id, "its process ended");
+    });
     for (const auto& [type, count] : worker_counts) {
       provider_->SetDesired(*types.Find(type), count);
     }

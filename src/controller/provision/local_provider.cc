@@ -24,6 +24,20 @@ constexpr Nanos kGracePeriod = 3 * kSecond;
 
 }  // namespace
 
+absl::string_view WorkerEventKindName(WorkerEvent::Kind kind) {
+  switch (kind) {
+    case WorkerEvent::Kind::kStarted:
+      return "started";
+    case WorkerEvent::Kind::kReady:
+      return "ready";
+    case WorkerEvent::Kind::kLost:
+      return "lost";
+    case WorkerEvent::Kind::kRetired:
+      return "retired";
+  }
+  return "unknown";
+}
+
 LocalProvider::LocalProvider(Options options)
     : options_(std::move(options)),
       cpus_(options_.cpus > 0 ? options_.cpus
@@ -51,7 +65,10 @@ int LocalProvider::Desired(const std::string& type) const {
 void LocalProvider::OnJoin(const std::string& worker_id, const std::string& token) {
   absl::MutexLock lock(&mu_);
   auto it = launched_.find(token);
-  if (it != launched_.end()) it->second.worker_id = worker_id;
+  if (it == launched_.end()) return;
+  it->second.worker_id = worker_id;
+  events_.push_back({WorkerEvent::Kind::kReady, it->second.type, token, worker_id,
+                     options_.clock->Now(), ""});
 }
 
 void LocalProvider::Kill(const std::string& worker_id) {
@@ -83,11 +100,9 @@ std::map<std::string, int> LocalProvider::Starting() const {
   return starting;
 }
 
-std::vector<LaunchedWorker> LocalProvider::Launched() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<LaunchedWorker> out;
-  for (const auto& [token, w] : launched_) out.push_back(w);
-  return out;
+void LocalProvider::OnEvent(std::function<void(const WorkerEvent&)> listener) {
+  absl::MutexLock lock(&listeners_mu_);
+  listeners_.push_back(std::move(listener));
 }
 
 std::vector<int> LocalProvider::ChooseCoresLocked(int count) {
@@ -171,6 +186,7 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
     return;
   }
   w.pid = pid;
+  events_.push_back({WorkerEvent::Kind::kStarted, type.name, w.token, "", w.started, ""});
   spdlog::info("local provider: started {} worker {} (pid {}, cores {}, log {})", type.name,
                w.token, pid, absl::StrJoin(w.cores, ","), log_path);
   launched_[w.token] = std::move(w);
@@ -184,16 +200,17 @@ void LocalProvider::ReapExitedLocked() {
       LaunchedWorker w = it->second;
       it = launched_.erase(it);
       if (stopping_) continue;
+      const Nanos now = options_.clock->Now();
       if (retiring_.erase(w.token) > 0) {
         spdlog::info("local provider: worker {} ({} {}) retired", w.token, w.type, w.worker_id);
-        exited_.push_back(std::move(w));
+        events_.push_back({WorkerEvent::Kind::kRetired, w.type, w.token, w.worker_id, now, ""});
         continue;
       }
       std::string how = WIFSIGNALED(status) ? absl::StrCat("killed by signal ", WTERMSIG(status))
                                             : absl::StrCat("exit code ", WEXITSTATUS(status));
+      events_.push_back({WorkerEvent::Kind::kLost, w.type, w.token, w.worker_id, now, how});
       spdlog::warn("local provider: worker {} ({} {}, pid {}) ended: {}", w.token, w.type,
                    w.worker_id, w.pid, how);
-      Nanos now = options_.clock->Now();
       if (now - w.started < kYoungDeath) {
         int deaths = ++quick_deaths_[w.type];
         // 1 s, 2 s, 4 s ... up to a minute between attempts.
@@ -202,7 +219,6 @@ void LocalProvider::ReapExitedLocked() {
       } else {
         quick_deaths_[w.type] = 0;
       }
-      exited_.push_back(std::move(w));
     } else {
       ++it;
     }
@@ -240,16 +256,19 @@ void LocalProvider::ReconcileLocked() {
 
 void LocalProvider::Loop() {
   while (true) {
-    std::vector<LaunchedWorker> exited;
+    std::vector<WorkerEvent> events;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
       ReapExitedLocked();
       ReconcileLocked();
-      exited.swap(exited_);
+      events.swap(events_);
     }
-    for (const LaunchedWorker& w : exited) {
-      if (options_.on_exit) options_.on_exit(w);
+    if (!events.empty()) {
+      absl::MutexLock lock(&listeners_mu_);
+      for (const WorkerEvent& e : events) {
+        for (const auto& listener : listeners_) listener(e);
+      }
     }
     options_.clock->SleepUntil(options_.clock->Now() + 100 * kMillisecond);
   }

@@ -27,15 +27,6 @@
 
 namespace maitre::controller {
 
-struct LaunchedWorker {
-  std::string token;
-  std::string type;
-  pid_t pid = 0;
-  std::vector<int> cores;
-  std::string worker_id;  // set once it registered
-  Nanos started = 0;
-};
-
 class LocalProvider : public WorkerProvider {
  public:
   struct Options {
@@ -45,13 +36,12 @@ class LocalProvider : public WorkerProvider {
     std::string cache_dir;   // each worker caches blobs under cache_dir/<token>
     int cpus = 0;            // 0: this machine's count
     const Clock* clock = SteadyClock::Get();
-    // Called (on the provider's thread) when a launched worker's process ends.
-    std::function<void(const LaunchedWorker&)> on_exit;
   };
 
   explicit LocalProvider(Options options);
   ~LocalProvider();
 
+  void OnEvent(std::function<void(const WorkerEvent&)> listener) override;
   void Start();
   // Stops every worker (SIGTERM, then SIGKILL after a grace period) and the
   // provider's thread. Idempotent.
@@ -71,9 +61,17 @@ class LocalProvider : public WorkerProvider {
   bool Retire(const std::string& worker_id) override;
   // Launched workers that have not registered yet, by type.
   std::map<std::string, int> Starting() const override;
-  std::vector<LaunchedWorker> Launched() const;
 
  private:
+  struct LaunchedWorker {
+    std::string token;
+    std::string type;
+    pid_t pid = 0;
+    std::vector<int> cores;
+    std::string worker_id;  // set once it registered
+    Nanos started = 0;
+  };
+
   void Loop();
   void ReapExitedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReconcileLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -87,7 +85,10 @@ class LocalProvider : public WorkerProvider {
   std::map<std::string, LaunchedWorker> launched_ ABSL_GUARDED_BY(mu_);  // by token
   std::map<std::string, Nanos> backoff_until_ ABSL_GUARDED_BY(mu_);      // by type
   std::map<std::string, int> quick_deaths_ ABSL_GUARDED_BY(mu_);         // by type
-  std::vector<LaunchedWorker> exited_ ABSL_GUARDED_BY(mu_);
+  // Events not yet told to the listeners (the provider's thread tells them).
+  std::vector<WorkerEvent> events_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex listeners_mu_;
+  std::vector<std::function<void(const WorkerEvent&)>> listeners_ ABSL_GUARDED_BY(listeners_mu_);
   std::set<std::string> retiring_ ABSL_GUARDED_BY(mu_);  // tokens stopped on purpose
   int64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
