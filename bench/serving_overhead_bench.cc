@@ -72,6 +72,125 @@ bool AllProfiledOnCpu1(const std::string& table) {
   return true;
 }
 
+// The server's own split of each measured HTTP request, in microseconds.
+struct ServerSplit {
+  std::vector<double> total_us, queue_us, compute_us;
+};
+
+// Waits until variant generation and profiling, which go on in the
+// background after registration, are done: measuring beside them would time
+// the profiler, not serving.
+void AwaitProfiles(maitre::testing::ServerProcess& server) {
+  for (int i = 0; i < 900; ++i) {
+    auto table = server.Get("/v2/apps/bench?format=table");
+    if (table.ok() && AllProfiledOnCpu1(table->body)) return;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+std::string JsonBody(const maitre::Tensor& image) {
+  std::string body = R"({"inputs":[{"name":"input","datatype":"FP32","shape":[1,1,28,28],"data":[)";
+  for (int64_t i = 0; i < image.NumElements(); ++i) {
+    if (i > 0) body.push_back(',');
+    absl::StrAppend(&body, image.As<float>()[i]);
+  }
+  body.append("]}]}");
+  return body;
+}
+
+// The five kinds of request, in the order the report prints them. They
+// refer to every argument, which must outlive them.
+std::vector<Probe> MakeProbes(maitre::runtime::Executor& executor,
+                              const std::vector<maitre::Tensor>& inputs,
+                              maitre::testing::ServerProcess& server,
+                              inference::GRPCInferenceService::Stub& stub,
+                              const inference::ModelInferRequest& infer, const std::string& path,
+                              const std::string& body, const bool& measuring,
+                              ServerSplit& split) {
+  std::vector<Probe> probes;
+  probes.push_back({"raw executor (in process)", [&] { return executor.Run(inputs).ok(); }});
+  probes.push_back({"end to end (HTTP, JSON)", [&] {
+                      auto r = server.Post(path, body);
+                      if (!r.ok() || r->status != 200) {
+                        std::fprintf(stderr, "request failed: %s\n",
+                                     r.ok() ? r->body.c_str() : "transport");
+                        return false;
+                      }
+                      if (!measuring) return true;
+                      auto j = nlohmann::json::parse(r->body);
+                      split.total_us.push_back(j["parameters"]["total_us"].get<double>());
+                      split.queue_us.push_back(j["parameters"]["queue_us"].get<double>());
+                      split.compute_us.push_back(j["parameters"]["compute_us"].get<double>());
+                      return true;
+                    }});
+  probes.push_back({"end to end (gRPC, raw tensor)", [&] {
+                      grpc::ClientContext context;
+                      inference::ModelInferResponse response;
+                      grpc::Status status = stub.ModelInfer(&context, infer, &response);
+                      if (!status.ok()) {
+                        std::fprintf(stderr, "gRPC request failed: %s\n",
+                                     status.error_message().c_str());
+                      }
+                      return status.ok();
+                    }});
+  probes.push_back({"round trip, no work (HTTP live)", [&] {
+                      auto r = server.Get("/v2/health/live");
+                      return r.ok() && r->status == 200;
+                    }});
+  probes.push_back({"round trip, no work (gRPC live)", [&] {
+                      grpc::ClientContext context;
+                      inference::ServerLiveResponse response;
+                      return stub.ServerLive(&context, {}, &response).ok();
+                    }});
+  return probes;
+}
+
+// Warms every path up (the first queries load the variant), then measures
+// in rounds of `block` requests of each kind. False if a request failed.
+bool Measure(std::vector<Probe>& probes, int requests, bool& measuring) {
+  for (Probe& probe : probes) {
+    for (int i = 0; i < 300; ++i) {
+      if (!probe.once()) return false;
+    }
+  }
+  measuring = true;
+  const int block = 100;
+  for (int done = 0; done < requests; done += block) {
+    for (Probe& probe : probes) {
+      for (int i = 0; i < block; ++i) {
+        auto start = Clock::now();
+        if (!probe.once()) return false;
+        probe.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      }
+    }
+  }
+  return true;
+}
+
+void Report(const std::vector<Probe>& probes, const ServerSplit& split,
+            const std::string& variant) {
+  auto p50 = [&](int i) { return Percentile(probes[i].us, 0.5); };
+  auto p99 = [&](int i) { return Percentile(probes[i].us, 0.99); };
+  std::printf("fmnist-mlp:%s, batch 1, %zu requests of each kind, one cpu-1 worker\n",
+              variant.c_str(), probes[0].us.size());
+  std::printf("%-34s %10s %10s\n", "", "p50 us", "p99 us");
+  for (int i = 0; i < 3; ++i) std::printf("%-34s %10.1f %10.1f\n", probes[i].label, p50(i), p99(i));
+  std::printf("%-34s %10.1f %10.1f\n", "added by serving over HTTP", p50(1) - p50(0),
+              p99(1) - p99(0));
+  std::printf("%-34s %10.1f %10.1f\n", "added by serving over gRPC", p50(2) - p50(0),
+              p99(2) - p99(0));
+  std::printf("%-34s %10.1f %10.1f\n", "  server total (front-end to reply)",
+              Percentile(split.total_us, 0.5), Percentile(split.total_us, 0.99));
+  std::printf("%-34s %10.1f %10.1f\n", "  worker queue", Percentile(split.queue_us, 0.5),
+              Percentile(split.queue_us, 0.99));
+  std::printf("%-34s %10.1f %10.1f\n", "  worker compute", Percentile(split.compute_us, 0.5),
+              Percentile(split.compute_us, 0.99));
+  std::printf("(server split: HTTP requests)\n");
+  for (int i = 3; i < 5; ++i) std::printf("%-34s %10.1f %10.1f\n", probes[i].label, p50(i), p99(i));
+  std::printf("ratio end-to-end / raw at p50: HTTP %.2f, gRPC %.2f\n", p50(1) / p50(0),
+              p50(2) / p50(0));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,22 +244,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "register failed: %s\n", registered.ok() ? registered->body.c_str() : "");
     return 1;
   }
-  // Variant generation and profiling go on in the background after
-  // registration; measuring beside them would time the profiler, not serving.
-  for (int i = 0; i < 900; ++i) {
-    auto table = (*server)->Get("/v2/apps/bench?format=table");
-    if (table.ok() && AllProfiledOnCpu1(table->body)) break;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-
-  std::string body = R"({"inputs":[{"name":"input","datatype":"FP32","shape":[1,1,28,28],"data":[)";
-  for (int64_t i = 0; i < image.NumElements(); ++i) {
-    if (i > 0) body.push_back(',');
-    absl::StrAppend(&body, image.As<float>()[i]);
-  }
-  body.append("]}]}");
-  std::string path = absl::StrCat("/v2/models/fmnist-mlp:", variant, "/infer");
-  std::vector<double> server_us, queue_us, compute_us;
+  AwaitProfiles(**server);
 
   auto stub = inference::GRPCInferenceService::NewStub(
       grpc::CreateChannel((*server)->grpc_address(), grpc::InsecureChannelCredentials()));
@@ -153,82 +257,15 @@ int main(int argc, char** argv) {
   for (int64_t d : image.shape) input->add_shape(d);
   infer.add_raw_input_contents(image.data);
 
+  // The probes refer to these; they live until the report.
+  const std::string path = absl::StrCat("/v2/models/fmnist-mlp:", variant, "/infer");
+  const std::string body = JsonBody(image);
   bool measuring = false;
-  std::vector<Probe> probes;
-  probes.push_back({"raw executor (in process)", [&] { return (*executor)->Run(inputs).ok(); }});
-  probes.push_back({"end to end (HTTP, JSON)", [&] {
-                      auto r = (*server)->Post(path, body);
-                      if (!r.ok() || r->status != 200) {
-                        std::fprintf(stderr, "request failed: %s\n",
-                                     r.ok() ? r->body.c_str() : "transport");
-                        return false;
-                      }
-                      if (!measuring) return true;
-                      auto j = nlohmann::json::parse(r->body);
-                      server_us.push_back(j["parameters"]["total_us"].get<double>());
-                      queue_us.push_back(j["parameters"]["queue_us"].get<double>());
-                      compute_us.push_back(j["parameters"]["compute_us"].get<double>());
-                      return true;
-                    }});
-  probes.push_back({"end to end (gRPC, raw tensor)", [&] {
-                      grpc::ClientContext context;
-                      inference::ModelInferResponse response;
-                      grpc::Status status = stub->ModelInfer(&context, infer, &response);
-                      if (!status.ok()) {
-                        std::fprintf(stderr, "gRPC request failed: %s\n",
-                                     status.error_message().c_str());
-                      }
-                      return status.ok();
-                    }});
-  probes.push_back({"round trip, no work (HTTP live)", [&] {
-                      auto r = (*server)->Get("/v2/health/live");
-                      return r.ok() && r->status == 200;
-                    }});
-  probes.push_back({"round trip, no work (gRPC live)", [&] {
-                      grpc::ClientContext context;
-                      inference::ServerLiveResponse response;
-                      return stub->ServerLive(&context, {}, &response).ok();
-                    }});
-
-  // Warm up every path (the first queries load the variant), then measure
-  // in rounds of `block` requests of each kind.
-  for (Probe& probe : probes) {
-    for (int i = 0; i < 300; ++i) {
-      if (!probe.once()) return 1;
-    }
-  }
-  measuring = true;
-  const int block = 100;
-  for (int done = 0; done < requests; done += block) {
-    for (Probe& probe : probes) {
-      for (int i = 0; i < block; ++i) {
-        auto start = Clock::now();
-        if (!probe.once()) return 1;
-        probe.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-      }
-    }
-  }
+  ServerSplit split;
+  std::vector<Probe> probes =
+      MakeProbes(**executor, inputs, **server, *stub, infer, path, body, measuring, split);
+  if (!Measure(probes, requests, measuring)) return 1;
   (void)(*server)->Stop();
-
-  auto p50 = [&](int i) { return Percentile(probes[i].us, 0.5); };
-  auto p99 = [&](int i) { return Percentile(probes[i].us, 0.99); };
-  std::printf("fmnist-mlp:%s, batch 1, %zu requests of each kind, one cpu-1 worker\n",
-              variant.c_str(), probes[0].us.size());
-  std::printf("%-34s %10s %10s\n", "", "p50 us", "p99 us");
-  for (int i = 0; i < 3; ++i) std::printf("%-34s %10.1f %10.1f\n", probes[i].label, p50(i), p99(i));
-  std::printf("%-34s %10.1f %10.1f\n", "added by serving over HTTP", p50(1) - p50(0),
-              p99(1) - p99(0));
-  std::printf("%-34s %10.1f %10.1f\n", "added by serving over gRPC", p50(2) - p50(0),
-              p99(2) - p99(0));
-  std::printf("%-34s %10.1f %10.1f\n", "  server total (front-end to reply)",
-              Percentile(server_us, 0.5), Percentile(server_us, 0.99));
-  std::printf("%-34s %10.1f %10.1f\n", "  worker queue", Percentile(queue_us, 0.5),
-              Percentile(queue_us, 0.99));
-  std::printf("%-34s %10.1f %10.1f\n", "  worker compute", Percentile(compute_us, 0.5),
-              Percentile(compute_us, 0.99));
-  std::printf("(server split: HTTP requests)\n");
-  for (int i = 3; i < 5; ++i) std::printf("%-34s %10.1f %10.1f\n", probes[i].label, p50(i), p99(i));
-  std::printf("ratio end-to-end / raw at p50: HTTP %.2f, gRPC %.2f\n", p50(1) / p50(0),
-              p50(2) / p50(0));
+  Report(probes, split, variant);
   return 0;
 }
