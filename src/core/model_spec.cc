@@ -1,5 +1,7 @@
 #include "core/model_spec.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -35,12 +37,27 @@ absl::StatusOr<TensorSpec> ParseTensorSpec(const json& j, absl::string_view wher
     return absl::InvalidArgumentError(absl::StrCat(
         where, " '", spec.name, "' needs a \"shape\" array such as [-1,1,28,28]"));
   }
+  if (shape->size() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " '", spec.name, "' has ",
+                                                   shape->size(), " dimensions; at most ",
+                                                   kMaxRank, " are accepted"));
+  }
+  // One row (every -1 read as 1) is bounded, so that nothing sized from the
+  // spec (a row of zeros, a profiling batch) can exhaust a worker's memory.
+  int64_t row_elements = 1;
   for (const json& d : *shape) {
     if (!d.is_number_integer() || d.get<int64_t>() < -1 || d.get<int64_t>() == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, " '", spec.name, "': shape dimensions must be positive integers or -1"));
     }
-    spec.shape.push_back(d.get<int64_t>());
+    const int64_t dim = d.get<int64_t>();
+    if (dim > kMaxRowElements || row_elements * std::max<int64_t>(dim, 1) > kMaxRowElements) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " '", spec.name, "': one row of shape ", shape->dump(), " is more than ",
+          kMaxRowElements, " elements, the most accepted"));
+    }
+    row_elements *= std::max<int64_t>(dim, 1);
+    spec.shape.push_back(dim);
   }
   return spec;
 }

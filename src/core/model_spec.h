@@ -13,6 +13,12 @@
 
 namespace maitre {
 
+// What a registration may declare: the most dimensions a tensor has, and
+// the most elements in one row of it (every -1 read as 1): 2^26, 256 MiB of
+// FP32, far above any model this serves, and far below a worker's memory.
+inline constexpr size_t kMaxRank = 8;
+inline constexpr int64_t kMaxRowElements = int64_t{1} << 26;
+
 struct TensorSpec {
   std::string name;
   DataType dtype = DataType::kInvalid;

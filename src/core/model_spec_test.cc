@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 #include "core/zero_row.h"
 
 namespace maitre {
@@ -44,6 +46,23 @@ TEST(ModelSpecTest, RejectsBadMeta) {
     EXPECT_EQ(ParseModelSpecJson(bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
   }
+}
+
+TEST(ModelSpecTest, BoundsWhatOneRowMayHold) {
+  auto meta = [](const std::string& input_shape) {
+    return absl::StrCat(R"({"inputs":[{"name":"x","datatype":"FP32","shape":)", input_shape,
+                        R"(}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1,2]}]})");
+  };
+  // A dimension of 1e12 once made a worker die allocating its row of zeros.
+  for (const char* shape : {"[-1,1000000000000]", "[-1,65536,65536]",
+                            "[-1,1,1,1,1,1,1,1,1]", "[-1,8192,8193]"}) {
+    absl::Status s = ParseModelSpecJson(meta(shape)).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << shape;
+    EXPECT_NE(s.message().find("most"), std::string::npos) << s;
+  }
+  // The largest row accepted: 2^26 elements.
+  EXPECT_TRUE(ParseModelSpecJson(meta("[-1,8192,8192]")).ok());
+  EXPECT_TRUE(ParseModelSpecJson(meta("[-1,-1,3,224,224]")).ok());
 }
 
 TEST(ModelSpecTest, ChecksInputs) {

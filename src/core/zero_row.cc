@@ -16,8 +16,9 @@ absl::StatusOr<std::vector<Tensor>> ZeroRow(const std::vector<TensorSpec>& specs
     if (t.shape.empty()) t.shape.push_back(1);
     const int64_t n = t.NumElements();
     const size_t size = DataTypeSize(t.dtype);
-    // 2^31 elements bounds the allocation: no model's one row comes near it.
-    if (size == 0 || n < 0 || n > (int64_t{1} << 31)) {
+    // Parsed specs are bounded already (kMaxRowElements); this holds for
+    // specs built any other way.
+    if (size == 0 || n < 0 || n > kMaxRowElements) {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", spec.name, "' has no fixed size to fill with zeros"));
     }

@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/file_util.h"
@@ -21,6 +23,17 @@ namespace {
 // A worker that exits sooner than this after starting counts as dying young.
 constexpr Nanos kYoungDeath = 10 * kSecond;
 constexpr Nanos kGracePeriod = 3 * kSecond;
+
+// `bytes` random bytes from the kernel, as hex.
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  return absl::BytesToHexString(raw);
+}
 
 }  // namespace
 
@@ -127,7 +140,10 @@ std::vector<int> LocalProvider::ChooseCoresLocked(int count) {
 
 void LocalProvider::LaunchLocked(const WorkerType& type) {
   LaunchedWorker w;
-  w.token = absl::StrCat("L", next_token_++);
+  w.name = absl::StrCat("L", next_token_++);
+  // The worker proves with this that it is the process we started; anyone
+  // who could guess it could take the worker's place (docs/operations.md).
+  w.token = absl::StrCat(w.name, "-", RandomHex(16));
   w.type = type.name;
   w.cores = ChooseCoresLocked(type.cores);
   w.started = options_.clock->Now();
@@ -145,7 +161,7 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
                                    "--launch-token",
                                    w.token,
                                    "--cache-dir",
-                                   absl::StrCat(options_.cache_dir, "/", w.token),
+                                   absl::StrCat(options_.cache_dir, "/", w.name),
                                    "--host-speed-file",
                                    absl::StrCat(options_.cache_dir, "/host-speed-", type.name)};
   std::vector<char*> argv;
@@ -161,7 +177,7 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
   std::vector<char*> envp;
   for (std::string& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::string log_path = absl::StrCat(options_.log_dir, "/worker-", w.token, ".log");
+  std::string log_path = absl::StrCat(options_.log_dir, "/worker-", w.name, ".log");
   pid_t parent = getpid();
 
   pid_t pid = fork();
@@ -173,6 +189,9 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
     }
+    // Nothing else of the controller's (listening sockets, the registry's
+    // files) reaches the worker, whatever was opened without O_CLOEXEC.
+    close_range(3, ~0U, 0);
     // The controller blocks SIGTERM/SIGINT in its threads; a worker must not
     // inherit that mask or it could never be stopped.
     sigset_t none;
@@ -188,7 +207,7 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
   w.pid = pid;
   events_.push_back({WorkerEvent::Kind::kStarted, type.name, w.token, "", w.started, ""});
   spdlog::info("local provider: started {} worker {} (pid {}, cores {}, log {})", type.name,
-               w.token, pid, absl::StrJoin(w.cores, ","), log_path);
+               w.name, pid, absl::StrJoin(w.cores, ","), log_path);
   launched_[w.token] = std::move(w);
 }
 
@@ -202,14 +221,14 @@ void LocalProvider::ReapExitedLocked() {
       if (stopping_) continue;
       const Nanos now = options_.clock->Now();
       if (retiring_.erase(w.token) > 0) {
-        spdlog::info("local provider: worker {} ({} {}) retired", w.token, w.type, w.worker_id);
+        spdlog::info("local provider: worker {} ({} {}) retired", w.name, w.type, w.worker_id);
         events_.push_back({WorkerEvent::Kind::kRetired, w.type, w.token, w.worker_id, now, ""});
         continue;
       }
       std::string how = WIFSIGNALED(status) ? absl::StrCat("killed by signal ", WTERMSIG(status))
                                             : absl::StrCat("exit code ", WEXITSTATUS(status));
       events_.push_back({WorkerEvent::Kind::kLost, w.type, w.token, w.worker_id, now, how});
-      spdlog::warn("local provider: worker {} ({} {}, pid {}) ended: {}", w.token, w.type,
+      spdlog::warn("local provider: worker {} ({} {}, pid {}) ended: {}", w.name, w.type,
                    w.worker_id, w.pid, how);
       if (now - w.started < kYoungDeath) {
         int deaths = ++quick_deaths_[w.type];

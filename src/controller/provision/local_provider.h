@@ -64,7 +64,8 @@ class LocalProvider : public WorkerProvider {
 
  private:
   struct LaunchedWorker {
-    std::string token;
+    std::string name;   // L<n>: its log file and cache directory
+    std::string token;  // unguessable: what it joins with
     std::string type;
     pid_t pid = 0;
     std::vector<int> cores;

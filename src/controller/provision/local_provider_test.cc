@@ -4,6 +4,7 @@
 #include "controller/provision/local_provider.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,31 @@ TEST_F(LocalProviderTest, AWorkerIsStartedJoinsAndIsRetired) {
   EXPECT_EQ(retired.worker_id, "w7");
   EXPECT_EQ(provider->Desired("t"), 0);
   provider->Stop();
+}
+
+TEST_F(LocalProviderTest, AWorkerInheritsNoDescriptorAndAnUnguessableToken) {
+  // A file this process holds open without O_CLOEXEC (as a listening socket
+  // or the registry's database may be) must not be open in the worker.
+  const std::string marker = (dir_ / "held-open-marker").string();
+  const int fd = ::open(marker.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 3);
+  const std::string result = (dir_ / "result").string();
+  auto provider = Make(Script(
+      "inspector", absl::StrCat("if ls -l /proc/$$/fd | grep -q held-open-marker; then echo leaked > ",
+                                result, "; else echo clean > ", result, "; fi; exec sleep 60")));
+  provider->Start();
+  provider->SetDesired({"t", 1, 0, 0}, 1);
+  WorkerEvent started = Event(1);
+  // L<n>, a dash and 128 random bits.
+  EXPECT_EQ(started.launch_token.size(), std::string("L1-").size() + 32);
+  std::string seen;
+  for (int i = 0; i < 600 && seen.empty(); ++i) {
+    std::ifstream(result) >> seen;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(seen, "clean");
+  provider->Stop();
+  ::close(fd);
 }
 
 TEST_F(LocalProviderTest, AWorkerThatDiesIsReportedLostWithHow) {
