@@ -80,6 +80,10 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
   auto it = workers_.find(report.worker_id);
   if (it == workers_.end()) return false;
   Worker& w = it->second;
+  if (w.unreachable) {
+    w.unreachable = false;  // it answered after all
+    if (w.live != policy::kNoId) live_.SetAccepting(w.live, true);
+  }
   const Nanos previous_report = w.view.last_report;
   w.view.last_report = options_.clock->Now();
   w.view.cpu_utilisation = report.cpu_utilisation;
@@ -191,11 +195,21 @@ void Cluster::OnWorkerRemoved(std::function<void(const WorkerView&)> callback) {
   removed_callbacks_.push_back(std::move(callback));
 }
 
+void Cluster::MarkUnreachable(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end() || it->second.unreachable) return;
+  it->second.unreachable = true;
+  if (it->second.live != policy::kNoId) live_.SetAccepting(it->second.live, false);
+  spdlog::warn("worker {} unreachable: no queries go there until it reports", worker_id);
+}
+
 std::optional<Route> Cluster::PickReady(const VariantKey& key) {
   absl::MutexLock lock(&mu_);
   Worker* best = nullptr;
   InstanceRecord* best_instance = nullptr;
   for (auto& [id, w] : workers_) {
+    if (w.unreachable) continue;
     auto it = w.instances.find(key);
     if (it == w.instances.end() || it->second.phase != InstancePhase::kReady) continue;
     // Fewest in flight per replica; the worker's reported queue breaks ties.

@@ -151,6 +151,11 @@ class Cluster {
   bool ApplyReport(const WorkerReport& report);
   // Forgets a worker. Its loading instances' waiters get UNAVAILABLE.
   void RemoveWorker(const std::string& worker_id, absl::string_view reason);
+  // A call to the worker failed as if it were gone: no query is routed
+  // there (nor load placed) until its next report shows it alive, so a
+  // query retried after the failure goes elsewhere. The silence limit
+  // removes it if no report comes.
+  void MarkUnreachable(const std::string& worker_id);
   // Removes workers silent for longer than the limit; returns their ids.
   std::vector<std::string> RemoveSilentWorkers();
   // Called (without the lock held) whenever a worker is removed.
@@ -218,6 +223,7 @@ class Cluster {
     std::shared_ptr<WorkerApi> api;
     std::map<VariantKey, InstanceRecord> instances;
     policy::WorkerId live = policy::kNoId;
+    bool unreachable = false;  // MarkUnreachable until its next report
   };
 
   // Live-view bookkeeping (cluster_selection.cc); all under mu_.

@@ -31,7 +31,8 @@ void Cluster::LiveAddWorkerLocked(Worker& worker) {
   if (index_ == nullptr || worker.live != policy::kNoId) return;
   policy::WorkerTypeId type = index_->FindType(worker.view.type.name);
   if (type == policy::kNoId) return;
-  worker.live = live_.AddWorker({type, worker.view.cpu_utilisation, FreeMemoryLocked(worker), true});
+  worker.live = live_.AddWorker(
+      {type, worker.view.cpu_utilisation, FreeMemoryLocked(worker), !worker.unreachable});
   worker_by_live_[worker.live] = worker.view.id;
 }
 

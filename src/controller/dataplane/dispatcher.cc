@@ -316,6 +316,8 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
           // NOT_FOUND: the worker no longer holds the instance (it restarted);
           // UNAVAILABLE: the worker is unreachable. Both can succeed elsewhere.
           if (code == absl::StatusCode::kNotFound) options_.cluster->RemoveInstance(worker, key);
+          // The retry must not go back to a worker that cannot be reached.
+          if (code == absl::StatusCode::kUnavailable) options_.cluster->MarkUnreachable(worker);
           if ((code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnavailable) &&
               query->retries_left-- > 0) {
             return Attempt(std::move(query));  // the policy chooses again

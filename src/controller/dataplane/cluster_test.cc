@@ -1,0 +1,88 @@
+// The Cluster's handling of a worker a call found unreachable: no query goes
+// there, by selection or by a pinned variant, until it reports again.
+#include "controller/dataplane/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+
+#include "controller/dataplane/selection_catalogue.h"
+#include "core/clock.h"
+#include "policy/selection_index.h"
+
+namespace maitre::controller {
+namespace {
+
+class ClusterUnreachableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Cluster::Options options;
+    options.types = WorkerTypeTable({{"small", 2, 4096, 0.1}});
+    options.clock = &clock_;
+    options.connect = [](const std::string&) { return std::unique_ptr<WorkerApi>(); };
+    cluster_ = std::make_unique<Cluster>(options);
+    // A selection index with one app, one model, one variant on "small".
+    policy::SelectionCatalogue catalogue;
+    catalogue.worker_types = options.types.types();
+    auto profile = Profile::Create({{1, 1.0, 1.1}, {8, 4.0, 4.4}}, 10, 50);
+    ASSERT_TRUE(profile.ok());
+    policy::ServableVariant v;
+    v.key = kKey;
+    v.accuracy = 0.9;
+    v.profiles["small"] = *profile;
+    catalogue.apps.push_back({"a", {v}});
+    auto index = policy::SelectionIndex::Create(catalogue);
+    ASSERT_TRUE(index.ok()) << index.status();
+    app_ = index->FindApp("a");
+    cluster_->SetSelectionIndex(std::make_shared<const policy::SelectionIndex>(*std::move(index)),
+                                {{"m", 100}});
+    for (int i = 0; i < 2; ++i) {
+      auto id = cluster_->AddWorker("small", "fake:" + std::to_string(i), 0, "");
+      ASSERT_TRUE(id.ok());
+      workers_.push_back(*id);
+      ASSERT_TRUE(cluster_->BeginLoad(*id, kKey, nullptr).ok());
+      cluster_->FinishLoad(*id, kKey, absl::OkStatus());
+    }
+  }
+
+  // Where selection sends each of `n` queries (each stays in flight).
+  std::set<std::string> Select(int n) {
+    std::set<std::string> used;
+    for (int i = 0; i < n; ++i) {
+      policy::SelectionRequest request;
+      request.app = app_;
+      request.now = clock_.Now();
+      LoadWaiter waiter;
+      SelectionResult r = cluster_->Select(request, waiter);
+      if (r.route.has_value()) used.insert(r.route->worker_id);
+    }
+    return used;
+  }
+
+  const VariantKey kKey{"m", "v"};
+  ManualClock clock_{kSecond};
+  std::unique_ptr<Cluster> cluster_;
+  std::vector<std::string> workers_;
+  policy::AppId app_ = policy::kNoId;
+};
+
+TEST_F(ClusterUnreachableTest, NoQueryGoesToAnUnreachableWorkerUntilItReports) {
+  EXPECT_EQ(Select(4).size(), 2u);  // both serve
+  cluster_->MarkUnreachable(workers_[0]);
+  EXPECT_EQ(Select(8), std::set<std::string>{workers_[1]});
+  for (int i = 0; i < 4; ++i) {
+    std::optional<Route> pinned = cluster_->PickReady(kKey);
+    ASSERT_TRUE(pinned.has_value());
+    EXPECT_EQ(pinned->worker_id, workers_[1]);
+  }
+  // It answered after all: its next report brings it back.
+  WorkerReport report;
+  report.worker_id = workers_[0];
+  report.instances.push_back({kKey, InstanceStats{1}});
+  ASSERT_TRUE(cluster_->ApplyReport(report));
+  EXPECT_TRUE(Select(8).count(workers_[0]) > 0);
+}
+
+}  // namespace
+}  // namespace maitre::controller
