@@ -138,6 +138,10 @@ absl::StatusOr<Tensor> ParseInput(element e, size_t index, int64_t* binary_size)
     int64_t size = -1;
     if (params["binary_data_size"].get(size) == simdjson::SUCCESS) {
       if (size < 0) return Invalid("input '", t.name, "': binary_data_size must be >= 0");
+      // Two sources for one tensor: which one the client meant is a guess.
+      if (element ignored; o["data"].get(ignored) == simdjson::SUCCESS) {
+        return Invalid("input '", t.name, "' has both \"data\" and binary_data_size; send one");
+      }
       *binary_size = size;
       return t;
     }

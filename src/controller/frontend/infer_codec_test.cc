@@ -60,6 +60,8 @@ TEST(InferCodecTest, RejectsBadRequestsWithAReason) {
            {R"({"parameters":{"latency_ms":"fast"},"inputs":[]})", "latency_ms"},
            {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],
                 "parameters":{"binary_data_size":4}}]})", "Inference-Header-Content-Length"},
+           {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1],
+                "parameters":{"binary_data_size":4}}]})", "both \"data\" and binary_data_size"},
        }) {
     auto r = ParseInferRequest(c.body, -1);
     ASSERT_FALSE(r.ok()) << c.body;
