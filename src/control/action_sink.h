@@ -27,7 +27,6 @@ struct Decision {
   int replicas = 0;
   std::string reason;
   std::string for_worker;  // placement: the worker whose load it takes
-  bool operator==(const Decision& other) const;
 };
 std::string DecisionLine(const Decision& decision);
 

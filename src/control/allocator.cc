@@ -53,6 +53,6 @@ absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& na
   return Table().Create(name, options);
 }
 
-std::vector<std::string> AllocatorNames() { return Table().Names(); }
+absl::Status CheckAllocatorName(const std::string& name) { return Table().CheckKnown(name); }
 
 }  // namespace maitre::control

@@ -72,6 +72,7 @@ absl::Status AddAllocator(const std::string& name, AllocatorFactory factory);
 // InvalidArgument, listing the names, for an unknown one.
 absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& name,
                                                            const AllocatorOptions& options);
-std::vector<std::string> AllocatorNames();
+// InvalidArgument, listing the names, unless `name` is known.
+absl::Status CheckAllocatorName(const std::string& name);
 
 }  // namespace maitre::control

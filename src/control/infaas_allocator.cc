@@ -89,6 +89,21 @@ bool InfaasAllocator::Busy(const Where& place) const {
 
 // ---- what the round sees ----
 
+void InfaasAllocator::ForgetGoneWorkers(const Observation& observation) {
+  std::set<std::string> present;
+  for (const ObservedWorker& w : observation.workers) present.insert(w.id);
+  auto gone = [&](const std::string& id) { return present.count(id) == 0; };
+  for (auto it = model_state_.begin(); it != model_state_.end();) {
+    it = gone(it->first) ? model_state_.erase(it) : std::next(it);
+  }
+  for (auto it = observed_.begin(); it != observed_.end();) {
+    it = gone(it->first.first) ? observed_.erase(it) : std::next(it);
+  }
+  for (auto it = asked_placement_.begin(); it != asked_placement_.end();) {
+    it = gone(*it) ? asked_placement_.erase(it) : std::next(it);
+  }
+}
+
 void InfaasAllocator::ShareRefusedDemand(const Observation& observation) {
   const Nanos since = refused_taken_at_.value_or(observation.now - options_.model_period);
   refused_taken_at_ = observation.now;
@@ -208,6 +223,7 @@ bool InfaasAllocator::Young(const Observation& observation, const ObservedWorker
 
 absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionSink& sink) {
   if (model_autoscaler_ == nullptr) return absl::OkStatus();
+  ForgetGoneWorkers(observation);
   ShareRefusedDemand(observation);
   RememberObservedCapacity(observation);
   std::vector<const ObservedWorker*> workers;

@@ -45,6 +45,8 @@ class InfaasAllocator : public Allocator {
   // (worker id, model name), or (worker id, variant key) for per-instance maps.
   using Where = std::pair<std::string, std::string>;
 
+  // Drops what is remembered about workers the observation no longer has.
+  void ForgetGoneWorkers(const Observation& observation);
   void ShareRefusedDemand(const Observation& observation);
   void RememberObservedCapacity(const Observation& observation);
   // What the instance was offered: its arrivals plus its refused share.

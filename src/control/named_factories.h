@@ -37,17 +37,23 @@ class NamedFactories {
   }
 
   // InvalidArgument, listing the names, for an unknown one.
+  absl::Status CheckKnown(const std::string& name) const {
+    {
+      absl::MutexLock lock(&mu_);
+      if (factories_.count(name) > 0) return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat("unknown ", what_, " \"", name,
+                                                   "\"; known: ", absl::StrJoin(Names(), ", ")));
+  }
+
+  // CheckKnown's error for an unknown name.
   absl::StatusOr<std::unique_ptr<T>> Create(const std::string& name,
                                             const Options& options) const {
+    if (absl::Status known = CheckKnown(name); !known.ok()) return known;
     Factory factory;
     {
       absl::MutexLock lock(&mu_);
-      auto it = factories_.find(name);
-      if (it != factories_.end()) factory = it->second;
-    }
-    if (!factory) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown ", what_, " \"", name,
-                                                     "\"; known: ", absl::StrJoin(Names(), ", ")));
+      factory = factories_.at(name);
     }
     return factory(options);
   }

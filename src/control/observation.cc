@@ -27,12 +27,6 @@ const WorkerType* Observation::FindType(const std::string& name) const {
   return nullptr;
 }
 
-bool Decision::operator==(const Decision& other) const {
-  return at == other.at && kind == other.kind && worker == other.worker &&
-         target == other.target && replicas == other.replicas &&
-         for_worker == other.for_worker && reason == other.reason;
-}
-
 std::string DecisionLine(const Decision& d) {
   std::string line = absl::StrCat(d.kind, " ", d.worker);
   if (!d.target.empty()) absl::StrAppend(&line, " ", d.target);

@@ -43,6 +43,6 @@ absl::StatusOr<std::unique_ptr<QueryRouter>> CreateQueryRouter(
   return Table().Create(name, options);
 }
 
-std::vector<std::string> QueryRouterNames() { return Table().Names(); }
+absl::Status CheckQueryRouterName(const std::string& name) { return Table().CheckKnown(name); }
 
 }  // namespace maitre::control

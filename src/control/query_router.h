@@ -39,6 +39,7 @@ absl::Status AddQueryRouter(const std::string& name, QueryRouterFactory factory)
 // InvalidArgument, listing the names, for an unknown one.
 absl::StatusOr<std::unique_ptr<QueryRouter>> CreateQueryRouter(
     const std::string& name, const policy::SelectionOptions& options);
-std::vector<std::string> QueryRouterNames();
+// InvalidArgument, listing the names, unless `name` is known.
+absl::Status CheckQueryRouterName(const std::string& name);
 
 }  // namespace maitre::control

@@ -3,7 +3,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "control/allocator.h"
 #include "control/query_router.h"
 #include "core/status_macros.h"
@@ -221,10 +220,8 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
     }
   }
   if (!selection) return Bad(ap, "needs routing: selection");
-  const std::vector<std::string> known = control::AllocatorNames();
-  if (std::find(known.begin(), known.end(), c.allocator) == known.end()) {
-    return Bad(ap, absl::StrCat("unknown allocator \"", c.allocator, "\"; known: ",
-                                absl::StrJoin(known, ", ")));
+  if (absl::Status known = control::CheckAllocatorName(c.allocator); !known.ok()) {
+    return Bad(ap, known.message());
   }
   return absl::OkStatus();
 }
@@ -243,10 +240,8 @@ absl::Status ParseControl(const YAML::Node& n, SimulationSetup& setup) {
     MAITRE_RETURN_IF_ERROR(
         CheckMap(sel, sp, {"router", "loads", "allow_degraded", "use_loading_instances"}));
     MAITRE_RETURN_IF_ERROR(ReadString(sel, sp, "router", &c.router));
-    const std::vector<std::string> routers = control::QueryRouterNames();
-    if (std::find(routers.begin(), routers.end(), c.router) == routers.end()) {
-      return Bad(Key(sp, "router"), absl::StrCat("unknown query router \"", c.router,
-                                                 "\"; known: ", absl::StrJoin(routers, ", ")));
+    if (absl::Status known = control::CheckQueryRouterName(c.router); !known.ok()) {
+      return Bad(Key(sp, "router"), known.message());
     }
     MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "loads", &c.selection_loads));
     MAITRE_RETURN_IF_ERROR(ReadBool(sel, sp, "allow_degraded", &c.selection.allow_degraded));

@@ -37,20 +37,6 @@ std::string RandomHex(size_t bytes) {
 
 }  // namespace
 
-absl::string_view WorkerEventKindName(WorkerEvent::Kind kind) {
-  switch (kind) {
-    case WorkerEvent::Kind::kStarted:
-      return "started";
-    case WorkerEvent::Kind::kReady:
-      return "ready";
-    case WorkerEvent::Kind::kLost:
-      return "lost";
-    case WorkerEvent::Kind::kRetired:
-      return "retired";
-  }
-  return "unknown";
-}
-
 LocalProvider::LocalProvider(Options options)
     : options_(std::move(options)),
       cpus_(options_.cpus > 0 ? options_.cpus

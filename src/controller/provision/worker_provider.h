@@ -34,7 +34,6 @@ struct WorkerEvent {
   Nanos at = 0;
   std::string detail;
 };
-absl::string_view WorkerEventKindName(WorkerEvent::Kind kind);
 
 class WorkerProvider {
  public:
