@@ -60,6 +60,9 @@ class RecordingSink : public control::ActionSink {
   }
   void AddWorker(const std::string& type) override { inner_.AddWorker(type); }
   bool RetireWorker(const std::string& worker) override { return inner_.RetireWorker(worker); }
+  void SetRouteWeights(std::vector<control::RouteWeight> weights) override {
+    inner_.SetRouteWeights(std::move(weights));
+  }
   void Record(const control::Decision& decision) override {
     decisions.push_back(decision);
     inner_.Record(decision);

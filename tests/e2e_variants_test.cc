@@ -19,6 +19,7 @@
 #include "core/valset.h"
 #include "testing/server_process.h"
 #include "testing/wait.h"
+#include "testing/zoo_requests.h"
 
 namespace maitre {
 namespace {
@@ -26,19 +27,10 @@ namespace {
 using nlohmann::json;
 using runtime::testing::ScopedTempDir;
 using testing::ServerOptions;
+using testing::ImageRequest;
 using testing::ServerProcess;
 
 constexpr int kValsetRows = 500;
-
-std::string ImageRequest(const Valset& valset, int64_t row, const json& parameters) {
-  Tensor image = *SliceRows(valset.inputs, row, row + 1);
-  json j{{"inputs", {{{"name", "input"}, {"datatype", "FP32"}, {"shape", {1, 1, 28, 28}}}}}};
-  json data = json::array();
-  for (int64_t i = 0; i < image.NumElements(); ++i) data.push_back(image.As<float>()[i]);
-  j["inputs"][0]["data"] = std::move(data);
-  if (!parameters.is_null()) j["parameters"] = parameters;
-  return j.dump();
-}
 
 // "worker/variant" of an instance in the repository index (or of the one
 // that served an answer).
@@ -70,13 +62,8 @@ class VariantsTest : public ::testing::Test {
     zoo_ = new std::vector<runtime::testing::ZooModel>(*runtime::testing::LoadZoo());
     valset_ = *runtime::testing::ZooValset();
     small_ = new Valset();
-    small_->inputs = *SliceRows(valset_->inputs, 0, kValsetRows);
-    small_->labels = *SliceRows(valset_->labels, 0, kValsetRows);
     small_path_ = dir_->path() + "/valset.npz";
-    Tensor inputs = small_->inputs, labels = small_->labels;
-    inputs.name = "inputs";
-    labels.name = "labels";
-    ASSERT_TRUE(WriteFileAtomically(small_path_, WriteNpz({inputs, labels})).ok());
+    ASSERT_TRUE(testing::WriteValsetSlice(*valset_, kValsetRows, small_path_, small_).ok());
     data_dir_ = dir_->path() + "/data";
     server_ = StartServer();
     ASSERT_NE(server_, nullptr);

@@ -101,10 +101,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "Added to a latency objective to make the deadline (network hops)")
       ->capture_default_str();
   serve_cmd->add_option("--router", serve.router,
-                        "What chooses each query's instance: infaas (the selection policy)")
-      ->capture_default_str();
+                        "What chooses each query's instance: infaas (the selection policy), "
+                        "weighted or uniform; default: the allocator's");
   serve_cmd->add_option("--allocator", serve.allocator,
-                        "What plans loads and workers: infaas (see docs/policies.md)")
+                        "What plans loads and workers: infaas, or on a fixed cluster proteus, "
+                        "clipper-ht, clipper-ha, sommelier, proteus-no-selection "
+                        "(docs/policies.md)")
       ->capture_default_str();
   serve_cmd->add_option("--model-autoscaler", serve.model_autoscaler,
                         "infaas, horizontal or off")

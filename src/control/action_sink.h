@@ -30,6 +30,15 @@ struct Decision {
 };
 std::string DecisionLine(const Decision& decision);
 
+// A plan's query assignment for one instance: route queries of its app to
+// the variant on the worker in proportion to `weight` (the weighted query
+// router reads it; others ignore it).
+struct RouteWeight {
+  std::string worker;
+  VariantKey key;
+  double weight = 0;
+};
+
 class ActionSink {
  public:
   virtual ~ActionSink() = default;
@@ -47,6 +56,8 @@ class ActionSink {
   virtual void AddWorker(const std::string& type) = 0;
   // Gives back an idle worker; false when it cannot (already gone).
   virtual bool RetireWorker(const std::string& worker) = 0;
+  // Replaces every route weight (an empty list clears them).
+  virtual void SetRouteWeights(std::vector<RouteWeight> weights) = 0;
   // Every decision carried out, in order, after it was.
   virtual void Record(const Decision& decision) = 0;
 };

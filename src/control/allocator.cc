@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "control/infaas_allocator.h"
 #include "control/named_factories.h"
+#include "control/proteus_allocator.h"
 
 namespace maitre::control {
 namespace {
@@ -16,6 +17,20 @@ NamedFactories<Allocator, AllocatorOptions>& Table() {
           if (!made.ok()) return made.status();
           return std::unique_ptr<Allocator>(*std::move(made));
         });
+    const std::pair<const char*, ProteusMode> proteus[] = {
+        {"proteus", ProteusMode::kProteus},
+        {"clipper-ht", ProteusMode::kClipperHighThroughput},
+        {"clipper-ha", ProteusMode::kClipperHighAccuracy},
+        {"sommelier", ProteusMode::kSommelier},
+        {"proteus-no-selection", ProteusMode::kNoSelection}};
+    for (const auto& [name, mode] : proteus) {
+      added.Update(t->Add(name, [mode = mode](const AllocatorOptions& options)
+                                    -> absl::StatusOr<std::unique_ptr<Allocator>> {
+        auto made = ProteusAllocator::Create(options, mode);
+        if (!made.ok()) return made.status();
+        return std::unique_ptr<Allocator>(*std::move(made));
+      }));
+    }
     (void)added;  // the table is empty here
     return t;
   }();
@@ -54,5 +69,13 @@ absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& na
 }
 
 absl::Status CheckAllocatorName(const std::string& name) { return Table().CheckKnown(name); }
+
+std::string DefaultRouterFor(const std::string& allocator) {
+  for (const char* planned :
+       {"proteus", "clipper-ht", "clipper-ha", "sommelier", "proteus-no-selection"}) {
+    if (allocator == planned) return "weighted";
+  }
+  return "infaas";
+}
 
 }  // namespace maitre::control

@@ -1,10 +1,12 @@
 // The allocation seam (docs/architecture.md, "One control plane"): a periodic
 // planner that owns which variants are loaded where and how many workers
 // exist. It reads an Observation and acts through an ActionSink, so the same
-// allocator runs in the controller and in the simulator. "infaas" (the model
-// autoscaler, consolidation and the cluster autoscaler; infaas_allocator.h)
-// is built in; others are added by name and chosen per server
-// (`maitre serve --allocator NAME`) or per experiment (`control.allocator`).
+// allocator runs in the controller and in the simulator. Built in: "infaas"
+// (the model autoscaler, consolidation and the cluster autoscaler;
+// infaas_allocator.h), and "proteus" with its baselines "clipper-ht",
+// "clipper-ha", "sommelier" and "proteus-no-selection" (proteus_allocator.h).
+// Others are added by name; one is chosen per server (`maitre serve
+// --allocator NAME`) or per experiment (`policies.allocator`).
 //
 // Thread-safety: the named-allocator table is thread-safe. An Allocator's
 // rounds are called from one thread at a time.
@@ -22,6 +24,7 @@
 #include "control/observation.h"
 #include "core/worker_type.h"
 #include "policy/autoscaling_cluster.h"
+#include "policy/allocation_milp.h"
 #include "policy/autoscaling_model.h"
 
 namespace maitre::control {
@@ -29,6 +32,30 @@ namespace maitre::control {
 enum class ModelScaling { kOff, kInfaas, kHorizontal };
 absl::string_view ModelScalingName(ModelScaling scaling);  // "off" | "infaas" | "horizontal"
 absl::StatusOr<ModelScaling> ParseModelScaling(absl::string_view name);
+
+// The Proteus allocator's rules (proteus_allocator.h).
+struct ProteusOptions {
+  // Re-solve this often under steady demand (the paper's 30 s).
+  Nanos period = 30 * kSecond;
+  // ... and at once when an app's demand leaves [s/(1+band), s·(1+band)]
+  // around the demand s the plan was solved for. docs/policies.md says how
+  // 0.25 was chosen.
+  double band = 0.25;
+  // Demand is the mean over this window of rounds: a Poisson stream of
+  // λ qps measured over it varies by 1/sqrt(λ·window).
+  Nanos demand_window = 5 * kSecond;
+  // Every app is planned for at least this much, so an app without
+  // traffic yet still has somewhere to go.
+  double min_demand_qps = 1;
+  // How far below an app's most accurate variant the plan may go, as a
+  // fraction of its accuracy (the app's own min_accuracy also applies).
+  double max_accuracy_drop = 1;
+  // The plan loads no device past this share of its peak throughput P: at
+  // P a device's queue holds a full batch all the time, and every burst or
+  // slow batch then misses the objective (docs/policies.md).
+  double max_utilisation = 0.8;
+  policy::AllocationOptions milp;
+};
 
 struct AllocatorOptions {
   std::vector<WorkerType> types;
@@ -53,6 +80,9 @@ struct AllocatorOptions {
   // How long a capacity observed under overload is believed over the
   // profile's.
   Nanos observed_capacity_memory = 30 * kSecond;
+
+  // The Proteus allocator and its baselines.
+  ProteusOptions proteus;
 };
 
 class Allocator {
@@ -74,5 +104,9 @@ absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& na
                                                            const AllocatorOptions& options);
 // InvalidArgument, listing the names, unless `name` is known.
 absl::Status CheckAllocatorName(const std::string& name);
+// The query router an allocator works with unless one is named: "weighted"
+// for the plan-driven ones (proteus and its baselines), whose plans route
+// by weights and must not be undone by per-query loads; "infaas" otherwise.
+std::string DefaultRouterFor(const std::string& allocator);
 
 }  // namespace maitre::control

@@ -4,41 +4,14 @@
 // demand, observed capacity, moves under way, the minimum instance age,
 // placement elsewhere, the cluster floor).
 #include "control/infaas_allocator.h"
+#include "control/testing/recording_sink.h"
 
 #include <gtest/gtest.h>
 
 namespace maitre::control {
 namespace {
 
-struct RecordingSink : ActionSink {
-  struct LoadCall {
-    std::string worker;
-    VariantKey key;
-    int add = 0;
-    std::vector<std::pair<VariantKey, int>> then_remove;
-    std::function<void()> done;
-  };
-  void Load(const std::string& worker, const VariantKey& key, int add,
-            std::vector<std::pair<VariantKey, int>> then_remove,
-            std::function<void()> done) override {
-    loads.push_back({worker, key, add, std::move(then_remove), std::move(done)});
-  }
-  void Remove(const std::string& worker, const VariantKey& key, int replicas) override {
-    removes.push_back({worker, key.ToString() + " x" + std::to_string(replicas)});
-  }
-  void AddWorker(const std::string& type) override { added.push_back(type); }
-  bool RetireWorker(const std::string& worker) override {
-    retired.push_back(worker);
-    return true;
-  }
-  void Record(const Decision& decision) override { decisions.push_back(decision); }
-
-  std::vector<LoadCall> loads;
-  std::vector<std::pair<std::string, std::string>> removes;
-  std::vector<std::string> added;
-  std::vector<std::string> retired;
-  std::vector<Decision> decisions;
-};
+using testing::RecordingSink;
 
 class InfaasAllocatorTest : public ::testing::Test {
  protected:

@@ -4,7 +4,10 @@
 // simulator's SelectionRouter keep the live view and carry the decision
 // out; the choosing is a QueryRouter, chosen by name (`maitre serve
 // --router`, experiment key `policies.selection.router`). "infaas" (the
-// selection policy, policy/selection.h) is built in.
+// selection policy, policy/selection.h) is built in, and so are
+// "weighted" (the allocator's route weights by smooth weighted round-robin,
+// policy/selection_weighted.h; Proteus's query assignment) and "uniform"
+// (every instance of the app alike).
 //
 // Thread-safety: a QueryRouter's Route is const and may be called from
 // several threads; the table of names is thread-safe.

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "control/allocator.h"
 #include "control/query_router.h"
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
@@ -95,6 +96,11 @@ class Controller {
       MAITRE_ASSIGN_OR_RETURN(types, WorkerTypeTable::Parse(options.worker_types));
     }
     MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(options.workers, types));
+    // Names are checked before anything starts.
+    MAITRE_RETURN_IF_ERROR(control::CheckAllocatorName(options.allocator));
+    if (!options.router.empty()) {
+      MAITRE_RETURN_IF_ERROR(control::CheckQueryRouterName(options.router));
+    }
 
     MAITRE_RETURN_IF_ERROR(OpenStores(data_dir));
     MAITRE_RETURN_IF_ERROR(LoadCatalog(options, types));
@@ -148,8 +154,9 @@ class Controller {
   absl::Status LoadCatalog(const ServeOptions& options, const WorkerTypeTable& types) {
     Cluster::Options cluster_options;
     cluster_options.types = types;
-    MAITRE_ASSIGN_OR_RETURN(cluster_options.router,
-                            control::CreateQueryRouter(options.router, {}));
+    const std::string router =
+        options.router.empty() ? control::DefaultRouterFor(options.allocator) : options.router;
+    MAITRE_ASSIGN_OR_RETURN(cluster_options.router, control::CreateQueryRouter(router, {}));
     cluster_ = std::make_unique<Cluster>(cluster_options);
     catalog_.OnReload([this, types](const std::shared_ptr<const CatalogSnapshot>& snapshot) {
       auto previous = cluster_->selection_index();

@@ -42,10 +42,13 @@ struct ServeOptions {
   // front-end and network hops take, which profiles do not measure.
   double serving_allowance_ms = 2;
   // What chooses each query's instance (control/query_router.h): "infaas"
-  // (the selection policy) is built in.
-  std::string router = "infaas";
+  // (the selection policy), "weighted" (the allocator's route weights) or
+  // "uniform". Empty: the allocator's own (control::DefaultRouterFor).
+  std::string router;
   // The allocator that owns what is loaded where and how many workers run
-  // (control/allocator.h): "infaas" is built in.
+  // (control/allocator.h): "infaas", or for a fixed cluster that scales
+  // accuracy "proteus" (and its baselines clipper-ht, clipper-ha,
+  // sommelier, proteus-no-selection).
   std::string allocator = "infaas";
   // The INFaaS allocator's model autoscaler: "infaas" (replicate, upgrade, downgrade, shrink),
   // "horizontal" (replicate and shrink only) or "off".

@@ -45,6 +45,23 @@ class Generator : public ArrivalSource {
     return true;
   }
 
+  // Emit for an arrival of a given app.
+  bool EmitFor(double t, int32_t app, Arrival* out) {
+    if (!Emit(t, out)) return false;
+    out->app = app;
+    return true;
+  }
+  // An index drawn in proportion to `weights` (not all zero).
+  int32_t PickWeighted(const std::vector<double>& weights) {
+    double total = 0;
+    for (double w : weights) total += w;
+    double u = app_rng_.Uniform() * total;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      if ((u -= weights[i]) < 0) return static_cast<int32_t>(i);
+    }
+    return static_cast<int32_t>(weights.size() - 1);
+  }
+
   Rng rng_;
   double t_ = 0;
 
@@ -151,21 +168,37 @@ class DiurnalGenerator final : public Generator {
         amplitude_(spec.amplitude),
         period_(static_cast<double>(spec.period)),
         phase_(spec.phase),
-        spikes_(spec.spikes) {
+        spikes_(spec.spikes),
+        app_phases_(spec.app_phases) {
     peak_ = base_ * (1 + amplitude_);
     for (const Spike& s : spikes_) peak_ *= std::max(1.0, s.multiplier);
+    double total = 0;
+    for (double s : spec.app_shares) total += s;
+    for (double s : spec.app_shares) shares_.push_back(s / total);
+    rates_.resize(app_phases_.size());
   }
   bool Next(Arrival* out) override {
     while (true) {
       t_ += rng_.Exponential(kNanosPerSecond / peak_);
       if (Over(t_)) return false;
-      if (rng_.Uniform() * peak_ < RateAt(t_)) return Emit(t_, out);
+      if (app_phases_.empty()) {
+        if (rng_.Uniform() * peak_ < RateAt(t_, 0)) return Emit(t_, out);
+        continue;
+      }
+      // Each app's own rate; the arrival is kept with the total's share of
+      // the peak and goes to an app in proportion to the rates.
+      double total = 0;
+      for (size_t a = 0; a < app_phases_.size(); ++a) {
+        total += rates_[a] = shares_[a] * RateAt(t_, app_phases_[a]);
+      }
+      if (rng_.Uniform() * peak_ < total) return EmitFor(t_, PickWeighted(rates_), out);
     }
   }
 
  private:
-  double RateAt(double t) const {
-    double r = base_ * (1 + amplitude_ * std::sin(kTwoPi * (t / period_ + phase_)));
+  double RateAt(double t, double app_phase) const {
+    double r =
+        base_ * (1 + amplitude_ * std::sin(kTwoPi * (t / period_ + phase_ + app_phase)));
     for (const Spike& s : spikes_) {
       if (t >= s.at && t < s.at + s.length) r *= s.multiplier;
     }
@@ -174,6 +207,7 @@ class DiurnalGenerator final : public Generator {
 
   double base_, amplitude_, period_, phase_, peak_;
   std::vector<Spike> spikes_;
+  std::vector<double> app_phases_, shares_, rates_;
 };
 
 class PiecewiseGenerator final : public Generator {
@@ -297,6 +331,12 @@ absl::StatusOr<std::unique_ptr<ArrivalSource>> CreateGenerator(const GeneratorSp
         return Invalid("diurnal needs 0 <= amplitude <= 1");
       }
       if (spec.period <= 0) return Invalid("diurnal needs period_s > 0");
+      if (!spec.app_phases.empty() && spec.app_phases.size() != spec.app_shares.size()) {
+        return Invalid("diurnal app_phases needs one phase per app");
+      }
+      for (double p : spec.app_phases) {
+        if (!std::isfinite(p)) return Invalid("diurnal app_phases must be finite");
+      }
       for (const Spike& s : spec.spikes) {
         if (!(s.multiplier >= 0) || s.length < 0) {
           return Invalid("a spike needs multiplier >= 0 and duration_s >= 0");

@@ -64,6 +64,11 @@ struct GeneratorSpec {
   Nanos period = 86400 * kSecond;
   double phase = 0;  // in periods
   std::vector<Spike> spikes;
+  // diurnal, optional: one phase per app (in periods, added to `phase`), so
+  // that the apps peak at different times and the mix shifts over the day:
+  // app a's rate is share_a·rate_qps·(1 + amplitude·sin(2π(t/period +
+  // phase + app_phases[a]))), times the spikes.
+  std::vector<double> app_phases;
   std::vector<RateStep> schedule;  // piecewise
   // Shares of the apps (index = app); arrivals are assigned at random in
   // these proportions. Empty: every arrival goes to app 0.

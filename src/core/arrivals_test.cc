@@ -118,6 +118,27 @@ TEST(TraceTest, DiurnalFollowsItsCurveAndSpikes) {
   EXPECT_NEAR(per_second[82], 4 * 1000 * (1 + 0.5 * std::sin(2 * M_PI * 0.825)), 250);
 }
 
+TEST(TraceTest, DiurnalAppPhasesShiftTheMixOverTheDay) {
+  GeneratorSpec spec;
+  spec.kind = GeneratorKind::kDiurnal;
+  spec.rate_qps = 2000;
+  spec.amplitude = 0.8;
+  spec.period = 100 * kSecond;
+  spec.duration = 100 * kSecond;
+  spec.app_shares = {1, 1};
+  spec.app_phases = {0, 0.5};  // app 1 peaks when app 0 bottoms out
+  std::vector<Arrival> a = Generate(spec);
+  ExpectSorted(a, spec.duration);
+  std::vector<std::vector<int>> per_second(2, std::vector<int>(100, 0));
+  for (const Arrival& x : a) ++per_second[x.app][x.time / kSecond];
+  EXPECT_NEAR(per_second[0][25], 1800, 150);  // app 0's peak: 1000·(1 + 0.8)
+  EXPECT_NEAR(per_second[1][25], 200, 60);    // app 1's trough
+  EXPECT_NEAR(per_second[0][75], 200, 60);
+  EXPECT_NEAR(per_second[1][75], 1800, 150);
+  spec.app_phases = {0};
+  EXPECT_FALSE(CreateGenerator(spec).ok());  // one phase per app
+}
+
 TEST(TraceTest, PiecewiseFollowsItsSchedule) {
   GeneratorSpec spec;
   spec.kind = GeneratorKind::kPiecewise;

@@ -25,3 +25,16 @@ maitre_bench(autoscaling_bench
 add_executable(infaas_table3 provisioning_table3_main.cc)
 target_link_libraries(infaas_table3 PRIVATE maitre_policy_autoscaling nlohmann_json::nlohmann_json)
 target_include_directories(infaas_table3 PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# Proteus's allocation MILP (CBC), with its own library for the same reason.
+maitre_library(maitre_policy_allocation
+  SRCS allocation_milp.cc
+  DEPS maitre_core absl::status absl::statusor absl::strings PkgConfig::CBC)
+
+maitre_test(allocation_test
+  SRCS allocation_milp_test.cc
+  DEPS maitre_policy_allocation)
+
+maitre_bench(allocation_bench
+  SRCS allocation_bench.cc
+  DEPS maitre_policy_allocation)

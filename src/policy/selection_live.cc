@@ -64,8 +64,26 @@ void LiveState::SetAccepting(WorkerId id, bool accepting) {
   if (workers_[id].live.type >= 0) RecomputeMaxFree(workers_[id].live.type);
 }
 
+void LiveState::SetRouteWeights(const std::vector<RouteWeight>& weights) {
+  route_weights_.clear();
+  for (const RouteWeight& w : weights) {
+    if (has_worker(w.worker) && w.weight > 0) route_weights_[{w.worker, w.variant}] += w.weight;
+  }
+}
+
+double LiveState::route_weight(InstanceId id) const {
+  if (route_weights_.empty() || !has_instance(id)) return 0;
+  const LiveInstance& in = instances_[id].live;
+  auto it = route_weights_.find({in.worker, in.variant});
+  return it == route_weights_.end() ? 0 : it->second;
+}
+
 void LiveState::RemoveWorker(WorkerId id) {
   if (!has_worker(id)) return;
+  for (auto it = route_weights_.lower_bound({id, kNoId});
+       it != route_weights_.end() && it->first.first == id;) {
+    it = route_weights_.erase(it);
+  }
   std::vector<InstanceId> instances = workers_[id].instances;
   for (InstanceId i : instances) RemoveInstance(i);
   WorkerSlot& slot = workers_[id];

@@ -28,6 +28,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -82,6 +84,19 @@ class LiveState {
   void UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas, double served_qps);
   void SetWaiting(InstanceId id, int32_t waiting);
   void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
+
+  // A plan's query assignment (Proteus's y_{d,q}; selection_weighted.h
+  // routes by it): a weight for the variant on a worker, replacing every
+  // earlier weight. Unknown workers are skipped; a worker removed loses
+  // its weights; an instance loaded later picks its weight up.
+  struct RouteWeight {
+    WorkerId worker = kNoId;
+    VariantId variant = kNoId;
+    double weight = 0;
+  };
+  void SetRouteWeights(const std::vector<RouteWeight>& weights);
+  // The weight of the instance's (worker, variant); 0 when it has none.
+  double route_weight(InstanceId id) const;
 
   // After an index rebuild: removes the instances whose variant the new
   // index no longer has and returns their ids (the controller unloads them).
@@ -152,6 +167,7 @@ class LiveState {
   std::vector<std::vector<InstanceId>> by_variant_;
   std::vector<std::vector<WorkerId>> by_type_;
   std::vector<double> max_free_;
+  std::map<std::pair<WorkerId, VariantId>, double> route_weights_;
 };
 
 }  // namespace maitre::policy

@@ -393,7 +393,8 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(
         CheckMap(n, path,
                  {"file", "generator", "rate_qps", "cv", "shape", "rates_qps", "mean_dwell_s",
-                  "amplitude", "period_s", "phase", "spikes", "schedule", "duration_s", "seed"}));
+                  "amplitude", "period_s", "phase", "app_phases", "spikes", "schedule",
+                  "duration_s", "seed"}));
     GeneratorSpec& g = exp_.generator;
     int64_t seed = 1;
     MAITRE_RETURN_IF_ERROR(ReadInt(n, path, "seed", &seed));
@@ -455,6 +456,13 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "amplitude", &g.amplitude));
     MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "period_s", &g.period));
     MAITRE_RETURN_IF_ERROR(ReadNumber(n, path, "phase", &g.phase));
+    MAITRE_RETURN_IF_ERROR(ReadNumberList(n, path, "app_phases", &g.app_phases));
+    if (!g.app_phases.empty()) {
+      if (g.kind != GeneratorKind::kDiurnal) return Bad(Key(path, "app_phases"), "needs diurnal");
+      if (g.app_phases.size() != shares_.size()) {
+        return Bad(Key(path, "app_phases"), absl::StrCat("needs one phase per app (", shares_.size(), ")"));
+      }
+    }
     MAITRE_RETURN_IF_ERROR(ParseSpikesAndSchedule(n, path, g));
     g.app_shares = shares_;
     exp_.setup.horizon = g.duration;

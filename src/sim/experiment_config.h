@@ -29,6 +29,8 @@
 //         - {variant: "m:v", worker_type: cpu-1, count: 1}
 //   trace:
 //     generator: poisson       # uniform | poisson | gamma | mmpp | diurnal | piecewise
+//     # diurnal: amplitude, period_s, phase, spikes: [{at_s, duration_s,
+//     # multiplier}], app_phases: [one per app, in periods]
 //     rate_qps: 348
 //     duration_s: 600
 //     seed: 1
@@ -43,7 +45,10 @@
 //     selection: {router: infaas, loads: true, allow_degraded: true,
 //                 use_loading_instances: true}
 //     allocator: infaas       # a name from control/allocator.h, or {name,
-//       # min_instance_age_s, observed_capacity_memory_s} (the infaas one's)
+//       # min_instance_age_s, observed_capacity_memory_s} (the infaas one's),
+//       # or {name, period_s, band, demand_window_s, min_demand_qps,
+//       # max_accuracy_drop, max_utilisation, solve_time_limit_s} (proteus
+//       # and its baselines)
 //     model_autoscaler: infaas # | horizontal | off, or {name, slack,
 //       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
 //       # min_consolidation_wait_s, min_replicas_per_model,

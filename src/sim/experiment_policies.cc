@@ -202,15 +202,37 @@ absl::Status ParseClusterAutoscaler(const YAML::Node& k, const std::string& kp, 
 }
 
 // policies.allocator: the allocator's name (control/allocator.h), or a
-// mapping with it and the INFaaS allocator's own parameters.
+// mapping with it and the INFaaS or Proteus allocator's own parameters.
 absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool selection,
                             ControlSetup& c) {
   if (a.IsScalar()) {
     c.allocator = a.Scalar();
   } else {
-    MAITRE_RETURN_IF_ERROR(
-        CheckMap(a, ap, {"name", "min_instance_age_s", "observed_capacity_memory_s"}));
+    MAITRE_RETURN_IF_ERROR(CheckMap(
+        a, ap,
+        {"name", "min_instance_age_s", "observed_capacity_memory_s", "period_s", "band",
+         "demand_window_s", "min_demand_qps", "max_accuracy_drop", "max_utilisation",
+         "solve_time_limit_s"}));
     MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "name", &c.allocator, true));
+    control::ProteusOptions& p = c.proteus;
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "period_s", &p.period));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "band", &p.band));
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "demand_window_s", &p.demand_window));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "min_demand_qps", &p.min_demand_qps));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "max_accuracy_drop", &p.max_accuracy_drop));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "max_utilisation", &p.max_utilisation));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "solve_time_limit_s", &p.milp.time_limit_s));
+    if (!(p.max_utilisation > 0 && p.max_utilisation <= 1)) {
+      return Bad(Key(ap, "max_utilisation"), "must be in (0, 1]");
+    }
+    if (p.period <= 0) return Bad(Key(ap, "period_s"), "must be > 0");
+    if (!(p.band > 0)) return Bad(Key(ap, "band"), "must be > 0");
+    if (p.demand_window <= 0) return Bad(Key(ap, "demand_window_s"), "must be > 0");
+    if (!(p.min_demand_qps > 0)) return Bad(Key(ap, "min_demand_qps"), "must be > 0");
+    if (!(p.max_accuracy_drop >= 0 && p.max_accuracy_drop <= 1)) {
+      return Bad(Key(ap, "max_accuracy_drop"), "must be in [0, 1]");
+    }
+    if (!(p.milp.time_limit_s > 0)) return Bad(Key(ap, "solve_time_limit_s"), "must be > 0");
     MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "min_instance_age_s", &c.min_instance_age));
     MAITRE_RETURN_IF_ERROR(
         ReadSeconds(a, ap, "observed_capacity_memory_s", &c.observed_capacity_memory));
@@ -250,6 +272,9 @@ absl::Status ParseControl(const YAML::Node& n, SimulationSetup& setup) {
   }
   if (YAML::Node a = n["allocator"]; Present(a)) {
     MAITRE_RETURN_IF_ERROR(ParseAllocator(a, Key(path, "allocator"), selection, c));
+    // Unless the experiment names a router, the allocator's own.
+    const YAML::Node sel = n["selection"];
+    if (!Present(sel) || !Present(sel["router"])) c.router = control::DefaultRouterFor(c.allocator);
   }
   if (YAML::Node m = n["model_autoscaler"]; Present(m)) {
     MAITRE_RETURN_IF_ERROR(ParseModelAutoscaler(m, Key(path, "model_autoscaler"), selection, c));

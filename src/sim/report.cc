@@ -119,6 +119,8 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
   j["name"] = name;
   j["policies"] = {{"batching", setup.batching.policy}, {"routing", setup.routing}};
   if (sim.managed()) {
+    j["policies"]["allocator"] = setup.control.allocator;
+    j["policies"]["router"] = setup.control.router;
     j["policies"]["selection_loads"] = setup.control.selection_loads;
     j["policies"]["model_autoscaler"] = ModelAutoscalingName(setup.control.model_autoscaling);
     j["policies"]["cluster_autoscaler"] = setup.control.cluster_autoscaling ? "on" : "off";

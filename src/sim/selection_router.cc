@@ -181,6 +181,18 @@ void SelectionRouter::AddWaiting(int32_t instance, int32_t delta) {
   if (id != policy::kNoId) live_.AddWaiting(id, delta);
 }
 
+void SelectionRouter::SetRouteWeights(const std::vector<RouteWeight>& weights) {
+  std::vector<policy::LiveState::RouteWeight> live;
+  for (const RouteWeight& w : weights) {
+    policy::WorkerId worker = At(worker_live_, w.worker);
+    policy::VariantId variant = At(variant_ids_, w.variant);
+    if (worker != policy::kNoId && variant != policy::kNoId) {
+      live.push_back({worker, variant, w.weight});
+    }
+  }
+  live_.SetRouteWeights(live);
+}
+
 bool SelectionRouter::HasWorker(int32_t worker) const {
   return At(worker_live_, worker) != policy::kNoId;
 }

@@ -67,6 +67,14 @@ class SelectionRouter {
   void SetState(int32_t instance, policy::InstanceState state);
   void UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas, double served_qps);
   void AddWaiting(int32_t instance, int32_t delta);
+  // The allocator's query assignment (LiveState::SetRouteWeights), by
+  // simulator worker and variant.
+  struct RouteWeight {
+    int32_t worker = -1;
+    int32_t variant = -1;
+    double weight = 0;
+  };
+  void SetRouteWeights(const std::vector<RouteWeight>& weights);
 
   // Read side, for checks.
   const policy::SelectionIndex& index() const { return index_; }

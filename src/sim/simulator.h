@@ -119,7 +119,8 @@ inline absl::string_view ModelAutoscalingName(ModelAutoscaling m) {
 // The control plane of a managed cluster (routing "selection").
 struct ControlSetup {
   policy::SelectionOptions selection;
-  // What chooses each query's instance (control/query_router.h).
+  // What chooses each query's instance (control/query_router.h); an
+  // experiment that names only an allocator gets its default router.
   std::string router = "infaas";
   // Whether the selection policy may load variants. Off (the static
   // baseline): workers report no room, so it never plans a load.
@@ -129,6 +130,8 @@ struct ControlSetup {
   std::string allocator = "infaas";
   Nanos min_instance_age = 30 * kSecond;
   Nanos observed_capacity_memory = 30 * kSecond;
+  // The Proteus allocator's (and its baselines') rules.
+  control::ProteusOptions proteus;
   ModelAutoscaling model_autoscaling = ModelAutoscaling::kOff;
   // kHorizontal forces allow_upgrade = allow_downgrade = false.
   policy::ModelAutoscalerOptions model_autoscaler;

@@ -145,6 +145,18 @@ bool Simulator::ControlSink::RetireWorker(const std::string& worker) {
   return true;
 }
 
+void Simulator::ControlSink::SetRouteWeights(std::vector<control::RouteWeight> weights) {
+  std::vector<SelectionRouter::RouteWeight> mapped;
+  for (const control::RouteWeight& rw : weights) {
+    const int32_t w = sim_->WorkerById(rw.worker);
+    if (w < 0) continue;
+    const int32_t variant =
+        sim_->VariantOnType(rw.key.model, rw.key.variant, sim_->workers_[w].type);
+    if (variant >= 0) mapped.push_back({w, variant, rw.weight});
+  }
+  sim_->selection_->SetRouteWeights(mapped);
+}
+
 void Simulator::ControlSink::Record(const control::Decision& decision) {
   ControlCounters& c = sim_->control_;
   using Kind = policy::ModelScaleAction::Kind;

@@ -18,6 +18,7 @@ class Simulator::ControlSink : public control::ActionSink {
   void Remove(const std::string& worker, const VariantKey& key, int replicas) override;
   void AddWorker(const std::string& type) override;
   bool RetireWorker(const std::string& worker) override;
+  void SetRouteWeights(std::vector<control::RouteWeight> weights) override;
   void Record(const control::Decision& decision) override;
 
  private:

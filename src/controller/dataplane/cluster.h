@@ -18,6 +18,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "control/action_sink.h"
 #include "control/query_router.h"
 #include "controller/dataplane/worker_api.h"
 #include "core/clock.h"
@@ -194,6 +195,9 @@ class Cluster {
   void SetSelectionIndex(std::shared_ptr<const policy::SelectionIndex> index,
                          std::map<std::string, double> slo_ms);
   std::shared_ptr<const policy::SelectionIndex> selection_index() const;
+  // The allocator's query assignment, for the weighted router: replaces
+  // every weight; unknown workers and variants are skipped.
+  void SetRouteWeights(const std::vector<control::RouteWeight>& weights);
   // Runs the selection policy for one query. When the query must wait for a
   // load (an instance still loading, or one the decision starts), `waiter`
   // is moved into that load and `waiting_for_load` is set.

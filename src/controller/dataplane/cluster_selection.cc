@@ -134,6 +134,22 @@ std::shared_ptr<const policy::SelectionIndex> Cluster::selection_index() const {
   return index_;
 }
 
+void Cluster::SetRouteWeights(const std::vector<control::RouteWeight>& weights) {
+  absl::MutexLock lock(&mu_);
+  if (index_ == nullptr) return;
+  std::vector<policy::LiveState::RouteWeight> live;
+  for (const control::RouteWeight& w : weights) {
+    auto worker = workers_.find(w.worker);
+    policy::VariantId variant = index_->FindVariant(w.key);
+    if (worker == workers_.end() || worker->second.live == policy::kNoId ||
+        variant == policy::kNoId) {
+      continue;
+    }
+    live.push_back({worker->second.live, variant, w.weight});
+  }
+  live_.SetRouteWeights(live);
+}
+
 SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWaiter& waiter) {
   absl::MutexLock lock(&mu_);
   SelectionResult result;

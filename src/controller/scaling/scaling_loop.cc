@@ -54,6 +54,10 @@ class ScalingLoop::Sink : public control::ActionSink {
     return options_.provider->Retire(worker);
   }
 
+  void SetRouteWeights(std::vector<control::RouteWeight> weights) override {
+    options_.cluster->SetRouteWeights(weights);
+  }
+
   void Record(const control::Decision& decision) override {
     spdlog::info("allocator: {}", control::DecisionLine(decision));
     if (options_.metrics != nullptr) options_.metrics->RecordAutoscalerAction(decision.kind);

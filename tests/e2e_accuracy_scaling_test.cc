@@ -1,0 +1,115 @@
+// End-to-end: `maitre serve --allocator proteus` on the local fixed cluster
+// (two workers, no worker autoscaling), serving model-less queries of the
+// zoo by the allocation MILP's plan and its weighted router; and the bad
+// inputs around it (an unknown allocator, a latency no variant meets).
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/valset.h"
+#include "runtime/testing/zoo.h"
+#include "testing/server_process.h"
+#include "testing/wait.h"
+#include "testing/zoo_requests.h"
+
+namespace maitre {
+namespace {
+
+using nlohmann::json;
+using runtime::testing::ScopedTempDir;
+using testing::ServerOptions;
+using testing::ImageRequest;
+using testing::ServerProcess;
+
+// The value of `metric{action="KIND"}` in a Prometheus scrape; 0 if absent.
+double Counter(const std::string& scrape, const std::string& metric, const std::string& kind) {
+  const std::string prefix = absl::StrCat(metric, "{action=\"", kind, "\"} ");
+  size_t at = scrape.find(prefix);
+  return at == std::string::npos ? 0 : std::stod(scrape.substr(at + prefix.size()));
+}
+
+TEST(AccuracyScalingTest, AnUnknownAllocatorIsRefusedBeforeAnythingStarts) {
+  ScopedTempDir data;
+  ServerOptions options;
+  options.data_dir = data.path();
+  options.extra_args = {"--allocator", "proteus-typo"};
+  auto server = ServerProcess::Start(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "unknown allocator"))
+      << server.status();
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "proteus")) << server.status();
+}
+
+TEST(AccuracyScalingTest, ProteusPlansTheFixedClusterAndServesModelLessQueries) {
+  ScopedTempDir dir;
+  auto zoo = runtime::testing::LoadZoo();
+  ASSERT_TRUE(zoo.ok()) << zoo.status();
+  const Valset* valset = *runtime::testing::ZooValset();
+  Valset small;
+  const std::string valset_path = dir.path() + "/valset.npz";
+  ASSERT_TRUE(testing::WriteValsetSlice(*valset, 300, valset_path, &small).ok());
+
+  ServerOptions options;
+  options.data_dir = dir.path() + "/data";
+  options.extra_args = {"--allocator", "proteus", "--cluster-autoscaler", "false",
+                        "--profile-sweeps", "1"};
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  for (const auto& m : *zoo) {
+    if (m.name != "fmnist-logreg" && m.name != "fmnist-mlp") continue;
+    auto r = server->Register("fashion", m.name, m.torchscript, m.onnx, valset_path);
+    ASSERT_TRUE(r.ok() && r->status / 100 == 2) << (r.ok() ? r->body : r.status().ToString());
+  }
+  absl::Status profiled = server->AwaitProfiles("fashion");
+  ASSERT_TRUE(profiled.ok()) << profiled << "\n" << server->Log();
+
+  // The plan is made once the profiles are in; until its loads finish,
+  // nothing serves (the weighted router never loads on its own).
+  const json parameters{{"latency_ms", 50}};
+  int last_status = 0;
+  absl::Status planned = testing::WaitOnProgress([&] {
+    auto r = server->Post("/v2/apps/fashion/infer", ImageRequest(small, 0, parameters));
+    last_status = r.ok() ? r->status : -1;
+    return testing::Progress{last_status == 200, absl::StrCat("status ", last_status)};
+  });
+  ASSERT_TRUE(planned.ok()) << planned << "\n" << server->Log();
+
+  // Every model-less query is served, by the plan's instances only: one
+  // variant per worker.
+  std::map<std::string, std::set<std::string>> variants_by_worker;
+  for (int i = 0; i < 60; ++i) {
+    auto r = server->Post("/v2/apps/fashion/infer", ImageRequest(small, i % 300, parameters));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->status, 200) << r->body;
+    json answer = json::parse(r->body);
+    variants_by_worker[answer["parameters"]["worker"].get<std::string>()].insert(
+        absl::StrCat(answer["model_name"].get<std::string>(), ":",
+                     answer["model_version"].get<std::string>()));
+  }
+  for (const auto& [worker, variants] : variants_by_worker) {
+    EXPECT_EQ(variants.size(), 1u) << worker;
+  }
+  auto scrape = server->Get("/metrics");
+  ASSERT_TRUE(scrape.ok());
+  EXPECT_GE(Counter(scrape->body, "maitre_autoscaler_actions_total", "plan"), 1) << scrape->body;
+  EXPECT_GE(Counter(scrape->body, "maitre_autoscaler_actions_total", "load"), 1);
+  EXPECT_EQ(Counter(scrape->body, "maitre_autoscaler_actions_total", "plan-failed"), 0);
+
+  // A latency no variant meets is refused with the closest variant named,
+  // and the server goes on serving.
+  auto impossible = server->Post("/v2/apps/fashion/infer",
+                                 ImageRequest(small, 0, {{"latency_ms", 0.002}}));
+  ASSERT_TRUE(impossible.ok());
+  EXPECT_EQ(impossible->status, 422) << impossible->body;
+  auto after = server->Post("/v2/apps/fashion/infer", ImageRequest(small, 1, parameters));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status, 200) << after->body;
+  EXPECT_TRUE(server->Stop().ok());
+}
+
+}  // namespace
+}  // namespace maitre
