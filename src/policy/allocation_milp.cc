@@ -507,6 +507,9 @@ absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& p,
   CbcModel model(solver);
   model.setLogLevel(getenv("MAITRE_CBC_LOG") ? 1 : 0);
   model.messageHandler()->setLogLevel(getenv("MAITRE_CBC_LOG") ? 1 : 0);
+  // The limit is wall time: CBC counts CPU time by default, which on a
+  // busy host lets a solve run for several times its limit.
+  model.setUseElapsedTime(true);
   model.setMaximumSeconds(o.time_limit_s);
   // The gap is absolute: the served tiers (up to ~110) would make a
   // relative gap wider than one move.
