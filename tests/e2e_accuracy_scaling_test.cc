@@ -2,10 +2,10 @@
 // (two workers, no worker autoscaling), serving model-less queries of the
 // zoo by the allocation MILP's plan and its weighted router; and the bad
 // inputs around it (an unknown allocator, a latency no variant meets).
+#include <gtest/gtest.h>
+
 #include <map>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -20,8 +20,8 @@ namespace {
 
 using nlohmann::json;
 using runtime::testing::ScopedTempDir;
-using testing::ServerOptions;
 using testing::ImageRequest;
+using testing::ServerOptions;
 using testing::ServerProcess;
 
 // The value of `metric{action="KIND"}` in a Prometheus scrape; 0 if absent.
@@ -38,8 +38,7 @@ TEST(AccuracyScalingTest, AnUnknownAllocatorIsRefusedBeforeAnythingStarts) {
   options.extra_args = {"--allocator", "proteus-typo"};
   auto server = ServerProcess::Start(options);
   ASSERT_FALSE(server.ok());
-  EXPECT_TRUE(absl::StrContains(server.status().message(), "unknown allocator"))
-      << server.status();
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "unknown allocator")) << server.status();
   EXPECT_TRUE(absl::StrContains(server.status().message(), "proteus")) << server.status();
 }
 
@@ -54,8 +53,8 @@ TEST(AccuracyScalingTest, ProteusPlansTheFixedClusterAndServesModelLessQueries) 
 
   ServerOptions options;
   options.data_dir = dir.path() + "/data";
-  options.extra_args = {"--allocator", "proteus", "--cluster-autoscaler", "false",
-                        "--profile-sweeps", "1"};
+  options.extra_args = {"--allocator", "proteus",          "--cluster-autoscaler",
+                        "false",       "--profile-sweeps", "1"};
   auto started = ServerProcess::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   std::unique_ptr<ServerProcess> server = *std::move(started);
@@ -86,9 +85,8 @@ TEST(AccuracyScalingTest, ProteusPlansTheFixedClusterAndServesModelLessQueries) 
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->status, 200) << r->body;
     json answer = json::parse(r->body);
-    variants_by_worker[answer["parameters"]["worker"].get<std::string>()].insert(
-        absl::StrCat(answer["model_name"].get<std::string>(), ":",
-                     answer["model_version"].get<std::string>()));
+    variants_by_worker[answer["parameters"]["worker"].get<std::string>()].insert(absl::StrCat(
+        answer["model_name"].get<std::string>(), ":", answer["model_version"].get<std::string>()));
   }
   for (const auto& [worker, variants] : variants_by_worker) {
     EXPECT_EQ(variants.size(), 1u) << worker;
@@ -101,8 +99,8 @@ TEST(AccuracyScalingTest, ProteusPlansTheFixedClusterAndServesModelLessQueries) 
 
   // A latency no variant meets is refused with the closest variant named,
   // and the server goes on serving.
-  auto impossible = server->Post("/v2/apps/fashion/infer",
-                                 ImageRequest(small, 0, {{"latency_ms", 0.002}}));
+  auto impossible =
+      server->Post("/v2/apps/fashion/infer", ImageRequest(small, 0, {{"latency_ms", 0.002}}));
   ASSERT_TRUE(impossible.ok());
   EXPECT_EQ(impossible->status, 422) << impossible->body;
   auto after = server->Post("/v2/apps/fashion/infer", ImageRequest(small, 1, parameters));

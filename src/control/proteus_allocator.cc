@@ -82,7 +82,8 @@ void ProteusAllocator::MeasureDemand(const Observation& observation) {
     for (const auto& [app, rows] : observation.refused_rows) sample.qps[app] += rows / since_s;
   }
   demand_.push_back(std::move(sample));
-  while (!demand_.empty() && demand_.front().at <= observation.now - options_.proteus.demand_window) {
+  while (!demand_.empty() &&
+         demand_.front().at <= observation.now - options_.proteus.demand_window) {
     demand_.pop_front();
   }
 }
@@ -122,7 +123,8 @@ int ProteusAllocator::ReplicasOn(const Observation& observation, const VariantKe
   const VariantOption* option = model != nullptr ? model->Find(key.variant, type) : nullptr;
   const WorkerType* t = observation.FindType(type);
   if (option == nullptr || option->profile == nullptr || t == nullptr) return 0;
-  int replicas = std::max(1, static_cast<int>(t->cores / std::max(1e-9, option->cores_per_replica)));
+  int replicas =
+      std::max(1, static_cast<int>(t->cores / std::max(1e-9, option->cores_per_replica)));
   const double memory = option->profile->memory_mb();
   if (t->memory_mb > 0 && memory > 0) {
     replicas = std::min(replicas, static_cast<int>(t->memory_mb / memory));
@@ -136,13 +138,16 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
                                      ActionSink& sink) {
   policy::AllocationProblem problem;
   std::vector<Candidate> candidates;
-  std::map<std::string, int> app_index;
   // Apps and their eligible variants: at or above the app's floor, and for
   // the baselines only the least or most accurate.
   std::map<std::string, std::vector<const ModelOption*>> models_of;
   for (const ModelOption& m : observation.models) models_of[m.app].push_back(&m);
+  auto planned = [&](const std::string& app) {
+    auto it = demand.find(app);
+    return std::max(it != demand.end() ? it->second : 0, options_.proteus.min_demand_qps);
+  };
   double total = 0;
-  for (const auto& [app, models] : models_of) total += std::max(demand.count(app) ? demand.at(app) : 0, options_.proteus.min_demand_qps);
+  for (const auto& [app, models] : models_of) total += planned(app);
   for (const auto& [app, models] : models_of) {
     double best = 0, lowest = 1e300;
     std::optional<double> floor;
@@ -158,10 +163,8 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
       }
     }
     const int q = static_cast<int>(problem.query_types.size());
-    double s = std::max(demand.count(app) ? demand.at(app) : 0, options_.proteus.min_demand_qps);
-    if (Static(mode_)) s = s / total * kStaticDemandScale;
+    const double s = Static(mode_) ? planned(app) / total * kStaticDemandScale : planned(app);
     problem.query_types.push_back({app, s});
-    app_index[app] = q;
     std::set<std::string> seen;
     for (const ModelOption* m : models) {
       for (const VariantOption& v : m->variants) {
@@ -340,10 +343,11 @@ void ProteusAllocator::Apply(const Observation& observation, ActionSink& sink) {
     const ModelOption* model = observation.FindModel(t.key.model);
     const VariantOption* option = model != nullptr ? model->Find(t.key.variant, w->type) : nullptr;
     const WorkerType* type = observation.FindType(w->type);
-    const double needed =
-        option != nullptr && option->profile != nullptr ? option->profile->memory_mb() * (t.replicas - held) : 0;
-    const bool room = type == nullptr || type->memory_mb <= 0 ||
-                      w->memory_used_mb + needed <= type->memory_mb;
+    const double needed = option != nullptr && option->profile != nullptr
+                              ? option->profile->memory_mb() * (t.replicas - held)
+                              : 0;
+    const bool room =
+        type == nullptr || type->memory_mb <= 0 || w->memory_used_mb + needed <= type->memory_mb;
     if (!room) {
       for (const auto& [key, replicas] : others) sink.Remove(id, key, replicas);
       others.clear();

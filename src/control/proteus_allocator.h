@@ -45,8 +45,13 @@
 
 namespace maitre::control {
 
-enum class ProteusMode { kProteus, kClipperHighThroughput, kClipperHighAccuracy, kSommelier,
-                         kNoSelection };
+enum class ProteusMode {
+  kProteus,
+  kClipperHighThroughput,
+  kClipperHighAccuracy,
+  kSommelier,
+  kNoSelection
+};
 
 class ProteusAllocator : public Allocator {
  public:

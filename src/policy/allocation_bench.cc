@@ -16,7 +16,7 @@
 // most accurate, and demand at 1.3× what the cluster carries at full
 // accuracy, so every solve must scale accuracy.
 //
-//   allocation_bench [--repeats N] [--time-limit S] [--gap G] [--quick]
+//   allocation_bench [--repeats N] [--time-limit S] [--gap G] [--quick] [--size DxMxQ]...
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -101,15 +101,16 @@ double Median(std::vector<double> v) {
 
 void Print(const char* label, const Size& s, const Row& row, int repeats) {
   double max = row.seconds.empty() ? 0 : *std::max_element(row.seconds.begin(), row.seconds.end());
-  std::printf("| %-9s | %3d × %3d × %2d | %8.3f | %8.3f | %2d/%-2d | %.1e | %d | %.4f |\n",
-              label, s.devices, s.variants, s.query_types, Median(row.seconds), max,
-              row.optimal, repeats, row.worst_gap, row.failed,
+  std::printf("| %-9s | %3d × %3d × %2d | %8.3f | %8.3f | %2d/%-2d | %.1e | %d | %.4f |\n", label,
+              s.devices, s.variants, s.query_types, Median(row.seconds), max, row.optimal, repeats,
+              row.worst_gap, row.failed,
               row.seconds.empty() ? 0 : row.objective / row.seconds.size());
   std::fflush(stdout);
 }
 
 int Main(int argc, char** argv) {
   int repeats = 5;
+  std::vector<Size> sizes;
   AllocationOptions options;
   options.time_limit_s = 60;
   bool quick = false;
@@ -122,13 +123,24 @@ int Main(int argc, char** argv) {
       options.absolute_gap = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
+    } else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) {
+      Size s{};
+      if (std::sscanf(argv[++i], "%dx%dx%d", &s.devices, &s.variants, &s.query_types) != 3 ||
+          s.devices <= 0 || s.variants <= 0 || s.query_types <= 0) {
+        std::fprintf(stderr, "--size wants DEVICESxVARIANTSxTYPES, e.g. 40x45x9\n");
+        return 2;
+      }
+      sizes.push_back(s);
     } else {
-      std::fprintf(stderr, "usage: allocation_bench [--repeats N] [--time-limit S] [--gap G] [--quick]\n");
+      std::fprintf(stderr,
+                   "usage: allocation_bench [--repeats N] [--time-limit S] [--gap G] [--quick] "
+                   "[--size DxMxQ]...\n");
       return 2;
     }
   }
-  std::vector<Size> sizes;
-  if (quick) {
+  if (!sizes.empty()) {
+    // As given.
+  } else if (quick) {
     sizes = {{10, 15, 3}, {40, 45, 9}};
   } else {
     for (int d : {10, 20, 40, 80, 160}) sizes.push_back({d, 45, 9});

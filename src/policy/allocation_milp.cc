@@ -1,11 +1,5 @@
 #include "policy/allocation_milp.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <limits>
-#include <numeric>
-
 #include <CbcHeuristic.hpp>
 #include <CbcHeuristicFPump.hpp>
 #include <CbcHeuristicLocal.hpp>
@@ -19,6 +13,11 @@
 #include <CoinPackedMatrix.hpp>
 #include <CoinPackedVector.hpp>
 #include <OsiClpSolverInterface.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 
@@ -43,9 +42,8 @@ absl::Status Validate(const AllocationProblem& p, const AllocationOptions& o) {
   if (p.device_types.empty()) return absl::InvalidArgumentError("no device types");
   for (const auto& q : p.query_types) {
     if (!Finite(q.demand_qps) || q.demand_qps < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("query type \"", q.name, "\": demand must be finite and >= 0, got ",
-                       q.demand_qps));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "query type \"", q.name, "\": demand must be finite and >= 0, got ", q.demand_qps));
     }
   }
   const int nq = static_cast<int>(p.query_types.size());
@@ -54,8 +52,7 @@ absl::Status Validate(const AllocationProblem& p, const AllocationOptions& o) {
   for (const auto& v : p.variants) {
     if (v.query_type < 0 || v.query_type >= nq) {
       return absl::InvalidArgumentError(
-          absl::StrCat("variant \"", v.name, "\" names query type ", v.query_type,
-                       " of ", nq));
+          absl::StrCat("variant \"", v.name, "\" names query type ", v.query_type, " of ", nq));
     }
     if (!Finite(v.accuracy) || v.accuracy < 0) {
       return absl::InvalidArgumentError(
@@ -190,7 +187,8 @@ std::vector<int> GreedyPlacement(const AllocationProblem& p) {
   auto peak = [&](int d, int m) { return p.peak_qps[p.devices[d].type][m]; };
   auto demand = [&](int q) { return p.query_types[q].demand_qps; };
   // Per device type and query type: the fastest and the most accurate variant.
-  std::vector<std::vector<int>> fastest(nt, std::vector<int>(nq, -1)), best(nt, std::vector<int>(nq, -1));
+  std::vector<std::vector<int>> fastest(nt, std::vector<int>(nq, -1)),
+      best(nt, std::vector<int>(nq, -1));
   for (int t = 0; t < nt; ++t) {
     for (int m = 0; m < nm; ++m) {
       if (p.peak_qps[t][m] <= 0) continue;
@@ -241,7 +239,8 @@ std::vector<int> GreedyPlacement(const AllocationProblem& p) {
     std::vector<std::pair<double, double>> hosts;  // (accuracy, peak)
     for (int d = 0; d < nd; ++d) {
       int m = placement[d];
-      if (m >= 0 && p.variants[m].query_type == q) hosts.push_back({p.variants[m].accuracy, peak(d, m)});
+      if (m >= 0 && p.variants[m].query_type == q)
+        hosts.push_back({p.variants[m].accuracy, peak(d, m)});
     }
     std::sort(hosts.rbegin(), hosts.rend());
     double left = demand(q), accuracy_qps = 0;
@@ -298,7 +297,8 @@ std::vector<int> ImprovePlacement(const AllocationProblem& p, std::vector<int> p
     hosts.clear();
     for (int d = 0; d < nd; ++d) {
       int m = placement[d];
-      if (m >= 0 && p.variants[m].query_type == q) hosts.push_back({p.variants[m].accuracy, peak(d, m)});
+      if (m >= 0 && p.variants[m].query_type == q)
+        hosts.push_back({p.variants[m].accuracy, peak(d, m)});
     }
     std::sort(hosts.rbegin(), hosts.rend());
     double left = p.query_types[q].demand_qps, served = 0, accuracy_qps = 0;
@@ -359,6 +359,35 @@ std::vector<int> ImprovePlacement(const AllocationProblem& p, std::vector<int> p
         }
         best = objective();
         improved = true;
+      }
+    }
+    // Two devices of different types exchange their variants: a variant
+    // may be worth more on the faster device, which one change alone, at
+    // the cost of its app's capacity in between, does not find.
+    for (int a = 0; a < nd; ++a) {
+      for (int b = a + 1; b < nd; ++b) {
+        const int ma = placement[a], mb = placement[b];
+        if (ma == mb || p.devices[a].type == p.devices[b].type) continue;
+        if ((mb >= 0 && peak(a, mb) <= 0) || (ma >= 0 && peak(b, ma) <= 0)) continue;
+        const int qa = ma >= 0 ? p.variants[ma].query_type : -1;
+        const int qb = mb >= 0 ? p.variants[mb].query_type : -1;
+        const auto saved_a = qa >= 0 ? value[qa] : std::make_pair(0.0, 0.0);
+        const auto saved_b = qb >= 0 ? value[qb] : std::make_pair(0.0, 0.0);
+        const double before = best + kept(a, ma) + kept(b, mb);
+        placement[a] = mb;
+        placement[b] = ma;
+        if (qa >= 0) value[qa] = value_of(qa);
+        if (qb >= 0 && qb != qa) value[qb] = value_of(qb);
+        const double now = objective();
+        if (now + kept(a, mb) + kept(b, ma) > before + 1e-12) {
+          best = now;
+          improved = true;
+        } else {
+          placement[a] = ma;
+          placement[b] = mb;
+          if (qb >= 0) value[qb] = saved_b;
+          if (qa >= 0) value[qa] = saved_a;
+        }
       }
     }
     if (!improved) break;
@@ -458,8 +487,7 @@ absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& p,
 
   OsiClpSolverInterface solver;
   solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, lower.data(), upper.data(), cost.data(), row_lo.data(),
-                     row_hi.data());
+  solver.loadProblem(matrix, lower.data(), upper.data(), cost.data(), row_lo.data(), row_hi.data());
   for (int c = 0; c < ncols; ++c) {
     if (integer[c]) solver.setInteger(c);
   }
@@ -476,8 +504,7 @@ absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& p,
   // A greedy placement is the other start; the solver begins from the
   // better of the two (the greedy one is far better from an empty cluster).
   AllocationPlan start = AssignForPlacement(p, current, o);
-  AllocationPlan greedy =
-      AssignForPlacement(p, ImprovePlacement(p, GreedyPlacement(p), o), o);
+  AllocationPlan greedy = AssignForPlacement(p, ImprovePlacement(p, GreedyPlacement(p), o), o);
   if (AllocationPlan improved = AssignForPlacement(p, ImprovePlacement(p, current, o), o);
       improved.objective > greedy.objective) {
     greedy = improved;
@@ -594,8 +621,7 @@ absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& p,
   plan.optimal = model.isProvenOptimal();
   // In the accuracy tier's units, like absolute_gap.
   plan.gap = std::max(0.0, bound - plan.objective);
-  plan.solve_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  plan.solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return plan;
 }
 

@@ -40,12 +40,12 @@ struct AllocationProblem {
   };
   struct Variant {
     std::string name;
-    int query_type = 0;  // the one type it serves (B_{m,q})
+    int query_type = 0;   // the one type it serves (B_{m,q})
     double accuracy = 0;  // A_m, normalised in its family (1 = most accurate)
   };
   struct Device {
     std::string name;
-    int type = 0;      // index into device_types
+    int type = 0;  // index into device_types
     // The variant it hosts now, -1 for none. One it cannot serve with (peak
     // 0) is always unloaded, and that counts as a move.
     int current = -1;
@@ -139,7 +139,8 @@ AllocationPlan AssignForPlacement(const AllocationProblem& problem,
 std::vector<int> GreedyPlacement(const AllocationProblem& problem);
 
 // Local search from `placement`: changes one device's variant (or empties
-// it) at a time while that raises the objective, until none does.
+// it), or exchanges the variants of two devices of different types, while
+// that raises the objective, until nothing does.
 std::vector<int> ImprovePlacement(const AllocationProblem& problem, std::vector<int> placement,
                                   const AllocationOptions& options = {});
 

@@ -1,10 +1,10 @@
 #include "policy/allocation_milp.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace maitre::policy {
 namespace {
@@ -14,8 +14,8 @@ namespace {
 AllocationProblem TwoFamilies(double demand_a, double demand_b, int cpus, int gpus) {
   AllocationProblem p;
   p.query_types = {{"a", demand_a}, {"b", demand_b}};
-  p.variants = {{"a-small", 0, 0.85}, {"a-large", 0, 1.0}, {"b-small", 1, 0.8},
-                {"b-large", 1, 1.0}};
+  p.variants = {
+      {"a-small", 0, 0.85}, {"a-large", 0, 1.0}, {"b-small", 1, 0.8}, {"b-large", 1, 1.0}};
   p.device_types = {"cpu", "gpu"};
   p.peak_qps = {{40, 10, 50, 12}, {200, 80, 250, 100}};
   for (int i = 0; i < cpus; ++i) p.devices.push_back({"cpu" + std::to_string(i), 0, -1});
@@ -49,7 +49,8 @@ TEST(AllocationMilpTest, MatchesBruteForceOnRandomSmallClusters) {
   for (int trial = 0; trial < 150; ++trial) {
     AllocationProblem p;
     int nq = 1 + trial % 2;
-    for (int q = 0; q < nq; ++q) p.query_types.push_back({"q" + std::to_string(q), 5 + 150 * unit(rng)});
+    for (int q = 0; q < nq; ++q)
+      p.query_types.push_back({"q" + std::to_string(q), 5 + 150 * unit(rng)});
     int nm = 2 + trial % 3;
     for (int m = 0; m < nm; ++m) {
       p.variants.push_back({"m" + std::to_string(m), m % nq, 0.75 + 0.25 * unit(rng)});

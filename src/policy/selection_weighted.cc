@@ -7,9 +7,9 @@
 namespace maitre::policy {
 
 using selection_internal::EstimateMs;
+using selection_internal::Feasible;
 using selection_internal::Limits;
 using selection_internal::MakesDeadline;
-using selection_internal::Feasible;
 
 SelectionDecision WeightedRoundRobin::Route(const SelectionIndex& index, const LiveState& live,
                                             const SelectionRequest& request,
@@ -60,8 +60,8 @@ SelectionDecision WeightedRoundRobin::Route(const SelectionIndex& index, const L
       }
     }
     if (serving == kNoId) continue;
-    candidates.push_back(
-        {serving, option, weight, EstimateMs(index.option(option), live.instance(serving), request.now)});
+    candidates.push_back({serving, option, weight,
+                          EstimateMs(index.option(option), live.instance(serving), request.now)});
     total += weight;
   }
   if (candidates.empty()) {

@@ -51,8 +51,8 @@ struct Cluster {
 TEST(WeightedRoundRobinTest, SharesFollowTheWeightsWithinOneQuery) {
   Cluster c(3);
   const double weights[] = {1, 2, 3};
-  c.live.SetRouteWeights({{c.workers[0], c.small, 1}, {c.workers[1], c.large, 2},
-                          {c.workers[2], c.small, 3}});
+  c.live.SetRouteWeights(
+      {{c.workers[0], c.small, 1}, {c.workers[1], c.large, 2}, {c.workers[2], c.small, 3}});
   WeightedRoundRobin router;
   std::map<InstanceId, int> count;
   for (int n = 1; n <= 600; ++n) {
