@@ -275,11 +275,12 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
   for (const auto& q : problem.query_types) {
     absl::StrAppendFormat(&demands, "%s%s %.0f", demands.empty() ? "" : ", ", q.name, q.demand_qps);
   }
-  sink.Record({observation.now, "plan", "", "", plan->moves,
+  sink.Record({observation.now, "plan", "", "", 0,
                absl::StrFormat("for %s qps: serves %.3f of it at accuracy %.4f; %d moves, "
                                "gap %.1e, solved in %.0f ms",
                                demands, plan->served_fraction, plan->effective_accuracy,
-                               plan->moves, plan->gap, plan->solve_s * 1000)});
+                               plan->moves, plan->gap, plan->solve_s * 1000),
+               ""});
   return absl::OkStatus();
 }
 
@@ -287,7 +288,7 @@ void ProteusAllocator::RecordFailure(const Observation& observation, const std::
                                      ActionSink& sink) {
   if (reason == last_failure_) return;
   last_failure_ = reason;
-  sink.Record({observation.now, "plan-failed", "", "", 0, reason});
+  sink.Record({observation.now, "plan-failed", "", "", 0, reason, ""});
 }
 
 bool ProteusAllocator::Busy(const std::string& worker) const {
@@ -321,21 +322,22 @@ void ProteusAllocator::Apply(const Observation& observation, ActionSink& sink) {
         others.push_back({inst.key, inst.ready + inst.loading});
       }
     }
-    if (target == targets_.end()) {
+    auto unload_others = [&] {
       for (const auto& [key, replicas] : others) {
         sink.Remove(id, key, replicas);
-        sink.Record({observation.now, "unload", id, key.ToString(), replicas, "not in the plan"});
+        sink.Record(
+            {observation.now, "unload", id, key.ToString(), replicas, "not in the plan", ""});
       }
+    };
+    if (target == targets_.end()) {
+      unload_others();
       continue;
     }
     const Target& t = target->second;
     const int held = hosted != nullptr ? hosted->ready + hosted->loading : 0;
     if (hosted != nullptr && held >= t.replicas) {
       if (held > t.replicas) sink.Remove(id, t.key, held - t.replicas);
-      for (const auto& [key, replicas] : others) {
-        sink.Remove(id, key, replicas);
-        sink.Record({observation.now, "unload", id, key.ToString(), replicas, "not in the plan"});
-      }
+      unload_others();
       continue;
     }
     // Make before break when both fit in the worker's memory; otherwise
@@ -353,7 +355,7 @@ void ProteusAllocator::Apply(const Observation& observation, ActionSink& sink) {
       others.clear();
     }
     sink.Record({observation.now, "load", id, t.key.ToString(), t.replicas - held,
-                 others.empty() ? "the plan" : "the plan; then unloads what it replaces"});
+                 others.empty() ? "the plan" : "the plan; then unloads what it replaces", ""});
     sink.Load(id, t.key, t.replicas - held, std::move(others), MarkBusy(id));
   }
 }
