@@ -8,7 +8,8 @@
 // and the controller's own loads and unloads change its cluster as they
 // would a real one. The decisions the controller makes must be the
 // simulator's, round by round; a controller configured differently on
-// purpose must not match.
+// purpose must not match. The same holds for the Proteus allocator on a
+// fixed cluster, with the weighted router in both worlds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,7 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/strings/str_replace.h"
-#include "control/infaas_allocator.h"
+#include "control/allocator.h"
+#include "control/query_router.h"
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/placer.h"
@@ -73,7 +75,7 @@ class RecordingSink : public control::ActionSink {
   control::ActionSink& inner_;
 };
 
-// The INFaaS allocator, recording each round into `log`.
+// An allocator, recording each round into `log`.
 class RecordingAllocator : public control::Allocator {
  public:
   RecordingAllocator(std::unique_ptr<control::Allocator> inner, std::vector<Round>* log)
@@ -99,21 +101,26 @@ class RecordingAllocator : public control::Allocator {
 std::vector<Round> g_sim_rounds;
 std::vector<Round> g_controller_rounds;
 
+// "recorded-sim-NAME" and "recorded-controller-NAME" wrap the built-in
+// allocator NAME (infaas, proteus).
 void AddRecordingAllocators() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (auto [name, log] : {std::pair{"recorded-sim", &g_sim_rounds},
-                             std::pair{"recorded-controller", &g_controller_rounds}}) {
-      absl::Status added = control::AddAllocator(
-          name,
-          [log = log](const control::AllocatorOptions& options)
-              -> absl::StatusOr<std::unique_ptr<control::Allocator>> {
-            auto inner = control::InfaasAllocator::Create(options);
-            if (!inner.ok()) return inner.status();
-            return std::unique_ptr<control::Allocator>(
-                new RecordingAllocator(*std::move(inner), log));
-          });
-      ASSERT_TRUE(added.ok()) << added;
+    for (const char* inner_name : {"infaas", "proteus"}) {
+      for (auto [world, log] : {std::pair{"sim", &g_sim_rounds},
+                                std::pair{"controller", &g_controller_rounds}}) {
+        absl::Status added = control::AddAllocator(
+            absl::StrCat("recorded-", world, "-", inner_name),
+            [log = log, inner_name = std::string(inner_name)](
+                const control::AllocatorOptions& options)
+                -> absl::StatusOr<std::unique_ptr<control::Allocator>> {
+              auto inner = control::CreateAllocator(inner_name, options);
+              if (!inner.ok()) return inner.status();
+              return std::unique_ptr<control::Allocator>(
+                  new RecordingAllocator(*std::move(inner), log));
+            });
+        ASSERT_TRUE(added.ok()) << added;
+      }
     }
   });
 }
@@ -149,12 +156,45 @@ trace:
 policies:
   batching: {name: nexus, max_batch: 16}
   routing: selection
-  allocator: recorded-sim
+  allocator: recorded-sim-infaas
   model_autoscaler: infaas
   cluster_autoscaler: {name: on, idle_cooldown_s: 6, add_cooldown_s: 4}
   selection: {loads: false}
 simulation:
   worker_losses: [{worker: small-1, at_s: 31.5}]
+)";
+
+// Proteus on a fixed cluster of three workers: the same two variants, a
+// demand that rises past what "slow" carries on every worker and falls back,
+// so the plan lowers accuracy and raises it again ("fast" is made the less
+// accurate here).
+constexpr char kProteusScenario[] = R"(
+name: worlds-proteus
+cluster:
+  worker_types:
+    - {name: small, cores: 2, memory_mb: 4096, price_per_hour: 3.6, launch_s: 0, max_workers: 3}
+  workers: {small: 3}
+profiles:
+  - {model: m, variant: slow, worker_type: small, accuracy: 0.9, load_ms: 0, memory_mb: 100,
+     points: [[1, 20, 22], [4, 60, 66]]}
+  - {model: m, variant: fast, worker_type: small, accuracy: 0.8, load_ms: 0, memory_mb: 100,
+     points: [[1, 5, 5.5], [4, 10, 11], [16, 30, 33]]}
+apps:
+  - name: a
+    latency_ms: 100
+    models: [m]
+trace:
+  generator: piecewise
+  schedule: [{at_s: 0, rate_qps: 40}, {at_s: 20, rate_qps: 900}, {at_s: 50, rate_qps: 60}]
+  duration_s: 80
+  seed: 3
+policies:
+  batching: {name: proteus, max_batch: 16}
+  routing: selection
+  selection: {router: weighted}
+  allocator: {name: recorded-sim-proteus, period_s: 30}
+  model_autoscaler: off
+  cluster_autoscaler: off
 )";
 
 // ---- the controller's world ----
@@ -218,7 +258,8 @@ class FakeProvider : public controller::WorkerProvider {
 
 class ControllerWorld {
  public:
-  ControllerWorld(const sim::SimulationSetup& setup, const std::string& model_autoscaler)
+  ControllerWorld(const sim::SimulationSetup& setup, const std::string& allocator,
+                  const std::string& model_autoscaler)
       : dir_(std::filesystem::temp_directory_path() /
              absl::StrCat("control_worlds_test_", ::getpid())) {
     std::filesystem::remove_all(dir_);
@@ -262,6 +303,9 @@ class ControllerWorld {
     cluster.connect = [this](const std::string&) {
       return std::unique_ptr<controller::WorkerApi>(new FakeWorker(&gate_));
     };
+    auto router = control::CreateQueryRouter(setup.control.router, {});
+    EXPECT_TRUE(router.ok()) << router.status();
+    cluster.router = *std::move(router);
     cluster_ = std::make_unique<controller::Cluster>(cluster);
     auto index = controller::BuildSelectionIndex(*catalog_.Get(), cluster.types, nullptr);
     EXPECT_TRUE(index.ok()) << index.status();
@@ -280,8 +324,9 @@ class ControllerWorld {
     loop.provider = &provider_;
     loop.refused = &refused_;
     loop.clock = &clock_;
-    loop.allocator = "recorded-controller";
+    loop.allocator = allocator;
     control::AllocatorOptions& a = loop.allocator_options;
+    a.proteus = setup.control.proteus;
     auto scaling = control::ParseModelScaling(model_autoscaler);
     EXPECT_TRUE(scaling.ok());
     a.model_scaling = *scaling;
@@ -464,6 +509,10 @@ std::vector<std::string> Lines(const Round& round, const ControllerWorld* world 
       if (!d.for_worker.empty()) d.for_worker = world->SimName(d.for_worker);
       d.reason = world->SimNames(d.reason);
     }
+    // A plan's solve time is the one thing that differs between runs.
+    if (size_t solved = d.reason.find(", solved in "); solved != std::string::npos) {
+      d.reason.resize(solved);
+    }
     lines.push_back(absl::StrCat(ToSeconds(d.at), "s ", control::DecisionLine(d)));
   }
   std::sort(lines.begin(), lines.end());
@@ -478,11 +527,12 @@ struct Replayed {
   int64_t workers_lost = 0;  // in the simulator
 };
 
-Replayed RunBoth(const std::string& controller_model_autoscaler) {
+Replayed RunBoth(const char* scenario, const std::string& controller_allocator,
+                 const std::string& controller_model_autoscaler) {
   AddRecordingAllocators();
   g_sim_rounds.clear();
   g_controller_rounds.clear();
-  auto experiment = sim::ParseExperiment(kScenario, ".");
+  auto experiment = sim::ParseExperiment(scenario, ".");
   EXPECT_TRUE(experiment.ok()) << experiment.status();
   auto simulator = sim::BuildSimulator(*experiment);
   EXPECT_TRUE(simulator.ok()) << simulator.status();
@@ -491,7 +541,7 @@ Replayed RunBoth(const std::string& controller_model_autoscaler) {
   r.sim = g_sim_rounds;
   r.workers_lost = (*simulator)->control_counters().workers_lost;
 
-  ControllerWorld world(experiment->setup, controller_model_autoscaler);
+  ControllerWorld world(experiment->setup, controller_allocator, controller_model_autoscaler);
   for (size_t i = 0; i < r.sim.size(); ++i) {
     const bool first = i == 0 || r.sim[i - 1].observation.now != r.sim[i].observation.now;
     world.Replay(r.sim[i], first);
@@ -505,7 +555,7 @@ Replayed RunBoth(const std::string& controller_model_autoscaler) {
 }
 
 TEST(ControlWorldsTest, TheControllerDecidesWhatTheSimulatorDecided) {
-  Replayed r = RunBoth("infaas");
+  Replayed r = RunBoth(kScenario, "recorded-controller-infaas", "infaas");
   ASSERT_EQ(r.controller.size(), r.sim.size());
   // The scenario exercises every part of the driver.
   std::set<std::string> kinds;
@@ -531,12 +581,29 @@ TEST(ControlWorldsTest, TheControllerDecidesWhatTheSimulatorDecided) {
 }
 
 TEST(ControlWorldsTest, AControllerConfiguredDifferentlyIsCaught) {
-  Replayed r = RunBoth("horizontal");
+  Replayed r = RunBoth(kScenario, "recorded-controller-infaas", "horizontal");
   bool differ = false;
   for (size_t i = 0; i < r.sim.size() && i < r.controller_lines.size(); ++i) {
     differ |= r.controller_lines[i] != Lines(r.sim[i]);
   }
   EXPECT_TRUE(differ);
+}
+
+TEST(ControlWorldsTest, ProteusPlansTheSameInBothWorlds) {
+  Replayed r = RunBoth(kProteusScenario, "recorded-controller-proteus", "off");
+  ASSERT_EQ(r.controller.size(), r.sim.size());
+  std::map<std::string, int> kinds;
+  for (const Round& round : r.sim) {
+    for (const control::Decision& d : round.decisions) ++kinds[d.kind];
+  }
+  // It planned more than once, and loaded and unloaded as the demand moved.
+  EXPECT_GE(kinds["plan"], 2);
+  EXPECT_GE(kinds["load"], 3);
+  for (size_t i = 0; i < r.sim.size(); ++i) {
+    ASSERT_EQ(r.controller_lines[i], Lines(r.sim[i]))
+        << "round " << i << " at " << ToSeconds(r.sim[i].observation.now) << " s ("
+        << (r.sim[i].model ? "model" : "cluster") << ")";
+  }
 }
 
 }  // namespace
