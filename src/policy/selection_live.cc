@@ -69,12 +69,13 @@ void LiveState::SetRouteWeights(const std::vector<RouteWeight>& weights) {
   for (const RouteWeight& w : weights) {
     if (has_worker(w.worker) && w.weight > 0) route_weights_[{w.worker, w.variant}] += w.weight;
   }
+  for (InstanceSlot& slot : instances_) {
+    if (slot.used) slot.route_weight = RouteWeightOf(slot.live.worker, slot.live.variant);
+  }
 }
 
-double LiveState::route_weight(InstanceId id) const {
-  if (route_weights_.empty() || !has_instance(id)) return 0;
-  const LiveInstance& in = instances_[id].live;
-  auto it = route_weights_.find({in.worker, in.variant});
+double LiveState::RouteWeightOf(WorkerId worker, VariantId variant) const {
+  auto it = route_weights_.find({worker, variant});
   return it == route_weights_.end() ? 0 : it->second;
 }
 
@@ -164,6 +165,7 @@ absl::StatusOr<InstanceId> LiveState::AddInstance(const SelectionIndex& index,
   slot.app = index.variant(instance.variant).app;
   slot.model = index.variant(instance.variant).model;
   slot.used = true;
+  slot.route_weight = RouteWeightOf(instance.worker, instance.variant);
   Grow(by_app_, slot.app).push_back(id);
   Grow(by_variant_, instance.variant).push_back(id);
   workers_[instance.worker].instances.push_back(id);

@@ -96,7 +96,9 @@ class LiveState {
   };
   void SetRouteWeights(const std::vector<RouteWeight>& weights);
   // The weight of the instance's (worker, variant); 0 when it has none.
-  double route_weight(InstanceId id) const;
+  double route_weight(InstanceId id) const {
+    return has_instance(id) ? instances_[id].route_weight : 0;
+  }
 
   // After an index rebuild: removes the instances whose variant the new
   // index no longer has and returns their ids (the controller unloads them).
@@ -143,6 +145,9 @@ class LiveState {
     AppId app = kNoId;
     ModelId model = kNoId;
     bool used = false;
+    // Its (worker, variant)'s entry in route_weights_, kept here so that
+    // routing reads it without a lookup.
+    double route_weight = 0;
   };
   struct WorkerSlot {
     LiveWorker live;
@@ -167,6 +172,8 @@ class LiveState {
   std::vector<std::vector<InstanceId>> by_variant_;
   std::vector<std::vector<WorkerId>> by_type_;
   std::vector<double> max_free_;
+  double RouteWeightOf(WorkerId worker, VariantId variant) const;
+
   std::map<std::pair<WorkerId, VariantId>, double> route_weights_;
 };
 

@@ -18,12 +18,8 @@ SelectionDecision WeightedRoundRobin::Route(const SelectionIndex& index, const L
     return Select(index, live, request, options);
   }
   const Limits limits = Limits::Of(request);
-  struct Candidate {
-    InstanceId id;
-    OptionId option;
-    double weight, est;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<Candidate>& candidates = candidates_;
+  candidates.clear();
   double total = 0;
   // The instance itself when it can take the query now: a serving one, or
   // a loading one ready before the deadline. A serving one is not judged by
@@ -76,7 +72,7 @@ SelectionDecision WeightedRoundRobin::Route(const SelectionIndex& index, const L
     d.load = {};
     return d;
   }
-  std::map<InstanceId, double>& credit = credit_[request.app];
+  absl::flat_hash_map<InstanceId, double>& credit = credit_[request.app];
   const Candidate* chosen = nullptr;
   double best = 0;
   for (const Candidate& c : candidates) {

@@ -33,8 +33,9 @@
 // route from several threads hold a lock around Route.
 #pragma once
 
-#include <map>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "policy/selection.h"
 
 namespace maitre::policy {
@@ -46,10 +47,17 @@ class WeightedRoundRobin {
                           const SelectionRequest& request, const SelectionOptions& options);
 
  private:
+  struct Candidate {
+    InstanceId id;
+    OptionId option;
+    double weight, est;
+  };
+
   const bool uniform_;
   // Credit per instance, per app. Stale ids (an instance gone, its id
   // reused) only carry a credit of less than one round over.
-  std::map<AppId, std::map<InstanceId, double>> credit_;
+  absl::flat_hash_map<AppId, absl::flat_hash_map<InstanceId, double>> credit_;
+  std::vector<Candidate> candidates_;  // reused by every Route, not to allocate per query
 };
 
 }  // namespace maitre::policy
