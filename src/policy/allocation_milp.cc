@@ -10,16 +10,15 @@
 #include <CglKnapsackCover.hpp>
 #include <CglMixedIntegerRounding2.hpp>
 #include <CglProbing.hpp>
-#include <CoinPackedMatrix.hpp>
 #include <CoinPackedVector.hpp>
 #include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "policy/linear_rows.h"
 
 namespace maitre::policy {
 namespace {
@@ -442,15 +441,8 @@ absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& p,
   const int lambda = add_column(0, 1, kFractionWeight, false);
   const int ncols = static_cast<int>(cost.size());
 
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, ncols);
-  std::vector<double> row_lo, row_hi;
-  const double inf = std::numeric_limits<double>::max();
-  auto add_row = [&](const CoinPackedVector& row, double lo, double hi) {
-    matrix.appendRow(row);
-    row_lo.push_back(lo);
-    row_hi.push_back(hi);
-  };
+  LinearRows rows(ncols);
+  constexpr double inf = LinearRows::kInfinity;
   std::vector<CoinPackedVector> per_type(nt), per_query(nq);
   for (const Pair& pair : pairs) {
     per_type[pair.type].insert(pair.n, 1.0);  // Eq. 1, summed over the type's devices
@@ -461,33 +453,34 @@ absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& p,
     CoinPackedVector capacity;
     capacity.insert(pair.w, 1.0);
     capacity.insert(pair.n, -std::min(p.peak_qps[pair.type][pair.variant], s));
-    add_row(capacity, -inf, 0);
+    rows.Add(capacity, -inf, 0);
     per_query[p.variants[pair.variant].query_type].insert(pair.w, 1.0);
     if (pair.k >= 0) {  // k <= n: only devices still hosting it count as kept
       CoinPackedVector kept;
       kept.insert(pair.k, 1.0);
       kept.insert(pair.n, -1.0);
-      add_row(kept, -inf, 0);
+      rows.Add(kept, -inf, 0);
     }
   }
   for (int t = 0; t < nt; ++t) {
-    if (per_type[t].getNumElements() > 0) add_row(per_type[t], -inf, devices_of_type[t]);
+    if (per_type[t].getNumElements() > 0) rows.Add(per_type[t], -inf, devices_of_type[t]);
   }
   for (int q = 0; q < nq; ++q) {
     const double s = p.query_types[q].demand_qps;
     // Eqs. 2 and 4: a type's devices serve no more than it sends them.
-    if (per_query[q].getNumElements() > 0) add_row(per_query[q], -inf, s);
+    if (per_query[q].getNumElements() > 0) rows.Add(per_query[q], -inf, s);
     // Eq. 6 as Σ_d z_{d,q} >= λ·s_q.
     if (s > 0) {
       CoinPackedVector fraction = per_query[q];
       fraction.insert(lambda, -s);
-      add_row(fraction, 0, inf);
+      rows.Add(fraction, 0, inf);
     }
   }
 
   OsiClpSolverInterface solver;
   solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, lower.data(), upper.data(), cost.data(), row_lo.data(), row_hi.data());
+  solver.loadProblem(rows.matrix(), lower.data(), upper.data(), cost.data(), rows.lower(),
+                     rows.upper());
   for (int c = 0; c < ncols; ++c) {
     if (integer[c]) solver.setInteger(c);
   }

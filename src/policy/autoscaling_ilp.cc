@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include <CbcModel.hpp>
-#include <CoinPackedMatrix.hpp>
 #include <CoinPackedVector.hpp>
 #include <OsiClpSolverInterface.hpp>
+
+#include "policy/linear_rows.h"
 
 namespace maitre::policy {
 namespace {
@@ -84,15 +84,8 @@ absl::StatusOr<ScaleUpIlpResult> SolveScaleUpIlp(const ModelScalingSnapshot& sna
     return result;
   }
 
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, ncols);
-  std::vector<double> row_lo, row_hi;
-  const double inf = std::numeric_limits<double>::max();
-  auto add_row = [&](const CoinPackedVector& row, double lo, double hi) {
-    matrix.appendRow(row);
-    row_lo.push_back(lo);
-    row_hi.push_back(hi);
-  };
+  LinearRows rows(ncols);
+  constexpr double inf = LinearRows::kInfinity;
   size_t col = 0;
   CoinPackedVector cores_row, memory_row;
   for (const ScalingModel& m : snapshot.models) {
@@ -105,7 +98,7 @@ absl::StatusOr<ScaleUpIlpResult> SolveScaleUpIlp(const ModelScalingSnapshot& sna
       CoinPackedVector link;  // p - x >= -n
       link.insert(p, 1.0);
       link.insert(x, -1.0);
-      add_row(link, -n, inf);
+      rows.Add(link, -n, inf);
       if (v.saturation_qps > 0) throughput.insert(x, v.saturation_qps);
       count.insert(x, 1.0);
       if (v.cores > 0) cores_row.insert(p, v.cores);
@@ -113,15 +106,15 @@ absl::StatusOr<ScaleUpIlpResult> SolveScaleUpIlp(const ModelScalingSnapshot& sna
       ++col;
     }
     if (scale) {
-      add_row(throughput, target, inf);
-      add_row(count, options.min_replicas_per_model, inf);
+      rows.Add(throughput, target, inf);
+      rows.Add(count, options.min_replicas_per_model, inf);
     }
   }
   // The transition's peak: everything there now plus everything added
   // (removals happen after the new replicas are ready).
-  add_row(cores_row, -inf, snapshot.cores - UsedCores(snapshot) + kEps);
+  rows.Add(cores_row, -inf, snapshot.cores - UsedCores(snapshot) + kEps);
   if (snapshot.memory_mb > 0) {
-    add_row(memory_row, -inf, snapshot.memory_mb - UsedMemoryMb(snapshot) + kEps);
+    rows.Add(memory_row, -inf, snapshot.memory_mb - UsedMemoryMb(snapshot) + kEps);
   }
 
   // Costs are ~1e-5 $/s. CBC's tolerances (its cutoff increment, its
@@ -134,8 +127,8 @@ absl::StatusOr<ScaleUpIlpResult> SolveScaleUpIlp(const ModelScalingSnapshot& sna
 
   OsiClpSolverInterface solver;
   solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, lower.data(), upper.data(), objective.data(), row_lo.data(),
-                     row_hi.data());
+  solver.loadProblem(rows.matrix(), lower.data(), upper.data(), objective.data(), rows.lower(),
+                     rows.upper());
   for (int c = 0; c < ncols; ++c) solver.setInteger(c);
   solver.setObjSense(1.0);
 
