@@ -21,6 +21,7 @@
 #include "runtime/evaluate.h"
 #include "runtime/executor.h"
 #include "runtime/measure.h"
+#include "runtime/testing/tensor_diff.h"
 #include "runtime/testing/zoo.h"
 #include "core/valset.h"
 
@@ -38,17 +39,7 @@ constexpr int64_t kAccuracyRows = 1000;
 constexpr double kMaxInt8AccuracyDrop = 0.015;
 constexpr float kOnnxTolerance = 1e-3f;
 
-float MaxAbsDiff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape, b.shape);
-  if (a.shape != b.shape || a.dtype != DataType::kFp32 || b.dtype != DataType::kFp32) {
-    return INFINITY;
-  }
-  float worst = 0;
-  for (int64_t i = 0; i < a.NumElements(); ++i) {
-    worst = std::max(worst, std::fabs(a.As<float>()[i] - b.As<float>()[i]));
-  }
-  return worst;
-}
+using testing::MaxAbsDiff;
 
 class VariantGeneratorTest : public ::testing::Test {
  protected:

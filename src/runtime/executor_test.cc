@@ -13,6 +13,7 @@
 #include "core/npz.h"
 #include "runtime/opencv_executor.h"
 #include "runtime/serial_runs.h"
+#include "runtime/testing/tensor_diff.h"
 #include "runtime/testing/zoo.h"
 #include "runtime/torch_executor.h"
 #include "core/valset.h"
@@ -22,17 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-float MaxAbsDiff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape, b.shape);
-  if (a.shape != b.shape || a.dtype != DataType::kFp32 || b.dtype != DataType::kFp32) {
-    return INFINITY;
-  }
-  float worst = 0;
-  for (int64_t i = 0; i < a.NumElements(); ++i) {
-    worst = std::max(worst, std::fabs(a.As<float>()[i] - b.As<float>()[i]));
-  }
-  return worst;
-}
+using testing::MaxAbsDiff;
 
 class ExecutorTest : public ::testing::Test {
  protected:
