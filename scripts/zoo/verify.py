@@ -3,6 +3,9 @@
 
     /usr/bin/python3 scripts/zoo/verify.py DIR [--full] [--latency]
 
+DIR is a zoo directory: the top-level one, or its coarse/ subdirectory (the
+4-class task; its width comes from meta.json).
+
 For every model in DIR/zoo.json:
   * the TorchScript file loads with torch.jit.load in a fresh process;
   * the ONNX file passes onnx.checker and, when python3-opencv is installed,
@@ -12,7 +15,8 @@ For every model in DIR/zoo.json:
     equals the zoo.json value (and OpenCV's, when available, is within 0.1
     points of it);
   * with --latency, prints the median TorchScript batch-1 latency on CPU.
-It also checks the layout of valset.npz, meta.json and samples/.
+It also checks the layout of valset.npz, meta.json and, where there is
+one, samples/.
 OpenCV is only a verification aid: nothing in the zoo needs it.
 """
 
@@ -36,15 +40,31 @@ def check(cond, msg):
         fail(msg)
 
 
-def fresh_process_load(path):
+def fresh_process_load(path, classes):
     code = ("import sys, torch\n"
             "m = torch.jit.load(sys.argv[1])\n"
             "y = m(torch.rand(3, 1, 28, 28))\n"
-            "assert tuple(y.shape) == (3, 10), y.shape\n")
-    r = subprocess.run(["/usr/bin/python3", "-c", code, path],
+            "assert tuple(y.shape) == (3, int(sys.argv[2])), y.shape\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, path, str(classes)],
                        capture_output=True, text=True)
     check(r.returncode == 0, "%s: fresh torch.jit.load failed:\n%s"
           % (path, r.stderr[-2000:]))
+
+
+def check_samples(d, x, y):
+    import numpy as np
+    with open(os.path.join(d, "samples", "request.json")) as f:
+        req = json.load(f)["inputs"][0]
+    check(req["name"] == "input" and req["shape"] == [1, 1, 28, 28]
+          and req["datatype"] == "FP32" and len(req["data"]) == 784,
+          "samples/request.json layout")
+    check(np.allclose(np.array(req["data"], np.float32), x[0].reshape(-1)),
+          "request.json data is not the first test image")
+    with open(os.path.join(d, "samples", "label.txt")) as f:
+        check(int(f.read()) == int(y[0]), "samples/label.txt")
+    b8 = np.load(os.path.join(d, "samples", "batch8.npz"))
+    check(np.array_equal(b8["inputs"], x[:8])
+          and np.array_equal(b8["labels"], y[:8]), "samples/batch8.npz")
 
 
 def main():
@@ -72,6 +92,7 @@ def main():
         meta = json.load(f)
     check(meta["inputs"][0]["name"] == "input"
           and meta["outputs"][0]["name"] == "logits", "meta.json names")
+    classes = meta["outputs"][0]["shape"][1]
 
     val = np.load(os.path.join(d, "valset.npz"))
     x, y = val["inputs"], val["labels"]
@@ -79,19 +100,11 @@ def main():
           "valset inputs %s %s" % (x.dtype, x.shape))
     check(y.dtype == np.int64 and y.shape == (10000,), "valset labels")
     check(0.0 <= x.min() and x.max() <= 1.0, "valset range")
+    check(0 <= y.min() and y.max() < classes, "valset labels outside [0, %d)"
+          % classes)
 
-    with open(os.path.join(d, "samples", "request.json")) as f:
-        req = json.load(f)["inputs"][0]
-    check(req["name"] == "input" and req["shape"] == [1, 1, 28, 28]
-          and req["datatype"] == "FP32" and len(req["data"]) == 784,
-          "samples/request.json layout")
-    check(np.allclose(np.array(req["data"], np.float32), x[0].reshape(-1)),
-          "request.json data is not the first test image")
-    with open(os.path.join(d, "samples", "label.txt")) as f:
-        check(int(f.read()) == int(y[0]), "samples/label.txt")
-    b8 = np.load(os.path.join(d, "samples", "batch8.npz"))
-    check(np.array_equal(b8["inputs"], x[:8])
-          and np.array_equal(b8["labels"], y[:8]), "samples/batch8.npz")
+    if os.path.isdir(os.path.join(d, "samples")):
+        check_samples(d, x, y)
 
     with open(os.path.join(d, "zoo.json")) as f:
         zoo = json.load(f)
@@ -101,7 +114,7 @@ def main():
         name = e["name"]
         pt = os.path.join(d, e["torchscript"])
         ox = os.path.join(d, e["onnx"])
-        fresh_process_load(pt)
+        fresh_process_load(pt, classes)
         m = torch.jit.load(pt).eval()
         model = onnx.load(ox)
         onnx.checker.check_model(model)

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <system_error>
 #include <memory>
 
@@ -34,8 +35,27 @@ absl::StatusOr<std::string> ZooDir() {
   return std::string(dir);
 }
 
-absl::StatusOr<std::vector<ZooModel>> LoadZoo() {
-  MAITRE_ASSIGN_OR_RETURN(std::string dir, ZooDir());
+namespace {
+
+// The directory of the zoo in `subdir`, or FailedPrecondition: a zoo built
+// before the coarse task existed has no coarse/.
+absl::StatusOr<std::string> SubZooDir(const std::string& subdir) {
+  MAITRE_ASSIGN_OR_RETURN(std::string top, ZooDir());
+  if (subdir.empty()) return top;
+  std::string dir = absl::StrCat(top, "/", subdir);
+  struct stat st;
+  if (stat((dir + "/zoo.json").c_str(), &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the example zoo has no ", subdir, "/zoo.json (an older build-zoo made it); ",
+                     "run `/usr/bin/python3 scripts/build-zoo --out ", top, "` again"));
+  }
+  return dir;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ZooModel>> LoadZoo(const std::string& subdir) {
+  MAITRE_ASSIGN_OR_RETURN(std::string dir, SubZooDir(subdir));
   MAITRE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(dir + "/zoo.json"));
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_array() || j.empty()) {
@@ -58,23 +78,27 @@ absl::StatusOr<std::vector<ZooModel>> LoadZoo() {
   return models;
 }
 
-absl::StatusOr<const Valset*> ZooValset() {
-  static absl::StatusOr<Valset>* cached = nullptr;
-  if (cached == nullptr) {
-    absl::StatusOr<std::string> dir = ZooDir();
+absl::StatusOr<const Valset*> ZooValset(const std::string& subdir) {
+  // Never destroyed, so pointers handed out stay valid until exit.
+  static auto* cache = new std::map<std::string, absl::StatusOr<Valset>>();
+  auto it = cache->find(subdir);
+  if (it == cache->end()) {
+    absl::StatusOr<std::string> dir = SubZooDir(subdir);
     if (!dir.ok()) return dir.status();
     absl::StatusOr<std::string> bytes = ReadFileToString(*dir + "/valset.npz");
-    cached = new absl::StatusOr<Valset>(bytes.ok() ? ParseValset(*bytes)
-                                                   : absl::StatusOr<Valset>(bytes.status()));
+    it = cache
+             ->emplace(subdir,
+                       bytes.ok() ? ParseValset(*bytes) : absl::StatusOr<Valset>(bytes.status()))
+             .first;
   }
-  if (!cached->ok()) return cached->status();
-  return &cached->value();
+  if (!it->second.ok()) return it->second.status();
+  return &it->second.value();
 }
 
-ModelSpec FmnistSpec() {
+ModelSpec FmnistSpec(int64_t classes) {
   ModelSpec spec;
   spec.inputs.push_back({"input", DataType::kFp32, {-1, 1, 28, 28}});
-  spec.outputs.push_back({"logits", DataType::kFp32, {-1, 10}});
+  spec.outputs.push_back({"logits", DataType::kFp32, {-1, classes}});
   return spec;
 }
 
