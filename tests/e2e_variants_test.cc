@@ -450,6 +450,10 @@ TEST_F(VariantsTest, SustainedOverloadIsReportedAndRoutedAround) {
   json j = json::parse(*report);
   EXPECT_EQ(j["requests"]["unfinished"], 0) << *report;
   EXPECT_GT(j["requests"]["ok"].get<int64_t>(), 0) << *report;
+  // Every answer named its variant, and the app listed each one's accuracy.
+  ASSERT_FALSE(j["served"].empty()) << *report;
+  for (const json& v : j["served"]) EXPECT_TRUE(v["accuracy"].is_number()) << *report;
+  EXPECT_GT(j["effective_accuracy"].get<double>(), 0.8) << *report;
   // Once the burst is over (the machine may still be busy loading what the
   // autoscaler asked for), queries are served again.
   http::Response after;

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "core/file_util.h"
 #include "loadgen/bench.h"
 
 namespace maitre::cli {
@@ -14,6 +15,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     std::string protocol = "http";
     double latency_ms = -1, min_accuracy = -1, max_cost = -1;
     bool json = false;
+    std::string series_file;
   };
   auto flags = std::make_shared<Flags>();
   loadgen::BenchOptions& o = flags->options;
@@ -39,6 +41,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", o.seed, "Seed of the arrival process")->capture_default_str();
   cmd->add_option("--timeout", o.timeout_s, "Per-request timeout, seconds")->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print the report as JSON");
+  cmd->add_option("--series", flags->series_file,
+                  "Also write a per-second CSV: load, answers, violations, p99, effective "
+                  "accuracy and answers by variant");
   cmd->callback([flags, exit_code] {
     loadgen::BenchOptions o = flags->options;
     if (flags->latency_ms >= 0) o.latency_ms = flags->latency_ms;
@@ -70,6 +75,14 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       std::cerr << "maitre bench: " << report.status().message() << "\n";
       *exit_code = 1;
       return;
+    }
+    if (!flags->series_file.empty()) {
+      if (absl::Status written = WriteFileAtomically(flags->series_file,
+                                                     loadgen::SeriesCsv(*report));
+          !written.ok()) {
+        std::cerr << "maitre bench: " << written.message() << "\n";
+        *exit_code = 1;
+      }
     }
     if (json) {
       std::cout << loadgen::ReportJson(*report).dump(2) << "\n";

@@ -204,6 +204,7 @@ absl::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   description.protocol = std::string(ProtocolName(o.protocol));
   description.slo_ms = o.latency_ms;
   if (!description.slo_ms && info.ok()) description.slo_ms = info->default_latency_ms;
+  if (info.ok()) description.variant_accuracy = info->variant_accuracy;
 
   DriverOptions driver;
   driver.duration = duration;

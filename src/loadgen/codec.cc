@@ -175,12 +175,23 @@ absl::StatusOr<ServerTimings> ParseResponseTimings(absl::string_view body, int64
     return absl::InvalidArgumentError("the answer is not a JSON object");
   }
   ServerTimings timings;
+  std::string_view model_name, model_version;
+  if (root["model_name"].get(model_name) == simdjson::SUCCESS) {
+    if (root["model_version"].get(model_version) != simdjson::SUCCESS) model_version = {};
+    timings.variant = VariantOf(absl::string_view(model_name.data(), model_name.size()),
+                                absl::string_view(model_version.data(), model_version.size()));
+  }
   simdjson::dom::object parameters;
   if (root["parameters"].get(parameters) != simdjson::SUCCESS) return timings;
   timings.queue_us = ReadMicros(parameters, "queue_us");
   timings.compute_us = ReadMicros(parameters, "compute_us");
   timings.total_us = ReadMicros(parameters, "total_us");
   return timings;
+}
+
+std::string VariantOf(absl::string_view model_name, absl::string_view model_version) {
+  if (model_name.empty()) return "";
+  return absl::StrCat(model_name, ":", model_version);
 }
 
 std::string ErrorMessageOf(absl::string_view body) {

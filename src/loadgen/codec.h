@@ -57,15 +57,22 @@ std::string SerializeHttpRequest(absl::string_view method, absl::string_view hos
                                  absl::string_view body);
 
 // The split an answer reports in its "parameters" (docs/architecture.md, "How a
-// query travels": every result carries queue, compute and total). -1 where the
-// server did not say.
+// query travels": every result carries queue, compute and total), -1 where the
+// server did not say, and the variant that answered ("model:version" from the
+// answer's model_name and model_version; "" when it names none). Which
+// variant answered is how `maitre bench` measures an app's effective
+// accuracy.
 struct ServerTimings {
   int64_t queue_us = -1;
   int64_t compute_us = -1;
   int64_t total_us = -1;
+  std::string variant;
 };
 
-// Reads the timings from a successful /infer answer. `json_length` is the
+// "model:version", or "" when the model is unnamed.
+std::string VariantOf(absl::string_view model_name, absl::string_view model_version);
+
+// Reads the timings and the variant from a successful /infer answer. `json_length` is the
 // answer's Inference-Header-Content-Length, or -1 when the whole body is
 // JSON. InvalidArgument when the JSON part is not a JSON object (a server
 // bug worth counting); missing timings are not an error.

@@ -141,10 +141,16 @@ TEST(ParseResponseTimingsTest, ReadsTheSplitFromParameters) {
   EXPECT_EQ(t->compute_us, 800);
   EXPECT_EQ(t->total_us, 1000);
 
+  EXPECT_EQ(t->variant, "");
+
   t = ParseResponseTimings(R"({"outputs":[]})", -1);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->queue_us, -1);
   EXPECT_EQ(t->total_us, -1);
+
+  t = ParseResponseTimings(R"({"model_name":"fmnist-cnn","model_version":"torch-opt"})", -1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->variant, "fmnist-cnn:torch-opt");
 
   EXPECT_FALSE(ParseResponseTimings("not json", -1).ok());
   EXPECT_FALSE(ParseResponseTimings("[1,2]", -1).ok());

@@ -116,6 +116,8 @@ class GrpcTransport final : public Transport {
       r.server.queue_us = MicrosParameter(parameters, "queue_us");
       r.server.compute_us = MicrosParameter(parameters, "compute_us");
       r.server.total_us = MicrosParameter(parameters, "total_us");
+      r.server.variant =
+          VariantOf(call->response.model_name(), call->response.model_version());
     } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
                r.done_at - r.sent_at >= timeout_) {
       r.error_kind = "timeout";

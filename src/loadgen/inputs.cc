@@ -138,6 +138,19 @@ absl::StatusOr<TargetInfo> FetchTargetInfo(const std::string& server_url, const 
     }
     MAITRE_ASSIGN_OR_RETURN(info.inputs, ParseTensorSpecs(app["models"][0].value(
                                              "inputs", nlohmann::json::array())));
+    for (const nlohmann::json& model : app["models"]) {
+      if (!model.is_object() || !model.contains("variants") || !model["variants"].is_array()) {
+        continue;
+      }
+      const std::string name = model.value("name", "");
+      for (const nlohmann::json& v : model["variants"]) {
+        if (v.is_object() && v.contains("variant") && v["variant"].is_string() &&
+            v.contains("accuracy") && v["accuracy"].is_number()) {
+          info.variant_accuracy[absl::StrCat(name, ":", v["variant"].get<std::string>())] =
+              v["accuracy"].get<double>();
+        }
+      }
+    }
     return info;
   }
   MAITRE_ASSIGN_OR_RETURN(

@@ -7,6 +7,7 @@
 // Thread-safety: free functions without shared state.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ struct TargetInfo {
   std::vector<TensorSpec> inputs;
   // An app's default latency objective, used as the SLO when none is given.
   std::optional<double> default_latency_ms;
+  // An app's variants, "model:variant" -> accuracy, so that the answers'
+  // variants give the effective accuracy.
+  std::map<std::string, double> variant_accuracy;
 };
 
 // Asks the server (a base URL such as http://127.0.0.1:8000) about the

@@ -50,8 +50,75 @@ nlohmann::json DistributionJson(const Distribution& d) {
           {"p90", d.p90},     {"p99", d.p99},   {"max", d.max}};
 }
 
-// null for "not reported".
-nlohmann::json MaybeMs(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+// null for "not reported" or "unknown" (a negative value).
+nlohmann::json NullIfUnknown(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+// Mean of a sum over a count; -1 for none.
+double MeanOrUnknown(double sum, int64_t count) {
+  return count > 0 ? sum / static_cast<double>(count) : -1.0;
+}
+
+// A second of the run while it is being counted.
+struct SecondTally {
+  SecondOfRun row;
+  std::vector<double> latency;
+  std::vector<int64_t> served;  // by the order variants were first seen
+  double accuracy_sum = 0;
+  int64_t accuracy_count = 0;
+};
+
+// Counts answers by the variant that gave them, overall and per second, and
+// turns the counts into the report's served table, effective accuracy and
+// series (variants ordered by answers, most first).
+class VariantTally {
+ public:
+  explicit VariantTally(const std::map<std::string, double>& accuracy) : accuracy_(accuracy) {}
+
+  void Count(const std::string& variant, SecondTally* second) {
+    auto [it, added] = index_.try_emplace(variant, served_.size());
+    if (added) {
+      auto known = accuracy_.find(variant);
+      served_.push_back({variant, 0, known == accuracy_.end() ? -1.0 : known->second});
+    }
+    ServedCount& count = served_[it->second];
+    ++count.count;
+    if (second->served.size() <= it->second) second->served.resize(it->second + 1, 0);
+    ++second->served[it->second];
+    if (count.accuracy >= 0) {
+      accuracy_sum_ += count.accuracy;
+      ++accuracy_count_;
+      second->accuracy_sum += count.accuracy;
+      ++second->accuracy_count;
+    }
+  }
+
+  void Finish(BenchReport* report, std::vector<SecondTally> seconds) {
+    std::vector<size_t> order(served_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return served_[a].count > served_[b].count; });
+    for (size_t i : order) report->served.push_back(served_[i]);
+    report->effective_accuracy = MeanOrUnknown(accuracy_sum_, accuracy_count_);
+    for (size_t s = 0; s < seconds.size(); ++s) {
+      SecondTally& tally = seconds[s];
+      SecondOfRun row = tally.row;
+      row.second = static_cast<int64_t>(s);
+      std::sort(tally.latency.begin(), tally.latency.end());
+      row.latency_p99_ms = Percentile(tally.latency, 99);
+      row.effective_accuracy = MeanOrUnknown(tally.accuracy_sum, tally.accuracy_count);
+      tally.served.resize(served_.size(), 0);
+      for (size_t i : order) row.served.push_back(tally.served[i]);
+      report->series.push_back(std::move(row));
+    }
+  }
+
+ private:
+  const std::map<std::string, double>& accuracy_;
+  std::map<std::string, size_t> index_;
+  std::vector<ServedCount> served_;
+  double accuracy_sum_ = 0;
+  int64_t accuracy_count_ = 0;
+};
 
 }  // namespace
 
@@ -88,17 +155,26 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
   std::vector<double> latency, service, lag, queue, compute, total, outside;
   std::vector<int64_t> error_counts(run.error_kinds.size(), 0);
   const double slo = description.slo_ms.value_or(0);
+  VariantTally variants(description.variant_accuracy);
+  std::vector<SecondTally> seconds;
   for (const RequestRecord& r : run.records) {
     ++report.started;
+    const int64_t second = std::max<int64_t>(0, (r.scheduled - run.start) / kSecond);
+    if (seconds.size() <= static_cast<size_t>(second)) seconds.resize(second + 1);
+    SecondTally& this_second = seconds[second];
+    ++this_second.row.started;
     if (r.sent != 0) lag.push_back(Ms(r.sent - r.scheduled));
+    if (r.done == 0 || !r.ok) {
+      ++report.slo_violations;
+      ++this_second.row.failed;
+      ++this_second.row.slo_violations;
+    }
     if (r.done == 0) {
       ++report.unfinished;
-      ++report.slo_violations;
       continue;
     }
     if (!r.ok) {
       ++report.failed;
-      ++report.slo_violations;
       if (r.error >= 0 && static_cast<size_t>(r.error) < error_counts.size()) {
         ++error_counts[r.error];
       }
@@ -108,7 +184,13 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
     const double l = Ms(r.done - r.scheduled);
     latency.push_back(l);
     service.push_back(Ms(r.done - r.sent));
-    if (description.slo_ms && l > slo) ++report.slo_violations;
+    if (description.slo_ms && l > slo) {
+      ++report.slo_violations;
+      ++this_second.row.slo_violations;
+    }
+    ++this_second.row.ok;
+    this_second.latency.push_back(l);
+    variants.Count(r.server.variant, &this_second);
     if (r.server.total_us >= 0 || r.server.queue_us >= 0 || r.server.compute_us >= 0) {
       ++report.answers_with_timings;
     }
@@ -153,6 +235,10 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
   }
   std::stable_sort(report.errors.begin(), report.errors.end(),
                    [](const ErrorCount& a, const ErrorCount& b) { return a.count > b.count; });
+  variants.Finish(&report, std::move(seconds));
+  if (!description.slo_ms) {
+    for (SecondOfRun& s : report.series) s.slo_violations = 0;
+  }
   return report;
 }
 
@@ -191,6 +277,11 @@ std::string FormatReport(const BenchReport& r) {
   } else {
     summary.push_back({"server (p50)", "no timings in the answers"});
   }
+  if (r.effective_accuracy >= 0) {
+    summary.push_back({"effective accuracy",
+                       absl::StrFormat("%.4f (mean over the answering variants)",
+                                       r.effective_accuracy)});
+  }
   summary.push_back({"in flight", absl::StrFormat("at most %d, over %d connection%s",
                                                   r.max_in_flight, d.connections,
                                                   d.connections == 1 ? "" : "s")});
@@ -204,6 +295,18 @@ std::string FormatReport(const BenchReport& r) {
   table.push_back(DistributionRow("client lag", r.client_lag_ms));
   out.append(Render(table, "lrrrrr"));
 
+  if (!r.served.empty() && !(r.served.size() == 1 && r.served[0].variant.empty())) {
+    out.push_back('\n');
+    std::vector<std::vector<std::string>> served;
+    served.push_back({"SERVED BY", "ANSWERS", "SHARE", "ACCURACY"});
+    for (const ServedCount& v : r.served) {
+      served.push_back({v.variant.empty() ? "(unnamed)" : v.variant, absl::StrCat(v.count),
+                        absl::StrFormat("%.1f%%", 100.0 * static_cast<double>(v.count) /
+                                                      static_cast<double>(std::max<int64_t>(r.ok, 1))),
+                        v.accuracy < 0 ? "-" : Fixed(v.accuracy, 4)});
+    }
+    out.append(Render(served, "lrrr"));
+  }
   if (!r.errors.empty()) {
     out.push_back('\n');
     std::vector<std::vector<std::string>> errors;
@@ -244,10 +347,10 @@ nlohmann::json ReportJson(const BenchReport& r) {
     j["slo"] = nullptr;
   }
   j["server"] = {{"answers_with_timings", r.answers_with_timings},
-                 {"queue_ms_p50", MaybeMs(r.queue_ms_p50)},
-                 {"compute_ms_p50", MaybeMs(r.compute_ms_p50)},
-                 {"total_ms_p50", MaybeMs(r.total_ms_p50)},
-                 {"outside_server_ms_p50", MaybeMs(r.outside_server_ms_p50)}};
+                 {"queue_ms_p50", NullIfUnknown(r.queue_ms_p50)},
+                 {"compute_ms_p50", NullIfUnknown(r.compute_ms_p50)},
+                 {"total_ms_p50", NullIfUnknown(r.total_ms_p50)},
+                 {"outside_server_ms_p50", NullIfUnknown(r.outside_server_ms_p50)}};
   nlohmann::json errors = nlohmann::json::object();
   nlohmann::json examples = nlohmann::json::object();
   for (const ErrorCount& e : r.errors) {
@@ -258,7 +361,29 @@ nlohmann::json ReportJson(const BenchReport& r) {
   j["error_examples"] = examples;
   j["max_in_flight"] = r.max_in_flight;
   j["connections"] = d.connections;
+  nlohmann::json served = nlohmann::json::array();
+  for (const ServedCount& v : r.served) {
+    served.push_back({{"variant", v.variant},
+                      {"answers", v.count},
+                      {"accuracy", NullIfUnknown(v.accuracy)}});
+  }
+  j["served"] = served;
+  j["effective_accuracy"] = NullIfUnknown(r.effective_accuracy);
   return j;
+}
+
+std::string SeriesCsv(const BenchReport& r) {
+  std::string out = "second,started,ok,failed,slo_violations,latency_p99_ms,effective_accuracy";
+  for (const ServedCount& v : r.served) absl::StrAppend(&out, ",", v.variant);
+  out.push_back('\n');
+  for (const SecondOfRun& s : r.series) {
+    absl::StrAppend(&out, s.second, ",", s.started, ",", s.ok, ",", s.failed, ",",
+                    s.slo_violations, ",", Fixed(s.latency_p99_ms), ",",
+                    s.effective_accuracy < 0 ? "" : Fixed(s.effective_accuracy, 4));
+    for (int64_t n : s.served) absl::StrAppend(&out, ",", n);
+    out.push_back('\n');
+  }
+  return out;
 }
 
 }  // namespace maitre::loadgen

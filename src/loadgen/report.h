@@ -14,6 +14,11 @@
 // - server split: medians of the answers' queue_us / compute_us / total_us
 //   parameters; "outside server" is the median of (service − total): the
 //   client, the network and the front-end's parsing.
+// - effective accuracy: the mean accuracy of the variants that answered,
+//   over successful answers to an app whose variant's accuracy the server
+//   listed (GET /v2/apps/{app}); -1 when there is none.
+// - the series buckets requests by the second they were scheduled in, so a
+//   slow answer counts against the load that caused it.
 // - percentiles interpolate linearly between closest ranks (numpy's
 //   default), so p50 of {1, 2, 3, 4} is 2.5.
 //
@@ -21,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +68,26 @@ struct RunDescription {
   int concurrency = 0;   // closed loop
   std::optional<double> slo_ms;
   int64_t connections = 0;
+  // "model:version" -> accuracy, for an app's variants.
+  std::map<std::string, double> variant_accuracy;
+};
+
+struct ServedCount {
+  std::string variant;  // "model:version"; "" when answers named none
+  int64_t count = 0;
+  double accuracy = -1;  // -1: unknown
+};
+
+// One second of the run (see "the series" above).
+struct SecondOfRun {
+  int64_t second = 0;  // since the load phase began
+  int64_t started = 0;
+  int64_t ok = 0;
+  int64_t failed = 0;  // failed and unfinished
+  int64_t slo_violations = 0;
+  double latency_p99_ms = 0;       // of its ok requests; 0 when none
+  double effective_accuracy = -1;  // -1: no answer of known accuracy
+  std::vector<int64_t> served;     // per BenchReport::served entry
 };
 
 struct BenchReport {
@@ -86,6 +112,9 @@ struct BenchReport {
   double outside_server_ms_p50 = -1;
   std::vector<ErrorCount> errors;  // most frequent first
   int64_t max_in_flight = 0;
+  std::vector<ServedCount> served;  // ok answers by variant, most first
+  double effective_accuracy = -1;
+  std::vector<SecondOfRun> series;
 };
 
 BenchReport BuildReport(const RunResult& run, const RunDescription& description);
@@ -94,5 +123,10 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
 std::string FormatReport(const BenchReport& report);
 
 nlohmann::json ReportJson(const BenchReport& report);
+
+// The series as CSV: second,started,ok,failed,slo_violations,latency_p99_ms,
+// effective_accuracy, then one column of answers per served variant, named
+// by the variant; an unknown effective accuracy is an empty cell.
+std::string SeriesCsv(const BenchReport& report);
 
 }  // namespace maitre::loadgen

@@ -121,6 +121,66 @@ TEST(BuildReportTest, AnEmptyRunIsAllZeros) {
   EXPECT_THAT(FormatReport(r), HasSubstr("no timings"));
 }
 
+// An app's run over two seconds: in the first, three answers by "m:wide"
+// (accuracy 0.9) and one failure; in the second, one by "m:wide", two by
+// "m:small" (0.8) and one by a variant the server did not list.
+TEST(BuildReportTest, CountsAnswersByVariantAndAccuracyPerSecond) {
+  RunResult run;
+  run.start = kSecond;
+  run.load_duration = 2 * kSecond;
+  run.end = 3 * kSecond;
+  run.error_kinds = {"http 503"};
+  const std::vector<std::string> variants = {"m:wide", "m:wide", "m:wide", "",
+                                             "m:wide", "m:small", "m:small", "m:other"};
+  for (size_t i = 0; i < variants.size(); ++i) {
+    RequestRecord r;
+    r.scheduled = run.start + static_cast<Nanos>(i) * 250 * kMillisecond;
+    r.sent = r.scheduled;
+    r.done = r.scheduled + (i == 6 ? 80 : 10) * kMillisecond;
+    if (i == 3) {
+      r.error = 0;
+    } else {
+      r.ok = true;
+      r.server.variant = variants[i];
+    }
+    run.records.push_back(r);
+  }
+  RunDescription d = SampleDescription();
+  d.variant_accuracy = {{"m:wide", 0.9}, {"m:small", 0.8}};
+  BenchReport r = BuildReport(run, d);
+
+  ASSERT_EQ(r.served.size(), 3u);
+  EXPECT_EQ(r.served[0].variant, "m:wide");
+  EXPECT_EQ(r.served[0].count, 4);
+  EXPECT_EQ(r.served[1].variant, "m:small");
+  EXPECT_EQ(r.served[2].variant, "m:other");
+  EXPECT_EQ(r.served[2].accuracy, -1);
+  EXPECT_DOUBLE_EQ(r.effective_accuracy, (4 * 0.9 + 2 * 0.8) / 6);
+
+  ASSERT_EQ(r.series.size(), 2u);
+  EXPECT_EQ(r.series[0].started, 4);
+  EXPECT_EQ(r.series[0].ok, 3);
+  EXPECT_EQ(r.series[0].failed, 1);
+  EXPECT_EQ(r.series[0].slo_violations, 1);
+  EXPECT_DOUBLE_EQ(r.series[0].effective_accuracy, 0.9);
+  EXPECT_EQ(r.series[0].served, (std::vector<int64_t>{3, 0, 0}));
+  EXPECT_EQ(r.series[1].slo_violations, 1);  // 80 ms against 45
+  EXPECT_DOUBLE_EQ(r.series[1].effective_accuracy, (0.9 + 2 * 0.8) / 3);
+  EXPECT_EQ(r.series[1].served, (std::vector<int64_t>{1, 2, 1}));
+
+  std::vector<std::string> csv = absl::StrSplit(SeriesCsv(r), '\n');
+  EXPECT_EQ(csv[0],
+            "second,started,ok,failed,slo_violations,latency_p99_ms,effective_accuracy,m:wide,"
+            "m:small,m:other");
+  EXPECT_EQ(csv[1], "0,4,3,1,1,10.000,0.9000,3,0,0");
+  EXPECT_THAT(FormatReport(r), HasSubstr("effective accuracy"));
+  nlohmann::json j = ReportJson(r);
+  EXPECT_EQ(j["served"][0]["variant"], "m:wide");
+  EXPECT_EQ(j["served"][0]["answers"], 4);
+  EXPECT_EQ(j["served"][2]["accuracy"], nullptr);
+  EXPECT_DOUBLE_EQ(j["effective_accuracy"].get<double>(), (4 * 0.9 + 2 * 0.8) / 6);
+}
+
 TEST(ReportJsonTest, HasTheFieldsScriptsRead) {
   nlohmann::json j = ReportJson(BuildReport(SampleRun(), SampleDescription()));
   EXPECT_EQ(j["target"]["model"], "fmnist-mlp");
