@@ -105,7 +105,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "weighted or uniform; default: the allocator's");
   serve_cmd->add_option("--allocator", serve.allocator,
                         "What plans loads and workers: infaas, or on a fixed cluster proteus, "
-                        "clipper-ht, clipper-ha, sommelier, proteus-no-selection "
+                        "clipper-ht, clipper-ha, sommelier, proteus-no-selection, infaas-accuracy "
                         "(docs/policies.md)")
       ->capture_default_str();
   serve_cmd->add_option("--model-autoscaler", serve.model_autoscaler,

@@ -22,7 +22,8 @@ NamedFactories<Allocator, AllocatorOptions>& Table() {
         {"clipper-ht", ProteusMode::kClipperHighThroughput},
         {"clipper-ha", ProteusMode::kClipperHighAccuracy},
         {"sommelier", ProteusMode::kSommelier},
-        {"proteus-no-selection", ProteusMode::kNoSelection}};
+        {"proteus-no-selection", ProteusMode::kNoSelection},
+        {"infaas-accuracy", ProteusMode::kInfaasAccuracy}};
     for (const auto& [name, mode] : proteus) {
       added.Update(t->Add(name, [mode = mode](const AllocatorOptions& options)
                                     -> absl::StatusOr<std::unique_ptr<Allocator>> {
@@ -72,7 +73,8 @@ absl::Status CheckAllocatorName(const std::string& name) { return Table().CheckK
 
 std::string DefaultRouterFor(const std::string& allocator) {
   for (const char* planned :
-       {"proteus", "clipper-ht", "clipper-ha", "sommelier", "proteus-no-selection"}) {
+       {"proteus", "clipper-ht", "clipper-ha", "sommelier", "proteus-no-selection",
+        "infaas-accuracy"}) {
     if (allocator == planned) return "weighted";
   }
   return "infaas";

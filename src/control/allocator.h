@@ -4,7 +4,8 @@
 // allocator runs in the controller and in the simulator. Built in: "infaas"
 // (the model autoscaler, consolidation and the cluster autoscaler;
 // infaas_allocator.h), and "proteus" with its baselines "clipper-ht",
-// "clipper-ha", "sommelier" and "proteus-no-selection" (proteus_allocator.h).
+// "clipper-ha", "sommelier", "proteus-no-selection" and "infaas-accuracy"
+// (proteus_allocator.h).
 // Others are added by name; one is chosen per server (`maitre serve
 // --allocator NAME`) or per experiment (`policies.allocator`).
 //

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "policy/allocation_infaas.h"
 
 namespace maitre::control {
 namespace {
@@ -106,6 +107,7 @@ bool ProteusAllocator::ShouldSolve(const Observation& observation,
   if (!summary_.has_value()) return !Static(mode_) || total > 0;
   if (devices != planned_devices_ || catalogue != planned_catalogue_) return true;
   if (Static(mode_)) return false;
+  if (mode_ == ProteusMode::kInfaasAccuracy) return true;
   if (observation.now - summary_->solved_at >= options_.proteus.period) return true;
   const double band = 1 + options_.proteus.band;
   for (const auto& [app, qps] : demand) {
@@ -225,7 +227,15 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
     }
   }
 
-  auto plan = policy::SolveAllocation(problem, options_.proteus.milp);
+  absl::StatusOr<policy::AllocationPlan> plan;
+  if (mode_ == ProteusMode::kInfaasAccuracy) {
+    const policy::InfaasAccuracyOptions greedy{options_.model.slack,
+                                               options_.model.scale_down_headroom};
+    plan = policy::AssignForPlacement(problem, policy::InfaasAccuracyPlacement(problem, greedy),
+                                      options_.proteus.milp);
+  } else {
+    plan = policy::SolveAllocation(problem, options_.proteus.milp);
+  }
   if (!plan.ok()) {
     RecordFailure(observation, std::string(plan.status().message()), sink);
     return absl::OkStatus();
@@ -251,7 +261,8 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
     // A spare device (the plan sends it nothing) that loads anyway takes
     // its app's most accurate variant: the plan is just as good, and
     // queries beyond the planned demand are then served at full accuracy.
-    if (plan->served_qps[d][q] <= 0 && m != problem.devices[d].current) {
+    if (plan->served_qps[d][q] <= 0 && m != problem.devices[d].current &&
+        mode_ != ProteusMode::kInfaasAccuracy) {
       const int type = problem.devices[d].type;
       for (size_t other = 0; other < candidates.size(); ++other) {
         if (problem.variants[other].query_type == q && problem.peak_qps[type][other] > 0 &&
@@ -270,7 +281,11 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
   }
   planned_devices_ = devices;
   planned_catalogue_ = Catalogue(observation);
+  const bool changed = !summary_.has_value() || summary.device_variant != summary_->device_variant;
   summary_ = std::move(summary);
+  // INFaaS-Accuracy decides every round; only the rounds that change
+  // something are worth a line.
+  if (mode_ == ProteusMode::kInfaasAccuracy && !changed) return absl::OkStatus();
   std::string demands;
   for (const auto& q : problem.query_types) {
     absl::StrAppendFormat(&demands, "%s%s %.0f", demands.empty() ? "" : ", ", q.name, q.demand_qps);

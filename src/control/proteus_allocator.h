@@ -23,7 +23,11 @@
 //  - "sommelier": the first placement as Proteus makes it, then each device
 //    may only swap to another variant of the app it was given;
 //  - "proteus-no-selection": re-solved like Proteus, most accurate variants
-//    only (Fig. 7 "without model selection").
+//    only (Fig. 7 "without model selection");
+//  - "infaas-accuracy": INFaaS's greedy autoscaling with accuracy drop as
+//    its cost and the cluster as its budget (policy/allocation_infaas.h,
+//    with the model autoscaler's slack and scale-down headroom), run every
+//    round, as INFaaS reacts on the query path rather than every period.
 // Worker counts are never changed (ClusterRound does nothing).
 //
 // Thread-safety: rounds are called from one thread; the sink's `done`
@@ -50,7 +54,8 @@ enum class ProteusMode {
   kClipperHighThroughput,
   kClipperHighAccuracy,
   kSommelier,
-  kNoSelection
+  kNoSelection,
+  kInfaasAccuracy
 };
 
 class ProteusAllocator : public Allocator {

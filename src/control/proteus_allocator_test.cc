@@ -216,6 +216,33 @@ TEST_F(ProteusAllocatorTest, SommelierSwapsVariantsButKeepsEachDeviceToItsApp) {
   }
 }
 
+TEST_F(ProteusAllocatorTest, InfaasAccuracyReactsEveryRoundWithinWhatIsFree) {
+  auto allocator = Make(ProteusMode::kInfaasAccuracy);
+  RecordingSink sink;
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, 50, 50), sink).ok());
+  Carry(sink);
+  // One large device each carries 640 qps: the other two stay free.
+  EXPECT_EQ(Hosted(), (std::map<std::string, int>{{"ma:large", 1}, {"mb:large", 1}}));
+  for (int s = 2; s <= 4; ++s) {
+    ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 50, 50), sink).ok());
+    EXPECT_TRUE(sink.loads.empty() && sink.removes.empty()) << s;
+  }
+  EXPECT_EQ(Plans(sink), 1);
+  // "a" jumps: it moves to "small" and takes the free devices, round by
+  // round as the measured demand climbs.
+  for (int s = 5; s <= 12; ++s) {
+    ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 9000, 50), sink).ok());
+    Carry(sink);
+  }
+  EXPECT_EQ(Hosted(), (std::map<std::string, int>{{"ma:small", 3}, {"mb:large", 1}}));
+  // Then "b" jumps too, and finds no free device: it only switches its own.
+  for (int s = 13; s <= 20; ++s) {
+    ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 9000, 5000), sink).ok());
+    Carry(sink);
+  }
+  EXPECT_EQ(Hosted(), (std::map<std::string, int>{{"ma:small", 3}, {"mb:small", 1}}));
+}
+
 TEST_F(ProteusAllocatorTest, BadOptionsAreRefused) {
   options_.proteus.band = 0;
   EXPECT_FALSE(ProteusAllocator::Create(options_, ProteusMode::kProteus).ok());

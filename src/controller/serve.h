@@ -48,7 +48,7 @@ struct ServeOptions {
   // The allocator that owns what is loaded where and how many workers run
   // (control/allocator.h): "infaas", or for a fixed cluster that scales
   // accuracy "proteus" (and its baselines clipper-ht, clipper-ha,
-  // sommelier, proteus-no-selection).
+  // sommelier, proteus-no-selection, infaas-accuracy).
   std::string allocator = "infaas";
   // The INFaaS allocator's model autoscaler: "infaas" (replicate, upgrade, downgrade, shrink),
   // "horizontal" (replicate and shrink only) or "off".

@@ -28,11 +28,11 @@ target_include_directories(infaas_table3 PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
 # Proteus's allocation MILP (CBC), with its own library for the same reason.
 maitre_library(maitre_policy_allocation
-  SRCS allocation_milp.cc
+  SRCS allocation_milp.cc allocation_infaas.cc
   DEPS maitre_core absl::status absl::statusor absl::strings PkgConfig::CBC)
 
 maitre_test(allocation_test
-  SRCS allocation_milp_test.cc
+  SRCS allocation_milp_test.cc allocation_infaas_test.cc
   DEPS maitre_policy_allocation)
 
 maitre_bench(allocation_bench
