@@ -269,6 +269,7 @@ class ControllerWorld {
     const sim::SimApp& app = setup.apps[0];
     registry::AppRecord app_record{app.name, {}};
     app_record.defaults.latency_ms = ToMillis(app.latency);
+    app_record.max_accuracy_drop = app.max_accuracy_drop;
     EXPECT_TRUE(registry_->PutApp(app_record).ok());
     registry::ModelRecord model;
     model.app = app.name;
@@ -604,6 +605,32 @@ TEST(ControlWorldsTest, ProteusPlansTheSameInBothWorlds) {
         << "round " << i << " at " << ToSeconds(r.sim[i].observation.now) << " s ("
         << (r.sim[i].model ? "model" : "cluster") << ")";
   }
+}
+
+TEST(ControlWorldsTest, AnAppsMaxAccuracyDropReachesBothWorldsAlike) {
+  // "fast" is 0.8 / 0.9 of "slow"'s accuracy, an 11% drop: the app allows 5%.
+  std::string scenario = kProteusScenario;
+  const std::string models = "    models: [m]\n";
+  scenario.replace(scenario.find(models), models.size(), models + "    max_accuracy_drop: 0.05\n");
+  Replayed r = RunBoth(scenario.c_str(), "recorded-controller-proteus", "off");
+  ASSERT_EQ(r.controller.size(), r.sim.size());
+  ASSERT_FALSE(r.sim.empty());
+  int plans = 0;
+  for (size_t i = 0; i < r.sim.size(); ++i) {
+    for (const std::vector<Round>* world : {&r.sim, &r.controller}) {
+      const control::Observation& o = (*world)[i].observation;
+      ASSERT_EQ(o.models.size(), 1u);
+      EXPECT_EQ(o.models[0].max_accuracy_drop, 0.05);
+    }
+    for (const control::Decision& d : r.sim[i].decisions) {
+      plans += d.kind == "plan";
+      EXPECT_NE(d.target, "m:fast") << control::DecisionLine(d);
+    }
+    ASSERT_EQ(r.controller_lines[i], Lines(r.sim[i]))
+        << "round " << i << " at " << ToSeconds(r.sim[i].observation.now) << " s ("
+        << (r.sim[i].model ? "model" : "cluster") << ")";
+  }
+  EXPECT_GE(plans, 1);
 }
 
 }  // namespace

@@ -37,10 +37,12 @@ struct ListArgs {
   std::string server;
   std::string app;
   bool json = false;
-  // `apps --app A --latency-ms ...`: set the app's default requirements.
+  // `apps --app A --latency-ms ...`: set the app's default requirements
+  // and its max_accuracy_drop (negative: not given).
   double latency_ms = -1;
   double min_accuracy = -1;
   double max_cost = -1;
+  double max_accuracy_drop = -1;
 };
 
 struct VariantsArgs {

@@ -250,6 +250,9 @@ void AddListCommands(CLI::App& app, int* exit_code) {
   apps_cmd->add_option("--min-accuracy", list->min_accuracy,
                        "Set the app's default accuracy floor");
   apps_cmd->add_option("--max-cost", list->max_cost, "Set the app's default cost ceiling ($/h)");
+  apps_cmd->add_option("--max-accuracy-drop", list->max_accuracy_drop,
+                       "Set the fraction (0-1) of the app's best accuracy that --allocator "
+                       "proteus may give up");
   apps_cmd->callback([list, exit_code] { *exit_code = maitre::cli::RunApps(*list); });
   app.get_subcommand("models")->callback(
       [list, exit_code] { *exit_code = maitre::cli::RunModels(*list); });

@@ -55,6 +55,9 @@ struct ProteusOptions {
   // P a device's queue holds a full batch all the time, and every burst or
   // slow batch then misses the objective (docs/policies.md).
   double max_utilisation = 0.8;
+  // The lowest factor an observed overload may scale a worker type's
+  // profiled peaks by: one bad second must not empty the plan.
+  double min_slowdown = 0.5;
   policy::AllocationOptions milp;
 };
 

@@ -36,6 +36,9 @@ struct ModelOption {
   std::string app;
   double slo_ms = 0;                   // the objective its instances are judged at
   std::optional<double> min_accuracy;  // the app's default floor, if it has one
+  // The app's bound on accuracy scaling: the fraction of its best accuracy
+  // an allocator that scales accuracy may give up (unset: its own option).
+  std::optional<double> max_accuracy_drop;
   std::vector<VariantOption> variants;
   const VariantOption* Find(const std::string& variant, const std::string& worker_type) const;
 };

@@ -15,6 +15,14 @@ namespace {
 // and every device is given work.
 constexpr double kStaticDemandScale = 1e6;
 
+// Variants whose accuracies differ by less than this count as equally
+// accurate when a baseline keeps only the most (or least) accurate: a
+// variant generated from a model (quantised, optimised, another runtime)
+// often gains or loses a handful of validation images, and the baselines
+// mean "the most accurate model", not "its one variant that happened to
+// classify one more image" (which may be the slowest).
+constexpr double kSameAccuracy = 1e-3;
+
 bool Static(ProteusMode mode) {
   return mode == ProteusMode::kClipperHighThroughput || mode == ProteusMode::kClipperHighAccuracy;
 }
@@ -55,10 +63,11 @@ absl::StatusOr<std::unique_ptr<ProteusAllocator>> ProteusAllocator::Create(
   const ProteusOptions& p = options.proteus;
   if (p.period <= 0 || p.demand_window <= 0 || !(p.band > 0) || !(p.min_demand_qps > 0) ||
       !(p.max_accuracy_drop >= 0 && p.max_accuracy_drop <= 1) ||
-      !(p.max_utilisation > 0 && p.max_utilisation <= 1)) {
+      !(p.max_utilisation > 0 && p.max_utilisation <= 1) ||
+      !(p.min_slowdown > 0 && p.min_slowdown <= 1)) {
     return absl::InvalidArgumentError(
         "proteus: period and demand_window must be > 0, band > 0, min_demand_qps > 0, "
-        "max_accuracy_drop in [0, 1], max_utilisation in (0, 1]");
+        "max_accuracy_drop in [0, 1], max_utilisation and min_slowdown in (0, 1]");
   }
   return std::unique_ptr<ProteusAllocator>(new ProteusAllocator(options, mode));
 }
@@ -97,6 +106,36 @@ std::map<std::string, double> ProteusAllocator::MeanDemand() const {
   return mean;
 }
 
+void ProteusAllocator::LearnSlowdown(const Observation& observation) {
+  for (const ObservedWorker& w : observation.workers) {
+    for (const ObservedInstance& inst : w.instances) {
+      // An instance that has just loaded serves less while it warms up and
+      // its queue drains: only one that has served for a demand window
+      // tells what the worker sustains.
+      if (inst.state != policy::InstanceState::kOverloaded || inst.served_qps <= 0 ||
+          inst.ready <= 0 || observation.now - inst.ready_since < options_.proteus.demand_window) {
+        continue;
+      }
+      const ModelOption* model = observation.FindModel(inst.key.model);
+      const VariantOption* option = model != nullptr ? model->Find(inst.key.variant, w.type)
+                                                     : nullptr;
+      if (option == nullptr || option->profile == nullptr) continue;
+      const double peak = policy::PeakThroughputQps(*option->profile, model->slo_ms, inst.ready);
+      if (peak <= 0) continue;
+      const double factor =
+          std::max(options_.proteus.min_slowdown, std::min(1.0, inst.served_qps / peak));
+      Slowdown& s = slowdown_[w.type];
+      if (s.until <= observation.now || factor < s.factor) s.factor = factor;
+      s.until = observation.now + options_.observed_capacity_memory;
+    }
+  }
+}
+
+double ProteusAllocator::SlowdownOf(const std::string& type, Nanos now) const {
+  auto it = slowdown_.find(type);
+  return it != slowdown_.end() && it->second.until > now ? it->second.factor : 1.0;
+}
+
 bool ProteusAllocator::ShouldSolve(const Observation& observation,
                                    const std::vector<std::string>& devices,
                                    const std::vector<std::string>& catalogue,
@@ -107,6 +146,11 @@ bool ProteusAllocator::ShouldSolve(const Observation& observation,
   if (!summary_.has_value()) return !Static(mode_) || total > 0;
   if (devices != planned_devices_ || catalogue != planned_catalogue_) return true;
   if (Static(mode_)) return false;
+  for (const ObservedWorker& w : observation.workers) {
+    auto planned = planned_slowdown_.find(w.type);
+    const double was = planned != planned_slowdown_.end() ? planned->second : 1.0;
+    if (std::abs(SlowdownOf(w.type, observation.now) - was) > 0.1 * was) return true;
+  }
   if (mode_ == ProteusMode::kInfaasAccuracy) return true;
   if (observation.now - summary_->solved_at >= options_.proteus.period) return true;
   const double band = 1 + options_.proteus.band;
@@ -153,12 +197,13 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
   for (const auto& [app, models] : models_of) {
     double best = 0, lowest = 1e300;
     std::optional<double> floor;
+    double max_drop = options_.proteus.max_accuracy_drop;
     for (const ModelOption* m : models) {
       if (m->min_accuracy.has_value()) floor = std::max(floor.value_or(0), *m->min_accuracy);
+      if (m->max_accuracy_drop.has_value()) max_drop = std::min(max_drop, *m->max_accuracy_drop);
       for (const VariantOption& v : m->variants) best = std::max(best, v.accuracy);
     }
-    const double limit =
-        std::max(floor.value_or(0), best * (1 - options_.proteus.max_accuracy_drop));
+    const double limit = std::max(floor.value_or(0), best * (1 - max_drop));
     for (const ModelOption* m : models) {
       for (const VariantOption& v : m->variants) {
         if (v.accuracy >= limit - 1e-12) lowest = std::min(lowest, v.accuracy);
@@ -171,7 +216,8 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
     for (const ModelOption* m : models) {
       for (const VariantOption& v : m->variants) {
         if (v.accuracy < limit - 1e-12 || !seen.insert(m->name + ":" + v.variant).second) continue;
-        const bool most = v.accuracy >= best - 1e-12, least = v.accuracy <= lowest + 1e-12;
+        const bool most = v.accuracy >= best - kSameAccuracy,
+                   least = v.accuracy <= lowest + kSameAccuracy;
         if (mode_ == ProteusMode::kClipperHighThroughput && !least) continue;
         if ((mode_ == ProteusMode::kClipperHighAccuracy || mode_ == ProteusMode::kNoSelection) &&
             !most) {
@@ -221,7 +267,7 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
       const VariantOption* option = model->Find(candidates[m].key.variant, classes[c].first);
       if (option == nullptr || option->profile == nullptr) continue;
       problem.peak_qps[c][m] =
-          options_.proteus.max_utilisation *
+          options_.proteus.max_utilisation * SlowdownOf(classes[c].first, observation.now) *
           policy::PeakThroughputQps(*option->profile, model->slo_ms,
                                     ReplicasOn(observation, candidates[m].key, classes[c].first));
     }
@@ -281,6 +327,10 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
   }
   planned_devices_ = devices;
   planned_catalogue_ = Catalogue(observation);
+  planned_slowdown_.clear();
+  for (const auto& [type, slowdown] : slowdown_) {
+    planned_slowdown_[type] = SlowdownOf(type, observation.now);
+  }
   const bool changed = !summary_.has_value() || summary.device_variant != summary_->device_variant;
   summary_ = std::move(summary);
   // INFaaS-Accuracy decides every round; only the rounds that change
@@ -290,11 +340,15 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
   for (const auto& q : problem.query_types) {
     absl::StrAppendFormat(&demands, "%s%s %.0f", demands.empty() ? "" : ", ", q.name, q.demand_qps);
   }
+  std::string slowed;
+  for (const auto& [type, factor] : planned_slowdown_) {
+    if (factor < 1) absl::StrAppendFormat(&slowed, "; %s at %.2f of its profiles", type, factor);
+  }
   sink.Record({observation.now, "plan", "", "", 0,
                absl::StrFormat("for %s qps: serves %.3f of it at accuracy %.4f; %d moves, "
-                               "gap %.1e, solved in %.0f ms",
+                               "gap %.1e, solved in %.0f ms%s",
                                demands, plan->served_fraction, plan->effective_accuracy,
-                               plan->moves, plan->gap, plan->solve_s * 1000),
+                               plan->moves, plan->gap, plan->solve_s * 1000, slowed),
                ""});
   return absl::OkStatus();
 }
@@ -409,6 +463,7 @@ void ProteusAllocator::PublishWeights(const Observation& observation, ActionSink
 
 absl::Status ProteusAllocator::ModelRound(const Observation& observation, ActionSink& sink) {
   MeasureDemand(observation);
+  LearnSlowdown(observation);
   const std::vector<std::string> devices = Devices(observation);
   const std::map<std::string, double> demand = MeanDemand();
   if (ShouldSolve(observation, devices, Catalogue(observation), demand)) {

@@ -12,6 +12,13 @@
 //    first and then unloads the old one (unloading first only when the
 //    worker lacks the memory for both); a device the plan keeps is not
 //    touched;
+//  - learns how much less than its profile a worker type sustains: an
+//    Overloaded instance's served rate over its profiled peak P sets that
+//    type's factor (never below `min_slowdown`) for `observed_capacity_memory`,
+//    and every P of the type is scaled by it. Profiles are measured on an
+//    idle worker; next to a busy front end the same worker does less, and a
+//    plan made on the idle figures overloads it. A factor that moves by
+//    more than 10% re-solves at once;
 //  - publishes the plan's query assignment as route weights for the
 //    "weighted" router. While a worker loads the plan's new variant, the
 //    variant it replaces keeps its old share there, whatever app it
@@ -96,6 +103,10 @@ class ProteusAllocator : public Allocator {
   };
 
   void MeasureDemand(const Observation& observation);
+  // Updates slowdown_ from the Overloaded instances (see above).
+  void LearnSlowdown(const Observation& observation);
+  // The factor now in force for a worker type (1 when nothing is known).
+  double SlowdownOf(const std::string& type, Nanos now) const;
   std::map<std::string, double> MeanDemand() const;
   bool ShouldSolve(const Observation& observation, const std::vector<std::string>& devices,
                    const std::vector<std::string>& catalogue,
@@ -126,6 +137,12 @@ class ProteusAllocator : public Allocator {
 
   std::map<std::string, Target> targets_;  // by worker; absent: host nothing
   std::vector<std::string> planned_devices_;
+  struct Slowdown {
+    double factor = 1;
+    Nanos until = 0;
+  };
+  std::map<std::string, Slowdown> slowdown_;           // by worker type
+  std::map<std::string, double> planned_slowdown_;     // what the plan in force used
   // What the plan was made from: every "model:variant@type" with a profile.
   std::vector<std::string> planned_catalogue_;
   std::string last_failure_;

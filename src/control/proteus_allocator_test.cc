@@ -47,6 +47,7 @@ class ProteusAllocatorTest : public ::testing::Test {
       m.name = std::string("m") + app;
       m.app = app;
       m.slo_ms = 100;
+      if (std::string(app) == "a") m.max_accuracy_drop = a_max_accuracy_drop_;
       m.variants.push_back({"small", "cpu-4", 0.80, &small_, 1});
       m.variants.push_back({"large", "cpu-4", 0.95, &large_, 1});
       o.models.push_back(m);
@@ -104,6 +105,7 @@ class ProteusAllocatorTest : public ::testing::Test {
   }
 
   Profile large_, small_;
+  std::optional<double> a_max_accuracy_drop_;
   AllocatorOptions options_;
   std::vector<ObservedWorker> workers_;
 };
@@ -241,6 +243,66 @@ TEST_F(ProteusAllocatorTest, InfaasAccuracyReactsEveryRoundWithinWhatIsFree) {
     Carry(sink);
   }
   EXPECT_EQ(Hosted(), (std::map<std::string, int>{{"ma:small", 3}, {"mb:small", 1}}));
+}
+
+TEST_F(ProteusAllocatorTest, AnOverloadedInstanceScalesItsTypesProfilesForAWhile) {
+  options_.proteus.period = 100 * kSecond;  // no periodic re-solve in this test
+  auto allocator = Make();
+  RecordingSink sink;
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, 300, 100), sink).ok());
+  Carry(sink);
+  ASSERT_EQ(Plans(sink), 1);
+  auto overload_a = [&](Nanos ready_since) {
+    for (ObservedWorker& w : workers_) {
+      for (ObservedInstance& i : w.instances) {
+        if (i.key.model != "ma") continue;
+        i.state = policy::InstanceState::kOverloaded;
+        i.served_qps = 400;
+        i.ready_since = ready_since;
+      }
+    }
+  };
+  // A device of "a" serves half of what its profile promises (800 qps for
+  // four replicas of "large" within 50 ms) while overloaded. Just after its
+  // load that says nothing yet...
+  overload_a(kSecond);
+  for (int s = 2; s <= 5; ++s) {
+    ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 300, 100), sink).ok());
+  }
+  EXPECT_EQ(Plans(sink), 1);
+  // ... but once it has served for the demand window (5 s), the next
+  // round re-plans with every cpu-4 profile at half.
+  ASSERT_TRUE(allocator->ModelRound(At(6 * kSecond, 300, 100), sink).ok());
+  ASSERT_EQ(Plans(sink), 2);
+  EXPECT_NE(sink.decisions.back().reason.find("cpu-4 at 0.50 of its profiles"), std::string::npos)
+      << sink.decisions.back().reason;
+  // Nothing is overloaded afterwards: the factor is believed for
+  // observed_capacity_memory (30 s), then the plan returns to the profiles.
+  for (ObservedWorker& w : workers_) {
+    for (ObservedInstance& i : w.instances) i.state = policy::InstanceState::kActive;
+  }
+  for (int s = 7; s <= 35; ++s) {
+    ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 300, 100), sink).ok());
+  }
+  EXPECT_EQ(Plans(sink), 2);
+  ASSERT_TRUE(allocator->ModelRound(At(36 * kSecond, 300, 100), sink).ok());
+  EXPECT_EQ(Plans(sink), 3);
+  EXPECT_EQ(sink.decisions.back().reason.find("of its profiles"), std::string::npos);
+}
+
+TEST_F(ProteusAllocatorTest, AnAppsMaxAccuracyDropKeepsItsLessAccurateVariantsOut) {
+  // "small" is 0.80 / 0.95 = 84% of "a"'s best: more than a 5% drop.
+  a_max_accuracy_drop_ = 0.05;
+  auto allocator = Make();
+  RecordingSink sink;
+  for (int s = 1; s <= 8; ++s) {
+    ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 9000, 9000), sink).ok());
+    Carry(sink);
+  }
+  std::map<std::string, int> hosted = Hosted();
+  EXPECT_EQ(hosted["ma:small"], 0);
+  EXPECT_GE(hosted["ma:large"], 1);
+  EXPECT_GE(hosted["mb:small"], 1);  // "b" has no bound
 }
 
 TEST_F(ProteusAllocatorTest, BadOptionsAreRefused) {

@@ -243,10 +243,9 @@ class Parser {
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string ip = Item(path, i);
       const YAML::Node& n = list[i];
-      MAITRE_RETURN_IF_ERROR(
-          CheckMap(n, ip,
-                   {"name", "latency_ms", "min_accuracy", "share", "models", "variants",
-                    "instances"}));
+      MAITRE_RETURN_IF_ERROR(CheckMap(n, ip,
+                                      {"name", "latency_ms", "min_accuracy", "max_accuracy_drop",
+                                       "share", "models", "variants", "instances"}));
       SimApp app;
       double share = 1;
       MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "name", &app.name, true));
@@ -254,6 +253,14 @@ class Parser {
       MAITRE_RETURN_IF_ERROR(ReadMillis(n, ip, "latency_ms", &app.latency, true));
       if (app.latency <= 0) return Bad(Key(ip, "latency_ms"), "must be > 0");
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "min_accuracy", &app.min_accuracy));
+      if (Present(n["max_accuracy_drop"])) {
+        double drop = 0;
+        MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "max_accuracy_drop", &drop));
+        if (!(drop >= 0 && drop <= 1)) {
+          return Bad(Key(ip, "max_accuracy_drop"), "must be in [0, 1]");
+        }
+        app.max_accuracy_drop = drop;
+      }
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "share", &share));
       if (share < 0) return Bad(Key(ip, "share"), "must be >= 0");
       MAITRE_RETURN_IF_ERROR(ParseAppModels(n, ip, app));

@@ -22,6 +22,8 @@
 //     - name: classify
 //       latency_ms: 40
 //       min_accuracy: 0.7      # optional
+//       max_accuracy_drop: 0.1 # optional, in [0, 1]: of the app's best accuracy,
+//                              # what the proteus allocator may give up
 //       share: 1               # share of a generated trace (default 1)
 //       models: [m]            # managed clusters: the models serving it
 //       variants: ["m:v"]      # optional: only these of their variants

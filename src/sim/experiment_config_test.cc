@@ -29,6 +29,7 @@ apps:
   - name: classify
     latency_ms: 40
     min_accuracy: 0.7
+    max_accuracy_drop: 0.05
     share: 3
     instances:
       - {variant: "cnn:torch", worker_type: cpu-1, count: 2}
@@ -62,6 +63,8 @@ TEST(ExperimentConfigTest, ParsesAFullExperiment) {
   ASSERT_EQ(s.apps.size(), 2u);
   EXPECT_EQ(s.apps[0].latency, 40 * kMillisecond);
   EXPECT_DOUBLE_EQ(s.apps[0].min_accuracy, 0.7);
+  EXPECT_EQ(s.apps[0].max_accuracy_drop, 0.05);
+  EXPECT_FALSE(s.apps[1].max_accuracy_drop.has_value());  // absent: unset
   ASSERT_EQ(s.instances.size(), 3u);
   EXPECT_EQ(s.instances[2].app, 1);
   EXPECT_EQ(s.instances[2].variant, 1);
@@ -109,6 +112,9 @@ TEST(ExperimentConfigTest, ErrorsNameTheKey) {
       {With("  duration_s: 30\n", ""), "trace.duration_s"},
       {With("generator: gamma", "file: trace.csv\n  generator: gamma"), "trace"},
       {With("name: other", "name: classify"), "apps[1].name"},
+      {With("max_accuracy_drop: 0.05", "max_accuracy_drop: 1.5"), "apps[0].max_accuracy_drop"},
+      {With("max_accuracy_drop: 0.05", "max_accuracy_drop: -0.1"), "apps[0].max_accuracy_drop"},
+      {With("max_accuracy_drop: 0.05", "max_accuracy_drop: most"), "apps[0].max_accuracy_drop"},
       {With("cores: 1,", "cores: 0,"), "cluster.worker_types[0]"},
       {"apps: [", "line"},
       {"", "empty"},

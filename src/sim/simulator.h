@@ -93,6 +93,9 @@ struct SimApp {
   std::string name;
   Nanos latency = 0;        // the app's latency objective (deadline = arrival + this)
   double min_accuracy = 0;  // the app's default minimum accuracy
+  // The fraction of the app's best accuracy an allocator that scales
+  // accuracy may give up for it (control::ModelOption); unset: its own.
+  std::optional<double> max_accuracy_drop;
   // Managed clusters: the models whose variants serve the app (selection's
   // catalogue). Empty: the models of the app's instances.
   std::vector<std::string> models;

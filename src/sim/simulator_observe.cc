@@ -33,6 +33,7 @@ std::vector<control::ModelOption> Simulator::ModelOptions() const {
       option.app = app.name;
       option.slo_ms = ToMillis(app.latency);
       if (app.min_accuracy > 0) option.min_accuracy = app.min_accuracy;
+      option.max_accuracy_drop = app.max_accuracy_drop;
       models.push_back(std::move(option));
       m = models.end() - 1;
     }

@@ -1,6 +1,7 @@
 #include "controller/frontend/http_frontend.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -26,11 +27,14 @@ json SpecJson(const TensorSpec& spec) {
           {"shape", spec.shape}};
 }
 
-json RequirementsJson(const Requirements& r) {
+// An app's "defaults": what PUT /v2/apps/{app} sets, in the same flat shape
+// (unset fields are left out), so a client can send back what it read.
+json AppDefaultsJson(const Requirements& r, std::optional<double> max_accuracy_drop) {
   json j = json::object();
   if (r.latency_ms) j["latency_ms"] = *r.latency_ms;
   if (r.min_accuracy) j["min_accuracy"] = *r.min_accuracy;
   if (r.max_cost) j["max_cost"] = *r.max_cost;
+  if (max_accuracy_drop) j["max_accuracy_drop"] = *max_accuracy_drop;
   return j;
 }
 
@@ -206,7 +210,8 @@ class Frontend {
       return;
     }
     std::move(respond)(http::Response::Json(
-        200, json{{"name", params.find("app")->second}, {"defaults", RequirementsJson(*defaults)}}
+        200, json{{"name", defaults->name},
+                  {"defaults", AppDefaultsJson(defaults->defaults, defaults->max_accuracy_drop)}}
                  .dump()));
   }
 
@@ -259,8 +264,9 @@ class Frontend {
     auto catalog = o_.catalog->Get();
     json apps = json::array();
     for (const auto& [name, app] : catalog->apps) {
-      apps.push_back(
-          {{"name", name}, {"defaults", RequirementsJson(app.defaults)}, {"models", app.models}});
+      apps.push_back({{"name", name},
+                      {"defaults", AppDefaultsJson(app.defaults, app.max_accuracy_drop)},
+                      {"models", app.models}});
     }
     std::move(respond)(http::Response::Json(200, json{{"apps", apps}}.dump()));
   }
@@ -293,7 +299,9 @@ class Frontend {
       const CatalogModel* model = catalog->FindModel(model_name);
       if (model != nullptr) models.push_back(ModelJson(*model));
     }
-    json j{{"name", app->name}, {"defaults", RequirementsJson(app->defaults)}, {"models", models}};
+    json j{{"name", app->name},
+           {"defaults", AppDefaultsJson(app->defaults, app->max_accuracy_drop)},
+           {"models", models}};
     std::move(respond)(http::Response::Json(200, j.dump()));
   }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ struct CatalogModel {
 struct CatalogApp {
   std::string name;
   Requirements defaults;
+  std::optional<double> max_accuracy_drop;  // registry::AppRecord's
   std::vector<std::string> models;
 };
 

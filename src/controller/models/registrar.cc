@@ -93,22 +93,25 @@ absl::StatusOr<RegistrationProgress> Registrar::Progress(const std::string& app,
   return it->second;
 }
 
-absl::StatusOr<Requirements> Registrar::SetAppDefaults(const std::string& app,
-                                                       absl::string_view text) {
+absl::StatusOr<registry::AppRecord> Registrar::SetAppDefaults(const std::string& app,
+                                                              absl::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(
         "app defaults must be a JSON object such as {\"latency_ms\": 50, \"min_accuracy\": 0.85}");
   }
-  Requirements defaults;
+  registry::AppRecord record;
+  record.name = app;
   struct Field {
     const char* name;
     std::optional<double>* value;
     double lo, hi;
   };
-  for (const Field& f : {Field{"latency_ms", &defaults.latency_ms, 1e-3, 3.6e6},
-                         Field{"min_accuracy", &defaults.min_accuracy, 0, 1},
-                         Field{"max_cost", &defaults.max_cost, 0, 1e9}}) {
+  const Field fields[] = {Field{"latency_ms", &record.defaults.latency_ms, 1e-3, 3.6e6},
+                          Field{"min_accuracy", &record.defaults.min_accuracy, 0, 1},
+                          Field{"max_cost", &record.defaults.max_cost, 0, 1e9},
+                          Field{"max_accuracy_drop", &record.max_accuracy_drop, 0, 1}};
+  for (const Field& f : fields) {
     auto it = j.find(f.name);
     if (it == j.end() || it->is_null()) continue;
     if (!it->is_number() || it->get<double>() < f.lo || it->get<double>() > f.hi) {
@@ -118,14 +121,17 @@ absl::StatusOr<Requirements> Registrar::SetAppDefaults(const std::string& app,
     *f.value = it->get<double>();
   }
   for (const auto& [key, value] : j.items()) {
-    if (key != "latency_ms" && key != "min_accuracy" && key != "max_cost") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown app default \"", key, "\"; use latency_ms, min_accuracy, max_cost"));
+    bool known = false;
+    for (const Field& f : fields) known = known || key == f.name;
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown app default \"", key,
+                       "\"; use latency_ms, min_accuracy, max_cost, max_accuracy_drop"));
     }
   }
-  MAITRE_RETURN_IF_ERROR(options_.registry->PutApp({app, defaults}));
+  MAITRE_RETURN_IF_ERROR(options_.registry->PutApp(record));
   MAITRE_RETURN_IF_ERROR(options_.catalog->Reload(*options_.registry));
-  return defaults;
+  return record;
 }
 
 absl::StatusOr<int> Registrar::ImportProfiles(absl::string_view csv) {

@@ -80,9 +80,11 @@ class Registrar {
   // or the previous one's end.
   void Queued(const Upload& upload);
 
-  // Creates the app or replaces its default requirements, from JSON
-  // {"latency_ms", "min_accuracy", "max_cost"} (absent or null = none).
-  absl::StatusOr<Requirements> SetAppDefaults(const std::string& app, absl::string_view json);
+  // Creates the app or replaces its default requirements and its
+  // max_accuracy_drop, from JSON {"latency_ms", "min_accuracy", "max_cost",
+  // "max_accuracy_drop"} (absent or null = none). Returns what was stored.
+  absl::StatusOr<registry::AppRecord> SetAppDefaults(const std::string& app,
+                                                     absl::string_view json);
 
   // Imports a profile CSV (docs/api.md, "Files") for registered variants, all
   // or nothing; returns how many (variant, worker type) profiles were stored.

@@ -98,6 +98,7 @@ AppRecord AppFromRow(const Statement& st) {
   app.defaults.latency_ms = st.OptionalDouble(1);
   app.defaults.min_accuracy = st.OptionalDouble(2);
   app.defaults.max_cost = st.OptionalDouble(3);
+  app.max_accuracy_drop = st.OptionalDouble(4);
   return app;
 }
 
@@ -269,25 +270,30 @@ absl::StatusOr<int> Registry::SweepsLeftLocked(const VariantKey& key,
 absl::Status Registry::PutApp(const AppRecord& app) {
   MAITRE_RETURN_IF_ERROR(ValidateName("app name", app.name));
   MAITRE_RETURN_IF_ERROR(ValidateRequirements(app.defaults));
+  if (app.max_accuracy_drop) {
+    MAITRE_RETURN_IF_ERROR(ValidateFraction("max_accuracy_drop", *app.max_accuracy_drop));
+  }
   absl::MutexLock lock(&mu_);
   MAITRE_ASSIGN_OR_RETURN(
       Statement st,
-      db_->Prepare(
-          "INSERT INTO apps(name, latency_ms, min_accuracy, max_cost) VALUES (?1, ?2, ?3, ?4)"
-          " ON CONFLICT(name) DO UPDATE SET latency_ms = excluded.latency_ms,"
-          " min_accuracy = excluded.min_accuracy, max_cost = excluded.max_cost"));
+      db_->Prepare("INSERT INTO apps(name, latency_ms, min_accuracy, max_cost, max_accuracy_drop)"
+                   " VALUES (?1, ?2, ?3, ?4, ?5)"
+                   " ON CONFLICT(name) DO UPDATE SET latency_ms = excluded.latency_ms,"
+                   " min_accuracy = excluded.min_accuracy, max_cost = excluded.max_cost,"
+                   " max_accuracy_drop = excluded.max_accuracy_drop"));
   return st.BindText(app.name)
       .BindOptionalDouble(app.defaults.latency_ms)
       .BindOptionalDouble(app.defaults.min_accuracy)
       .BindOptionalDouble(app.defaults.max_cost)
+      .BindOptionalDouble(app.max_accuracy_drop)
       .Run();
 }
 
 absl::StatusOr<AppRecord> Registry::GetApp(absl::string_view name) const {
   absl::MutexLock lock(&mu_);
-  MAITRE_ASSIGN_OR_RETURN(
-      Statement st,
-      db_->Prepare("SELECT name, latency_ms, min_accuracy, max_cost FROM apps WHERE name = ?1"));
+  MAITRE_ASSIGN_OR_RETURN(Statement st,
+                          db_->Prepare("SELECT name, latency_ms, min_accuracy, max_cost,"
+                                       " max_accuracy_drop FROM apps WHERE name = ?1"));
   MAITRE_ASSIGN_OR_RETURN(bool found, st.BindText(name).Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no app named \"", name, "\""));
   return AppFromRow(st);
@@ -295,7 +301,8 @@ absl::StatusOr<AppRecord> Registry::GetApp(absl::string_view name) const {
 
 std::vector<AppRecord> Registry::ListApps() const {
   absl::MutexLock lock(&mu_);
-  auto st = db_->Prepare("SELECT name, latency_ms, min_accuracy, max_cost FROM apps ORDER BY name");
+  auto st = db_->Prepare(
+      "SELECT name, latency_ms, min_accuracy, max_cost, max_accuracy_drop FROM apps ORDER BY name");
   if (!st.ok()) {
     spdlog::error("listing apps: {}", st.status().ToString());
     return {};

@@ -47,6 +47,10 @@ class Connection;
 struct AppRecord {
   std::string name;
   Requirements defaults;  // unset fields: no default
+  // The fraction of the app's best accuracy (in [0, 1]) that an allocator
+  // which scales accuracy may give up for it (control::ModelOption). Not a
+  // requirement: queries never carry it. Unset: the allocator's own bound.
+  std::optional<double> max_accuracy_drop;
 };
 
 struct ModelRecord {
@@ -108,7 +112,8 @@ class Registry {
   const std::string& path() const { return path_; }
 
   // ---- apps ----
-  // Creates the app or replaces its default requirements.
+  // Creates the app or replaces its default requirements and
+  // max_accuracy_drop.
   absl::Status PutApp(const AppRecord& app);
   absl::StatusOr<AppRecord> GetApp(absl::string_view name) const;
   std::vector<AppRecord> ListApps() const;  // by name

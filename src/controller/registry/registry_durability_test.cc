@@ -71,28 +71,32 @@ std::vector<Migration> MigrationsBefore(const std::string& description) {
   return before;
 }
 
-// Fills a registry with one of everything (profiles need the schema's
-// latest profile columns).
-void Populate(Registry& r, bool with_profiles = true) {
-  AppRecord app{"fashion", {}};
-  app.defaults.latency_ms = 25;
-  ASSERT_TRUE(r.PutApp(app).ok());
+// Fills a registry with one of everything. Profiles and the app's settings
+// need the latest schema's columns, so a registry opened at an older schema
+// (`latest_schema` false) gets neither; registering the model creates the
+// app there.
+void Populate(Registry& r, bool latest_schema = true) {
+  if (latest_schema) {
+    AppRecord app{"fashion", {}};
+    app.defaults.latency_ms = 25;
+    app.max_accuracy_drop = 0.2;
+    ASSERT_TRUE(r.PutApp(app).ok());
+  }
   ModelRecord model = MakeModel("fashion", "fmnist-cnn", "cnn bytes");
   model.valset_blob = test_util::FakeBlob("valset");
   ASSERT_TRUE(r.RegisterModel(model, {MakeVariant("fmnist-cnn", "torch"),
                                       MakeVariant("fmnist-cnn", "opencv", Runtime::kOpenCv)})
                   .ok());
-  if (!with_profiles) return;
+  if (!latest_schema) return;
   ASSERT_TRUE(r.PutProfile(MakeProfile("fmnist-cnn", "torch", "cpu-1", 1.5)).ok());
   ASSERT_TRUE(r.PutProfile(MakeProfile("fmnist-cnn", "opencv", "cpu-2", 0.75, 8)).ok());
 }
 
-// The registry's contents as one comparable string.
-std::string Dump(const Registry& r) {
+// The registry's contents as one comparable string. DumpModels leaves the
+// apps out: a registry opened at a schema older than the apps' latest
+// columns cannot list them.
+std::string DumpModels(const Registry& r) {
   std::string out;
-  for (const auto& a : r.ListApps()) {
-    out += "app " + a.name + " " + std::to_string(a.defaults.latency_ms.value_or(-1)) + "\n";
-  }
   for (const auto& m : r.ListModels()) {
     out += "model " + m.app + "/" + m.name + " " + m.source_blob + " " + m.valset_blob + " " +
            ModelSpecToJson(m.spec) + "\n";
@@ -103,6 +107,15 @@ std::string Dump(const Registry& r) {
   }
   out += WriteProfileCsv(r.ListProfiles());
   return out;
+}
+
+std::string Dump(const Registry& r) {
+  std::string out;
+  for (const auto& a : r.ListApps()) {
+    out += "app " + a.name + " " + std::to_string(a.defaults.latency_ms.value_or(-1)) + " " +
+           std::to_string(a.max_accuracy_drop.value_or(-1)) + "\n";
+  }
+  return out + DumpModels(r);
 }
 
 TEST(RegistryDurabilityTest, ReopeningTheFileSeesEverything) {
@@ -155,8 +168,8 @@ TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveAResta
   std::string models;
   {
     auto r = MustOpen({path, before_jobs});
-    Populate(*r, /*with_profiles=*/false);
-    models = Dump(*r);
+    Populate(*r, /*latest_schema=*/false);
+    models = DumpModels(*r);
   }
   ASSERT_FALSE(TableExists(path, "jobs"));
   JobRecord job;
@@ -171,7 +184,8 @@ TEST(RegistryDurabilityTest, ADataDirFromBeforeJobsGainsThemAndJobsSurviveAResta
   {
     auto r = MustOpen({path});
     EXPECT_EQ(r->schema_version(), Latest());
-    EXPECT_EQ(Dump(*r), models);
+    EXPECT_EQ(DumpModels(*r), models);
+    EXPECT_TRUE(r->GetApp("fashion").ok());
     ASSERT_TRUE(r->jobs().CreateJob(job).ok());
     ASSERT_TRUE(r->jobs().UpdateJobProgress(job.id, 0, 64, 50).ok());
   }
@@ -190,7 +204,7 @@ TEST(RegistryDurabilityTest, ProfilesFromBeforeSweepsAreFinal) {
   ASSERT_LT(before_sweeps.size(), SchemaMigrations().size());
   {
     auto r = MustOpen({path, before_sweeps});
-    Populate(*r, /*with_profiles=*/false);
+    Populate(*r, /*latest_schema=*/false);
   }
   // Written as that schema's code wrote them.
   sqlite3* db = nullptr;
@@ -207,6 +221,42 @@ TEST(RegistryDurabilityTest, ProfilesFromBeforeSweepsAreFinal) {
   ASSERT_EQ(profiles.size(), 1u);
   EXPECT_EQ(profiles[0].sweeps_left, 0);
   EXPECT_DOUBLE_EQ(profiles[0].profile.LatencyAt(1), 0.2);
+}
+
+TEST(RegistryDurabilityTest, AppsFromBeforeMaxAccuracyDropKeepTheirDefaultsAndHaveNone) {
+  TempDir tmp;
+  std::string path = tmp.File("registry.db");
+  std::vector<Migration> before_drop = MigrationsBefore("apps: max_accuracy_drop");
+  ASSERT_LT(before_drop.size(), SchemaMigrations().size());
+  {
+    auto r = MustOpen({path, before_drop});
+    Populate(*r, /*latest_schema=*/false);
+  }
+  // Written as that schema's code wrote them: four columns.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "INSERT INTO apps VALUES ('audio', 80, 0.75, 0.5);", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  {
+    auto r = MustOpen({path});
+    EXPECT_EQ(r->schema_version(), Latest());
+    auto audio = r->GetApp("audio");
+    ASSERT_TRUE(audio.ok()) << audio.status();
+    EXPECT_EQ(audio->defaults.latency_ms, 80);
+    EXPECT_EQ(audio->defaults.min_accuracy, 0.75);
+    EXPECT_EQ(audio->defaults.max_cost, 0.5);
+    EXPECT_FALSE(audio->max_accuracy_drop.has_value());
+    EXPECT_FALSE(r->GetApp("fashion")->max_accuracy_drop.has_value());
+    // The migrated table takes the new column, and keeps it across a restart.
+    AppRecord app = *audio;
+    app.max_accuracy_drop = 0.05;
+    ASSERT_TRUE(r->PutApp(app).ok());
+  }
+  auto r = MustOpen({path});
+  EXPECT_EQ(r->GetApp("audio")->max_accuracy_drop, 0.05);
+  EXPECT_EQ(r->GetApp("audio")->defaults.min_accuracy, 0.75);
 }
 
 TEST(RegistryDurabilityTest, AFailedMigrationLeavesTheFileAsItWas) {

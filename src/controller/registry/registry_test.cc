@@ -112,6 +112,44 @@ TEST_F(RegistryTest, PutAppCreatesThenReplacesDefaults) {
   EXPECT_EQ(registry_->GetApp("video").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(RegistryTest, MaxAccuracyDropRoundTripsAndIsUnsetByDefault) {
+  AppRecord app{"fashion", {}};
+  app.defaults.latency_ms = 50;
+  ASSERT_TRUE(registry_->PutApp(app).ok());
+  auto got = registry_->GetApp("fashion");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->max_accuracy_drop.has_value());
+
+  // Exact, like every stored double; 0 (no scaling) and 1 are both kept.
+  for (double drop : {0.0, 0.1 + 0.2, 1.0}) {
+    app.max_accuracy_drop = drop;
+    ASSERT_TRUE(registry_->PutApp(app).ok());
+    got = registry_->GetApp("fashion");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->max_accuracy_drop, drop);
+    EXPECT_EQ(got->defaults.latency_ms, 50);
+    std::vector<AppRecord> listed = registry_->ListApps();
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0].max_accuracy_drop, drop);
+  }
+
+  // An upsert without it clears it, as it does the defaults.
+  app.max_accuracy_drop.reset();
+  ASSERT_TRUE(registry_->PutApp(app).ok());
+  EXPECT_FALSE(registry_->GetApp("fashion")->max_accuracy_drop.has_value());
+}
+
+TEST_F(RegistryTest, PutAppRejectsAMaxAccuracyDropOutsideZeroToOne) {
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    AppRecord app{"fashion", {}};
+    app.max_accuracy_drop = bad;
+    absl::Status s = registry_->PutApp(app);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("max_accuracy_drop"));
+  }
+  EXPECT_TRUE(registry_->ListApps().empty());
+}
+
 TEST_F(RegistryTest, PutAppRejectsNonsenseDefaults) {
   AppRecord app{"fashion", {}};
   app.defaults.min_accuracy = 1.5;

@@ -122,6 +122,13 @@ constexpr char kProfilesSweepsLeft[] = R"sql(
 ALTER TABLE profiles ADD COLUMN sweeps_left INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// An app's bound on accuracy scaling (AppRecord::max_accuracy_drop). It is
+// not a requirement a query carries, so it is a column of apps only, not of
+// jobs. NULL: unset, as for the defaults; apps stored before it have none.
+constexpr char kAppsMaxAccuracyDrop[] = R"sql(
+ALTER TABLE apps ADD COLUMN max_accuracy_drop REAL;
+)sql";
+
 }  // namespace
 
 // A new migration is appended with the next version; shipped ones never
@@ -132,6 +139,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {2, "variants: optimize_for_inference", kVariantsOptimizeForInference},
       {3, "offline jobs", kOfflineJobs},
       {4, "profiles: sweeps left", kProfilesSweepsLeft},
+      {5, "apps: max_accuracy_drop", kAppsMaxAccuracyDrop},
   };
   return *migrations;
 }

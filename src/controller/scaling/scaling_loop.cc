@@ -139,6 +139,7 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
     if (const CatalogApp* app = catalog.FindApp(model.app)) {
       if (app->defaults.latency_ms) m.slo_ms = *app->defaults.latency_ms;
       m.min_accuracy = app->defaults.min_accuracy;
+      m.max_accuracy_drop = app->max_accuracy_drop;
     }
     for (const CatalogVariant& v : model.variants) {
       if (!v.ready()) continue;
