@@ -23,6 +23,10 @@ constexpr double kStaticDemandScale = 1e6;
 // classify one more image" (which may be the slowest).
 constexpr double kSameAccuracy = 1e-3;
 
+// An overloaded instance that serves within this fraction of what its
+// profile says is taken to be as fast as its profile: measurement noise.
+constexpr double kSlowdownDeadband = 0.9;
+
 bool Static(ProteusMode mode) {
   return mode == ProteusMode::kClipperHighThroughput || mode == ProteusMode::kClipperHighAccuracy;
 }
@@ -113,17 +117,25 @@ void ProteusAllocator::LearnSlowdown(const Observation& observation) {
       // its queue drains: only one that has served for a demand window
       // tells what the worker sustains.
       if (inst.state != policy::InstanceState::kOverloaded || inst.served_qps <= 0 ||
-          inst.ready <= 0 || observation.now - inst.ready_since < options_.proteus.demand_window) {
+          inst.ready <= 0 || inst.mean_batch <= 0 ||
+          observation.now - inst.ready_since < options_.proteus.demand_window) {
         continue;
       }
       const ModelOption* model = observation.FindModel(inst.key.model);
       const VariantOption* option = model != nullptr ? model->Find(inst.key.variant, w.type)
                                                      : nullptr;
       if (option == nullptr || option->profile == nullptr) continue;
-      const double peak = policy::PeakThroughputQps(*option->profile, model->slo_ms, inst.ready);
-      if (peak <= 0) continue;
-      const double factor =
-          std::max(options_.proteus.min_slowdown, std::min(1.0, inst.served_qps / peak));
+      // Overloaded, it computes all the time: at the batches it runs, its
+      // profile says it would serve `expected`. Compared at its own batch
+      // size, not at P's, so that batching smaller than P assumes (which
+      // the simulator shows with exact profiles) is not taken for a slow
+      // worker.
+      const int batch = std::max(1, static_cast<int>(std::lround(inst.mean_batch)));
+      const double expected = inst.ready * option->profile->ThroughputAt(batch);
+      if (expected <= 0) continue;
+      const double ratio = inst.served_qps / expected;
+      if (ratio >= kSlowdownDeadband) continue;
+      const double factor = std::max(options_.proteus.min_slowdown, ratio);
       Slowdown& s = slowdown_[w.type];
       if (s.until <= observation.now || factor < s.factor) s.factor = factor;
       s.until = observation.now + options_.observed_capacity_memory;

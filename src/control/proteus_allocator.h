@@ -13,9 +13,9 @@
 //    worker lacks the memory for both); a device the plan keeps is not
 //    touched;
 //  - learns how much less than its profile a worker type sustains: an
-//    Overloaded instance's served rate over its profiled peak P sets that
-//    type's factor (never below `min_slowdown`) for `observed_capacity_memory`,
-//    and every P of the type is scaled by it. Profiles are measured on an
+//    Overloaded instance's served rate over what its profile gives at the
+//    batches it runs sets that type's factor (never below `min_slowdown`)
+//    for `observed_capacity_memory`, and every P of the type is scaled by it. Profiles are measured on an
 //    idle worker; next to a busy front end the same worker does less, and a
 //    plan made on the idle figures overloads it. A factor that moves by
 //    more than 10% re-solves at once;

@@ -258,12 +258,13 @@ TEST_F(ProteusAllocatorTest, AnOverloadedInstanceScalesItsTypesProfilesForAWhile
         if (i.key.model != "ma") continue;
         i.state = policy::InstanceState::kOverloaded;
         i.served_qps = 400;
+        i.mean_batch = 8;
         i.ready_since = ready_since;
       }
     }
   };
-  // A device of "a" serves half of what its profile promises (800 qps for
-  // four replicas of "large" within 50 ms) while overloaded. Just after its
+  // A device of "a" serves half of what its profile promises while
+  // overloaded (four replicas of "large" at batch 8: 800 qps). Just after its
   // load that says nothing yet...
   overload_a(kSecond);
   for (int s = 2; s <= 5; ++s) {

@@ -49,8 +49,9 @@
 //     allocator: infaas       # a name from control/allocator.h, or {name,
 //       # min_instance_age_s, observed_capacity_memory_s} (the infaas one's),
 //       # or {name, period_s, band, demand_window_s, min_demand_qps,
-//       # max_accuracy_drop, max_utilisation, solve_time_limit_s} (proteus
-//       # and its baselines)
+//       # max_accuracy_drop, max_utilisation, min_slowdown (1: never scale
+//       # profiles by observed overload), solve_time_limit_s} (proteus and
+//       # its baselines)
 //     model_autoscaler: infaas # | horizontal | off, or {name, slack,
 //       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
 //       # min_consolidation_wait_s, min_replicas_per_model,

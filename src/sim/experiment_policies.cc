@@ -212,7 +212,7 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
         a, ap,
         {"name", "min_instance_age_s", "observed_capacity_memory_s", "period_s", "band",
          "demand_window_s", "min_demand_qps", "max_accuracy_drop", "max_utilisation",
-         "solve_time_limit_s"}));
+         "min_slowdown", "solve_time_limit_s"}));
     MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "name", &c.allocator, true));
     control::ProteusOptions& p = c.proteus;
     MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "period_s", &p.period));
@@ -221,9 +221,13 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
     MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "min_demand_qps", &p.min_demand_qps));
     MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "max_accuracy_drop", &p.max_accuracy_drop));
     MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "max_utilisation", &p.max_utilisation));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "min_slowdown", &p.min_slowdown));
     MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "solve_time_limit_s", &p.milp.time_limit_s));
     if (!(p.max_utilisation > 0 && p.max_utilisation <= 1)) {
       return Bad(Key(ap, "max_utilisation"), "must be in (0, 1]");
+    }
+    if (!(p.min_slowdown > 0 && p.min_slowdown <= 1)) {
+      return Bad(Key(ap, "min_slowdown"), "must be in (0, 1]");
     }
     if (p.period <= 0) return Bad(Key(ap, "period_s"), "must be > 0");
     if (!(p.band > 0)) return Bad(Key(ap, "band"), "must be > 0");
