@@ -1,7 +1,8 @@
 // End-to-end: `maitre serve --allocator proteus` on the local fixed cluster
 // (two workers, no worker autoscaling), serving model-less queries of the
 // zoo by the allocation MILP's plan and its weighted router; and the bad
-// inputs around it (an unknown allocator, a latency no variant meets).
+// inputs around it (an unknown allocator, a latency no variant meets, a
+// cluster with no workers).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -58,13 +59,23 @@ TEST(AccuracyScalingTest, ProteusPlansTheFixedClusterAndServesModelLessQueries) 
   auto started = ServerProcess::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   std::unique_ptr<ServerProcess> server = *std::move(started);
+  // A second app whose default latency objective no variant meets: the
+  // plan gives it nothing and plans "fashion" as usual.
+  auto tight = server->client().Send("PUT", "/v2/apps/tight", json{{"latency_ms", 0.002}}.dump(),
+                                     {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(tight.ok() && tight->status == 200) << (tight.ok() ? tight->body : "");
   for (const auto& m : *zoo) {
     if (m.name != "fmnist-logreg" && m.name != "fmnist-mlp") continue;
     auto r = server->Register("fashion", m.name, m.torchscript, m.onnx, valset_path);
     ASSERT_TRUE(r.ok() && r->status / 100 == 2) << (r.ok() ? r->body : r.status().ToString());
+    if (m.name != "fmnist-logreg") continue;
+    r = server->Register("tight", "tight-logreg", m.torchscript, m.onnx, valset_path);
+    ASSERT_TRUE(r.ok() && r->status / 100 == 2) << (r.ok() ? r->body : r.status().ToString());
   }
-  absl::Status profiled = server->AwaitProfiles("fashion");
-  ASSERT_TRUE(profiled.ok()) << profiled << "\n" << server->Log();
+  for (const std::string app : {"fashion", "tight"}) {
+    absl::Status profiled = server->AwaitProfiles(app);
+    ASSERT_TRUE(profiled.ok()) << profiled << "\n" << server->Log();
+  }
 
   // The plan is made once the profiles are in; until its loads finish,
   // nothing serves (the weighted router never loads on its own).
@@ -97,15 +108,41 @@ TEST(AccuracyScalingTest, ProteusPlansTheFixedClusterAndServesModelLessQueries) 
   EXPECT_GE(Counter(scrape->body, "maitre_autoscaler_actions_total", "load"), 1);
   EXPECT_EQ(Counter(scrape->body, "maitre_autoscaler_actions_total", "plan-failed"), 0);
 
-  // A latency no variant meets is refused with the closest variant named,
-  // and the server goes on serving.
+  // A latency no variant meets, stated by the query or by its app's
+  // default, is refused with the closest variant named, and the server goes
+  // on serving.
   auto impossible =
       server->Post("/v2/apps/fashion/infer", ImageRequest(small, 0, {{"latency_ms", 0.002}}));
   ASSERT_TRUE(impossible.ok());
   EXPECT_EQ(impossible->status, 422) << impossible->body;
+  EXPECT_TRUE(absl::StrContains(impossible->body, "fmnist-")) << impossible->body;
+  auto by_default = server->Post("/v2/apps/tight/infer", ImageRequest(small, 0, nullptr));
+  ASSERT_TRUE(by_default.ok());
+  EXPECT_EQ(by_default->status, 422) << by_default->body;
+  EXPECT_TRUE(absl::StrContains(by_default->body, "tight-logreg")) << by_default->body;
   auto after = server->Post("/v2/apps/fashion/infer", ImageRequest(small, 1, parameters));
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->status, 200) << after->body;
+  ASSERT_TRUE(server->Stop().ok());
+
+  // The same registry on a cluster with no workers: nothing can be
+  // planned, queries are refused with a reason, and the server stays up.
+  options.workers = "";
+  auto empty = ServerProcess::Start(options);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  server = *std::move(empty);
+  auto unplanned = server->Post("/v2/apps/fashion/infer", ImageRequest(small, 0, parameters));
+  ASSERT_TRUE(unplanned.ok());
+  EXPECT_EQ(unplanned->status, 503) << unplanned->body;
+  EXPECT_TRUE(absl::StrContains(unplanned->body, "worker")) << unplanned->body;
+  auto live = server->Get("/v2/health/live");
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ(live->status, 200);
+  auto ready = server->Get("/v2/health/ready");  // not ready until a worker joins
+  ASSERT_TRUE(ready.ok());
+  EXPECT_EQ(ready->status, 503) << ready->body;
+  auto app = server->GetJson("/v2/apps/fashion");
+  ASSERT_TRUE(app.ok()) << app.status();
   EXPECT_TRUE(server->Stop().ok());
 }
 

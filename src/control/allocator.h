@@ -24,8 +24,8 @@
 #include "control/action_sink.h"
 #include "control/observation.h"
 #include "core/worker_type.h"
-#include "policy/autoscaling_cluster.h"
 #include "policy/allocation_milp.h"
+#include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_model.h"
 
 namespace maitre::control {
@@ -56,8 +56,10 @@ struct ProteusOptions {
   // slow batch then misses the objective (docs/policies.md).
   double max_utilisation = 0.8;
   // The lowest factor an observed overload may scale a worker type's
-  // profiled peaks by: one bad second must not empty the plan.
-  double min_slowdown = 0.5;
+  // profiled peaks by: one bad second must not empty the plan. On the
+  // 2-core development VM a one-core worker next to the front end and the
+  // load generator sustained under half its idle profile, hence a quarter.
+  double min_slowdown = 0.25;
   policy::AllocationOptions milp;
 };
 
@@ -82,7 +84,8 @@ struct AllocatorOptions {
   // once would only make the two fight.
   Nanos min_instance_age = 30 * kSecond;
   // How long a capacity observed under overload is believed over the
-  // profile's.
+  // profile's (the proteus allocator then lets it recover half-way to the
+  // profile, and again after each further period without an overload).
   Nanos observed_capacity_memory = 30 * kSecond;
 
   // The Proteus allocator and its baselines.

@@ -111,6 +111,17 @@ std::map<std::string, double> ProteusAllocator::MeanDemand() const {
 }
 
 void ProteusAllocator::LearnSlowdown(const Observation& observation) {
+  // A factor no overload has renewed for its memory recovers half-way to 1,
+  // not all the way: dropping it at once sends the plan back to the idle
+  // profiles, which overloads the same workers again a few seconds later.
+  for (auto it = slowdown_.begin(); it != slowdown_.end();) {
+    Slowdown& s = it->second;
+    if (s.until <= observation.now) {
+      s.factor += (1 - s.factor) / 2;
+      s.until = observation.now + options_.observed_capacity_memory;
+    }
+    it = s.factor >= kSlowdownDeadband ? slowdown_.erase(it) : std::next(it);
+  }
   for (const ObservedWorker& w : observation.workers) {
     for (const ObservedInstance& inst : w.instances) {
       // An instance that has just loaded serves less while it warms up and
@@ -122,8 +133,8 @@ void ProteusAllocator::LearnSlowdown(const Observation& observation) {
         continue;
       }
       const ModelOption* model = observation.FindModel(inst.key.model);
-      const VariantOption* option = model != nullptr ? model->Find(inst.key.variant, w.type)
-                                                     : nullptr;
+      const VariantOption* option =
+          model != nullptr ? model->Find(inst.key.variant, w.type) : nullptr;
       if (option == nullptr || option->profile == nullptr) continue;
       // Overloaded, it computes all the time: at the batches it runs, its
       // profile says it would serve `expected`. Compared at its own batch
@@ -136,8 +147,9 @@ void ProteusAllocator::LearnSlowdown(const Observation& observation) {
       const double ratio = inst.served_qps / expected;
       if (ratio >= kSlowdownDeadband) continue;
       const double factor = std::max(options_.proteus.min_slowdown, ratio);
-      Slowdown& s = slowdown_[w.type];
-      if (s.until <= observation.now || factor < s.factor) s.factor = factor;
+      auto [it, added] = slowdown_.try_emplace(w.type);
+      Slowdown& s = it->second;
+      if (added || factor < s.factor) s.factor = factor;
       s.until = observation.now + options_.observed_capacity_memory;
     }
   }
@@ -289,7 +301,9 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
   if (mode_ == ProteusMode::kInfaasAccuracy) {
     const policy::InfaasAccuracyOptions greedy{options_.model.slack,
                                                options_.model.scale_down_headroom};
-    plan = policy::AssignForPlacement(problem, policy::InfaasAccuracyPlacement(problem, greedy),
+    // The same pruning as the MILP's, so that only the allocation differs.
+    const policy::AllocationProblem pruned = policy::WithoutDominatedVariants(problem);
+    plan = policy::AssignForPlacement(pruned, policy::InfaasAccuracyPlacement(pruned, greedy),
                                       options_.proteus.milp);
   } else {
     plan = policy::SolveAllocation(problem, options_.proteus.milp);

@@ -14,11 +14,12 @@
 //    touched;
 //  - learns how much less than its profile a worker type sustains: an
 //    Overloaded instance's served rate over what its profile gives at the
-//    batches it runs sets that type's factor (never below `min_slowdown`)
-//    for `observed_capacity_memory`, and every P of the type is scaled by it. Profiles are measured on an
+//    batches it runs sets that type's factor (never below `min_slowdown`),
+//    and every P of the type is scaled by it. Profiles are measured on an
 //    idle worker; next to a busy front end the same worker does less, and a
-//    plan made on the idle figures overloads it. A factor that moves by
-//    more than 10% re-solves at once;
+//    plan made on the idle figures overloads it. Each
+//    `observed_capacity_memory` without a new overload the factor recovers
+//    half-way to 1. A factor that moves by more than 10% re-solves at once;
 //  - publishes the plan's query assignment as route weights for the
 //    "weighted" router. While a worker loads the plan's new variant, the
 //    variant it replaces keeps its old share there, whatever app it
@@ -141,8 +142,8 @@ class ProteusAllocator : public Allocator {
     double factor = 1;
     Nanos until = 0;
   };
-  std::map<std::string, Slowdown> slowdown_;           // by worker type
-  std::map<std::string, double> planned_slowdown_;     // what the plan in force used
+  std::map<std::string, Slowdown> slowdown_;        // by worker type
+  std::map<std::string, double> planned_slowdown_;  // what the plan in force used
   // What the plan was made from: every "model:variant@type" with a profile.
   std::vector<std::string> planned_catalogue_;
   std::string last_failure_;

@@ -278,17 +278,27 @@ TEST_F(ProteusAllocatorTest, AnOverloadedInstanceScalesItsTypesProfilesForAWhile
   EXPECT_NE(sink.decisions.back().reason.find("cpu-4 at 0.50 of its profiles"), std::string::npos)
       << sink.decisions.back().reason;
   // Nothing is overloaded afterwards: the factor is believed for
-  // observed_capacity_memory (30 s), then the plan returns to the profiles.
+  // observed_capacity_memory (30 s), then recovers half-way to 1 each
+  // further 30 s, re-planning each time, until it is within 10% of 1.
   for (ObservedWorker& w : workers_) {
     for (ObservedInstance& i : w.instances) i.state = policy::InstanceState::kActive;
   }
-  for (int s = 7; s <= 35; ++s) {
-    ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 300, 100), sink).ok());
+  int plans = 2;
+  for (const char* expected : {"cpu-4 at 0.75 of", "cpu-4 at 0.88 of", ""}) {
+    const int from = 6 + 30 * (plans - 2);
+    for (int s = from + 1; s < from + 30; ++s) {
+      ASSERT_TRUE(allocator->ModelRound(At(s * kSecond, 300, 100), sink).ok());
+    }
+    EXPECT_EQ(Plans(sink), plans);
+    ASSERT_TRUE(allocator->ModelRound(At((from + 30) * kSecond, 300, 100), sink).ok());
+    ASSERT_EQ(Plans(sink), ++plans);
+    const std::string& reason = sink.decisions.back().reason;
+    if (*expected != 0) {
+      EXPECT_NE(reason.find(expected), std::string::npos) << reason;
+    } else {
+      EXPECT_EQ(reason.find("of its profiles"), std::string::npos) << reason;
+    }
   }
-  EXPECT_EQ(Plans(sink), 2);
-  ASSERT_TRUE(allocator->ModelRound(At(36 * kSecond, 300, 100), sink).ok());
-  EXPECT_EQ(Plans(sink), 3);
-  EXPECT_EQ(sink.decisions.back().reason.find("of its profiles"), std::string::npos);
 }
 
 TEST_F(ProteusAllocatorTest, AnAppsMaxAccuracyDropKeepsItsLessAccurateVariantsOut) {

@@ -179,6 +179,35 @@ AllocationPlan AssignForPlacement(const AllocationProblem& p,
   return plan;
 }
 
+AllocationProblem WithoutDominatedVariants(AllocationProblem p) {
+  const int nm = static_cast<int>(p.variants.size());
+  const int nt = static_cast<int>(p.peak_qps.size());
+  std::vector<std::vector<bool>> hosted(nt, std::vector<bool>(nm, false));
+  for (const auto& d : p.devices) {
+    if (d.type >= 0 && d.type < nt && d.current >= 0 && d.current < nm) {
+      hosted[d.type][d.current] = true;
+    }
+  }
+  for (int t = 0; t < nt; ++t) {
+    std::vector<double>& peak = p.peak_qps[t];
+    for (int m = 0; m < nm; ++m) {
+      if (peak[m] <= 0 || hosted[t][m]) continue;
+      const auto& v = p.variants[m];
+      for (int other = 0; other < nm; ++other) {
+        const auto& o = p.variants[other];
+        if (other == m || peak[other] <= 0 || o.query_type != v.query_type) continue;
+        const bool at_least = o.accuracy >= v.accuracy && peak[other] >= peak[m];
+        const bool strictly = o.accuracy > v.accuracy || peak[other] > peak[m];
+        if (at_least && (strictly || other < m)) {
+          peak[m] = 0;
+          break;
+        }
+      }
+    }
+  }
+  return p;
+}
+
 std::vector<int> GreedyPlacement(const AllocationProblem& p) {
   const int nq = static_cast<int>(p.query_types.size());
   const int nm = static_cast<int>(p.variants.size());
@@ -394,9 +423,10 @@ std::vector<int> ImprovePlacement(const AllocationProblem& p, std::vector<int> p
   return placement;
 }
 
-absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& p,
+absl::StatusOr<AllocationPlan> SolveAllocation(const AllocationProblem& problem,
                                                const AllocationOptions& o) {
-  if (absl::Status valid = Validate(p, o); !valid.ok()) return valid;
+  if (absl::Status valid = Validate(problem, o); !valid.ok()) return valid;
+  const AllocationProblem p = WithoutDominatedVariants(problem);
   const auto started = std::chrono::steady_clock::now();
   const int nq = static_cast<int>(p.query_types.size());
   const int nm = static_cast<int>(p.variants.size());

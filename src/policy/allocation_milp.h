@@ -131,6 +131,17 @@ AllocationPlan AssignForPlacement(const AllocationProblem& problem,
                                   const std::vector<int>& device_variant,
                                   const AllocationOptions& options = {});
 
+// The problem without dominated variants: on each device type, a variant
+// of a query type is dropped (its P set to 0) when another of the same type
+// is at least as accurate and at least as fast there, and strictly one of
+// the two (equal pairs keep the first). Swapping a dominated variant for
+// its dominator never lowers λ, the served total or accuracy, so the
+// optimum is unchanged; the solver then has fewer columns, and plans do not
+// pick, among equally accurate variants, one with less headroom. A variant
+// some device of the type hosts now is kept, so that pruning never forces
+// a move. SolveAllocation applies it itself.
+AllocationProblem WithoutDominatedVariants(AllocationProblem problem);
+
 // A fast placement without the solver: cover every type's demand with
 // its fastest variants, least-covered type first, then raise accuracy one
 // device at a time while no type serves less. SolveAllocation starts from

@@ -140,6 +140,28 @@ TEST(AllocationMilpTest, TypeNoVariantCanServeGetsNothingAndTheRestIsPlanned) {
   EXPECT_NEAR(plan->type_served_qps[0], 50, 1e-6);
 }
 
+TEST(AllocationMilpTest, OfEquallyAccurateVariantsTheFasterIsHosted) {
+  // "a-opt" is "a-large" compiled better: as accurate, twice as fast. At a
+  // demand either carries, only the faster one leaves headroom.
+  AllocationProblem p = TwoFamilies(5, 5, 1, 1);
+  p.variants.push_back({"a-opt", 0, 1.0});
+  p.peak_qps[0].push_back(20);
+  p.peak_qps[1].push_back(160);
+  auto plan = SolveAllocation(p);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_NEAR(plan->effective_accuracy, 1.0, 1e-9);
+  for (int m : plan->device_variant) EXPECT_NE(m, 1) << "the slower a-large was hosted";
+
+  AllocationProblem pruned = WithoutDominatedVariants(p);
+  EXPECT_EQ(pruned.peak_qps[0][1], 0);   // a-large: a-opt is as accurate and faster
+  EXPECT_EQ(pruned.peak_qps[0][0], 40);  // a-small: less accurate but faster, kept
+  EXPECT_EQ(pruned.peak_qps[1][4], 160);
+  // What a device hosts now is kept, so a re-solve is not forced to move it.
+  p.devices[0].current = 1;
+  EXPECT_EQ(WithoutDominatedVariants(p).peak_qps[0][1], 10);
+  EXPECT_EQ(WithoutDominatedVariants(p).peak_qps[1][1], 0);
+}
+
 TEST(AllocationMilpTest, ResolveAtUnchangedDemandMovesNothing) {
   for (double demand : {20.0, 150.0, 400.0, 2000.0}) {
     AllocationProblem p = TwoFamilies(demand, demand * 0.7, 3, 3);
