@@ -92,7 +92,7 @@ void Instance::Submit(InferTask task) {
     absl::MutexLock lock(&mu_);
     stats_.OnArrival(task.rows);
     if (stopping_) {
-      refused = absl::UnavailableError(absl::StrCat(key_.ToString(), " is being unloaded"));
+      refused = absl::NotFoundError(absl::StrCat(key_.ToString(), " is being unloaded"));
     } else if (task.deadline <= now) {
       refused = absl::DeadlineExceededError("the deadline passed before the query was queued");
     } else if (queue_.size() >= max_queue_) {
@@ -306,10 +306,13 @@ void Instance::Stop() {
     threads.swap(threads_);
   }
   // Answer the waiting queries before joining: a replica may be in the
-  // middle of a long batch, and they should not wait for it.
+  // middle of a long batch, and they should not wait for it. NOT_FOUND, as
+  // for a variant this worker does not hold: the controller then sends them
+  // to another instance. UNAVAILABLE would read as "the worker cannot be
+  // reached" and stop all its traffic until it next reports.
   for (Pending& p : orphans) {
     InferResult result;
-    result.status = absl::UnavailableError(absl::StrCat(key_.ToString(), " was unloaded"));
+    result.status = absl::NotFoundError(absl::StrCat(key_.ToString(), " was unloaded"));
     std::move(p.task.done)(std::move(result));
   }
   for (std::thread& t : threads) t.join();

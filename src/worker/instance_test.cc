@@ -137,14 +137,14 @@ TEST(InstanceTest, StopAnswersEverythingQueued) {
   f.Submit(queued, 1, kSecond);
   std::thread stopper([&] { f.instance->Stop(); });
   queued.done.WaitForNotification();
-  EXPECT_EQ(queued.result.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(queued.result.status.code(), absl::StatusCode::kNotFound);
   f.executor->Open();
   stopper.join();
   EXPECT_TRUE(running.result.status.ok());
   Answer after;
   f.Submit(after, 1, kSecond);
   after.done.WaitForNotification();
-  EXPECT_EQ(after.result.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(after.result.status.code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -327,13 +327,22 @@ void Cluster::BeginUnload(const std::string& worker_id, const VariantKey& key) {
 }
 
 void Cluster::RemoveInstance(const std::string& worker_id, const VariantKey& key) {
-  absl::MutexLock lock(&mu_);
-  auto w = workers_.find(worker_id);
-  if (w == workers_.end()) return;
-  auto inst = w->second.instances.find(key);
-  if (inst == w->second.instances.end()) return;
-  LiveRemoveInstanceLocked(inst->second);
-  w->second.instances.erase(inst);
+  std::vector<LoadWaiter> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    auto w = workers_.find(worker_id);
+    if (w == workers_.end()) return;
+    auto inst = w->second.instances.find(key);
+    if (inst == w->second.instances.end()) return;
+    waiters.swap(inst->second.waiters);
+    LiveRemoveInstanceLocked(inst->second);
+    w->second.instances.erase(inst);
+  }
+  // Queries waiting for this instance's load or resize choose again, as
+  // FinishLoad lets them for an instance unloaded while loading: the load
+  // they waited for will not finish here. Dropped uncalled, their answers
+  // would be lost (the front end then has nothing to send but a 500).
+  for (LoadWaiter& waiter : waiters) std::move(waiter)(absl::OkStatus());
 }
 
 std::optional<std::pair<Nanos, std::string>> Cluster::LastLoadFailure(

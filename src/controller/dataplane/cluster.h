@@ -184,7 +184,8 @@ class Cluster {
   // Marks an instance as being unloaded: no query is routed to it, and the
   // worker's reports (which still list it) do not bring it back.
   void BeginUnload(const std::string& worker_id, const VariantKey& key);
-  // Removes an instance after it was unloaded.
+  // Removes an instance after it was unloaded (or a worker said it does not
+  // hold it). Queries waiting on its load are told to choose again (OK).
   void RemoveInstance(const std::string& worker_id, const VariantKey& key);
   // When `key` last failed to load anywhere, and why (for backing off).
   std::optional<std::pair<Nanos, std::string>> LastLoadFailure(const VariantKey& key) const;

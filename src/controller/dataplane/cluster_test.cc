@@ -1,5 +1,6 @@
-// The Cluster's handling of a worker a call found unreachable: no query goes
-// there, by selection or by a pinned variant, until it reports again.
+// The Cluster's handling of a worker a call found unreachable (no query goes
+// there, by selection or by a pinned variant, until it reports again), and
+// of queries waiting on an instance that is removed.
 #include "controller/dataplane/cluster.h"
 
 #include <gtest/gtest.h>
@@ -82,6 +83,27 @@ TEST_F(ClusterUnreachableTest, NoQueryGoesToAnUnreachableWorkerUntilItReports) {
   report.instances.push_back({kKey, InstanceStats{1}});
   ASSERT_TRUE(cluster_->ApplyReport(report));
   EXPECT_TRUE(Select(8).count(workers_[0]) > 0);
+}
+
+TEST_F(ClusterUnreachableTest, QueriesWaitingOnARemovedInstanceAreToldToChooseAgain) {
+  // One query waits for a replica being added to a ready instance, another
+  // for a variant still loading; then both instances are unloaded.
+  const VariantKey loading{"m", "w"};
+  int told = 0;
+  auto waiter = [&told](absl::Status status) {
+    EXPECT_TRUE(status.ok()) << status;
+    ++told;
+  };
+  ASSERT_TRUE(cluster_->BeginLoad(workers_[0], kKey, waiter, 2).ok());
+  ASSERT_TRUE(cluster_->BeginLoad(workers_[1], loading, waiter).ok());
+  EXPECT_EQ(told, 0);
+  cluster_->BeginUnload(workers_[0], kKey);
+  cluster_->RemoveInstance(workers_[0], kKey);
+  cluster_->RemoveInstance(workers_[1], loading);
+  EXPECT_EQ(told, 2);
+  // A load that finishes after its instance was removed finds no one left.
+  cluster_->FinishLoad(workers_[1], loading, absl::OkStatus());
+  EXPECT_EQ(told, 2);
 }
 
 }  // namespace
