@@ -228,8 +228,22 @@ TEST(ControlSeamsTest, ATestOnlyRouterAndAllocatorServeInTheController) {
     auto loop = controller::ScalingLoop::Create(loop_options);
     ASSERT_TRUE(loop.ok()) << loop.status();
     (*loop)->RunModelRound();
-    ASSERT_TRUE(testing::WaitUntil([&] { return loads.load() == 2; }, 60));
-  }  // the control queue finished its work
+    // Both loads finished as the cluster sees them, not only begun on the
+    // fake workers: the control queue's last task uses the placer, which
+    // goes out of scope below before the queue does.
+    ASSERT_TRUE(testing::WaitUntil(
+        [&] {
+          int ready = 0;
+          for (const controller::WorkerView& w : cluster.Snapshot()) {
+            for (const controller::InstanceView& i : w.instances) {
+              ready += i.phase == controller::InstancePhase::kReady;
+            }
+          }
+          return ready == 2;
+        },
+        60));
+    EXPECT_EQ(loads.load(), 2);
+  }
 
   // Each query goes where the router says: the instance with fewer waiting,
   // so two queries in flight land on the two workers.
