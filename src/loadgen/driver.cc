@@ -207,10 +207,12 @@ RunResult RunOpenLoop(Transport& transport, ArrivalSource& arrivals,
   const Nanos start = clock->Now();
   Nanos next_progress = start + options.progress_every;
   size_t index = 0;
+  Nanos last_sent = start;
   Arrival arrival;
   while (arrivals.Next(&arrival) && arrival.time < options.duration) {
     const Nanos due = start + arrival.time;
     if (clock->Now() < due) clock->SleepUntil(due);
+    last_sent = clock->Now();
     RequestRecord* record = state->Begin(due);
     transport.Start(index++ % payloads, [state, record](CallResult result) {
       state->Finish(record, std::move(result));
@@ -221,8 +223,11 @@ RunResult RunOpenLoop(Transport& transport, ArrivalSource& arrivals,
     }
   }
   // The load phase lasts the whole duration even when the arrivals end
-  // early, so throughput is over the same window whatever the trace.
-  const Nanos load_end = std::max(clock->Now(), start + options.duration);
+  // early, so throughput is over the same window whatever the trace; it
+  // ends later only when sending fell behind the schedule. It is read from
+  // the time the last request left, not from the clock now: by now its
+  // answer may be due, and the drain deadline must not move with it.
+  const Nanos load_end = std::max(last_sent, start + options.duration);
   if (clock->Now() < load_end) clock->SleepUntil(load_end);
   state->WaitFor([](RunState& s) { return s.AllAnswered(); },
                  load_end + options.drain_timeout, options, start, &next_progress);
