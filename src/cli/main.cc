@@ -114,6 +114,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   serve_cmd->add_option("--cluster-autoscaler", serve.cluster_autoscaler,
                         "Add and retire local workers with the load (true/false)")
       ->capture_default_str();
+  serve_cmd->add_option("--migrate-interfered", serve.migrate_interfered,
+                        "Move instances that stay Interfered to a less-loaded worker "
+                        "(true/false)")
+      ->capture_default_str();
   serve_cmd->add_option("--max-workers", serve.max_workers,
                         "Most local workers of each type, type:n,... (default: what the free "
                         "cores allow)");

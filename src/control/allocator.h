@@ -27,6 +27,7 @@
 #include "policy/allocation_milp.h"
 #include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_model.h"
+#include "policy/migration.h"
 
 namespace maitre::control {
 
@@ -76,6 +77,10 @@ struct AllocatorOptions {
   // The INFaaS allocator's rules.
   ModelScaling model_scaling = ModelScaling::kInfaas;
   policy::ModelAutoscalerOptions model;  // kHorizontal turns its upgrades and downgrades off
+  // Interference migration (policy/migration.h); off, Interfered instances
+  // only have their capacity lowered.
+  bool migrate_interfered = true;
+  policy::MigrationOptions migration;
   bool cluster_scaling = true;
   // `types` and `max_workers` are taken from above.
   policy::ClusterAutoscalerOptions cluster;

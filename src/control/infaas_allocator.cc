@@ -222,8 +222,12 @@ bool InfaasAllocator::Young(const Observation& observation, const ObservedWorker
 // ---- the model round ----
 
 absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionSink& sink) {
-  if (model_autoscaler_ == nullptr) return absl::OkStatus();
   ForgetGoneWorkers(observation);
+  if (options_.migrate_interfered) {
+    FinishMoves(observation, sink);
+    Migrate(observation, sink);
+  }
+  if (model_autoscaler_ == nullptr) return absl::OkStatus();
   ShareRefusedDemand(observation);
   RememberObservedCapacity(observation);
   std::vector<const ObservedWorker*> workers;
@@ -330,6 +334,106 @@ void InfaasAllocator::Carry(const Observation& observation, const ObservedWorker
     case Kind::kNeedsPlacement:
       PlaceElsewhere(observation, worker, action, sink);
       return;
+  }
+}
+
+// ---- interference migration ----
+
+void InfaasAllocator::FinishMoves(const Observation& observation, ActionSink& sink) {
+  auto find_worker = [&](const std::string& id) -> const ObservedWorker* {
+    for (const ObservedWorker& w : observation.workers) {
+      if (w.id == id) return &w;
+    }
+    return nullptr;
+  };
+  for (auto it = pending_moves_.begin(); it != pending_moves_.end();) {
+    PendingMove& move = *it;
+    if (!move.load_ended->load()) {
+      ++it;
+      continue;
+    }
+    const ObservedWorker* target = find_worker(move.to);
+    const ObservedWorker* source = find_worker(move.from);
+    const ObservedInstance* serving = target != nullptr ? FindInstance(*target, move.key) : nullptr;
+    const ObservedInstance* slow = source != nullptr ? FindInstance(*source, move.key) : nullptr;
+    if (serving != nullptr && serving->ready > 0) {
+      // The target serves: the slow copy goes, answering what it holds.
+      if (slow != nullptr && slow->ready > 0) {
+        sink.Remove(move.from, move.key, slow->ready);
+        sink.Record({observation.now, "migrate-unload", move.from, move.key.ToString(),
+                     slow->ready, "the copy on " + move.to + " serves", move.to});
+      }
+    } else if (++move.rounds_since_ended < 3 && target != nullptr) {
+      ++it;  // the observation may lag the load's end by a round or two
+      continue;
+    } else {
+      sink.Record({observation.now, "migrate-failed", move.to, move.key.ToString(), 0,
+                   "the load on the target did not come to serve; the source stays", move.from});
+    }
+    move.release();
+    it = pending_moves_.erase(it);
+  }
+}
+
+void InfaasAllocator::Migrate(const Observation& observation, ActionSink& sink) {
+  std::vector<policy::MigrationWorker> workers;
+  for (const ObservedWorker& w : observation.workers) {
+    const WorkerType* type = observation.FindType(w.type);
+    if (type == nullptr) continue;
+    policy::MigrationWorker mw;
+    mw.id = w.id;
+    mw.type = w.type;
+    mw.starting = w.starting;
+    mw.cpu_utilisation = w.cpu_utilisation;
+    mw.free_cores = type->cores - CoresHeld(observation, w);
+    mw.memory_limited = type->memory_mb > 0;
+    mw.free_memory_mb = mw.memory_limited ? type->memory_mb - w.memory_used_mb : 0;
+    for (const ObservedInstance& inst : w.instances) {
+      if (!inst.takes_queries) continue;
+      const ModelOption* model = observation.FindModel(inst.key.model);
+      policy::MigrationInstance mi;
+      mi.model = inst.key.model;
+      mi.variant = inst.key.variant;
+      // A model with a move under way is not judged again until it ends.
+      mi.state = Busy({w.id, inst.key.model}) ? policy::InstanceState::kActive : inst.state;
+      mi.replicas = inst.ready;
+      mi.loading = inst.loading;
+      mi.cores_per_replica = CoresPerReplica(model, w, inst.key.variant);
+      mi.memory_mb_per_replica = MemoryPerReplica(model, w, inst.key.variant);
+      mw.instances.push_back(std::move(mi));
+    }
+    workers.push_back(std::move(mw));
+  }
+  policy::MigrationDecision decision =
+      policy::DecideMigrations(workers, migration_state_, observation.now, options_.migration);
+  migration_state_ = std::move(decision.state);
+  std::set<std::string> held(decision.held.begin(), decision.held.end());
+  for (const std::string& line : held) {
+    if (held_migrations_.count(line) == 0) {
+      sink.Record({observation.now, "migrate-held", "", "", 0, line});
+    }
+  }
+  held_migrations_ = std::move(held);
+  for (const policy::MigrationAction& action : decision.actions) {
+    const VariantKey key{action.model, action.variant};
+    if (action.kind == policy::MigrationAction::Kind::kRetire) {
+      sink.Remove(action.from_worker, key, action.replicas);
+      sink.Record({observation.now, "migrate-retire", action.from_worker, key.ToString(),
+                   action.replicas, action.reason, action.to_worker});
+      continue;
+    }
+    PendingMove move;
+    move.from = action.from_worker;
+    move.to = action.to_worker;
+    move.key = key;
+    move.load_ended = std::make_shared<std::atomic<bool>>(false);
+    move.release = MarkBusy({{action.from_worker, action.model}, {action.to_worker, action.model}},
+                            /*loads=*/1);
+    sink.Load(action.to_worker, key, action.replicas, {},
+              [ended = move.load_ended] { ended->store(true); });
+    sink.Record({observation.now, "migrate", action.to_worker, key.ToString(), action.replicas,
+                 action.reason, action.from_worker});
+    pending_moves_.push_back(std::move(move));
   }
 }
 

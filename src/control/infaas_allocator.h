@@ -8,7 +8,12 @@
 //  - runs consolidation across workers, then the model autoscaler per
 //    worker, and carries out their moves through the sink (make before
 //    break, placement elsewhere when a worker is full);
-// and each cluster round it runs the cluster autoscaler. A (worker, model)
+// and each cluster round it runs the cluster autoscaler. Before the model
+// autoscaler it moves instances that stay Interfered to a less-loaded worker
+// (policy/migration.h): the replicas load on the target first, queries go
+// there once it serves (selection avoids Interfered instances), and the
+// source is unloaded in a later round, once the observation shows the
+// target ready; the model sits out the other rules meanwhile. A (worker, model)
 // with a move under way sits rounds out until the sink says the move ended,
 // so a round never stacks moves on a stale report; and an instance younger
 // than `min_instance_age` is neither shrunk nor given up.
@@ -17,6 +22,8 @@
 // callbacks may come from any thread.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +37,7 @@
 #include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_consolidation.h"
 #include "policy/autoscaling_model.h"
+#include "policy/migration.h"
 
 namespace maitre::control {
 
@@ -59,6 +67,10 @@ class InfaasAllocator : public Allocator {
       const std::vector<policy::WorkerScalingSnapshot>& snapshots, ActionSink& sink);
   void Carry(const Observation& observation, const ObservedWorker& worker,
              const policy::ModelScaleAction& action, ActionSink& sink);
+  // Interference migration: unloads the sources of moves whose loads ended
+  // and serve, then starts this round's moves.
+  void FinishMoves(const Observation& observation, ActionSink& sink);
+  void Migrate(const Observation& observation, ActionSink& sink);
   void PlaceElsewhere(const Observation& observation, const ObservedWorker& source,
                       const policy::ModelScaleAction& action, ActionSink& sink);
   // Whether an instance of `model` on `worker` is loading or younger than
@@ -87,6 +99,16 @@ class InfaasAllocator : public Allocator {
   std::optional<Nanos> refused_taken_at_;
   std::map<Where, double> refused_share_;  // qps, by (worker, variant key)
   std::set<std::string> asked_placement_;  // workers whose last ask found no room
+  policy::MigrationState migration_state_;
+  std::set<std::string> held_migrations_;  // the last round's "cannot move" lines, logged once
+  struct PendingMove {
+    std::string from, to;
+    VariantKey key;
+    std::shared_ptr<std::atomic<bool>> load_ended;
+    std::function<void()> release;  // frees the busy places
+    int rounds_since_ended = 0;
+  };
+  std::vector<PendingMove> pending_moves_;
 
   mutable absl::Mutex mu_;
   std::multiset<Where> busy_ ABSL_GUARDED_BY(mu_);

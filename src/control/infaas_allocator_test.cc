@@ -59,6 +59,16 @@ class InfaasAllocatorTest : public ::testing::Test {
     return w;
   }
 
+  // w1 with one Interfered replica and no queries; w2 empty.
+  static std::pair<ObservedWorker, ObservedWorker> SlowAndIdle() {
+    ObservedWorker slow = Worker("w1", 1, 0);
+    slow.instances[0].state = policy::InstanceState::kInterfered;
+    ObservedWorker idle;
+    idle.id = "w2";
+    idle.type = "cpu-4";
+    return {slow, idle};
+  }
+
   Profile profile_;
   AllocatorOptions options_;
 };
@@ -158,6 +168,57 @@ TEST_F(InfaasAllocatorTest, TheClusterRoundAddsAWorkerButNeverRetiresBelowTheFlo
   idle.idle_since = 0;
   ASSERT_TRUE(allocator->ClusterRound(At(100 * kSecond, {idle}), sink).ok());
   EXPECT_TRUE(sink.retired.empty());
+}
+
+TEST_F(InfaasAllocatorTest, AnInterferedInstanceMovesLoadFirstThenUnloadOnceTheTargetServes) {
+  options_.migrate_interfered = false;
+  auto off = Make();
+  options_.migrate_interfered = true;
+  auto allocator = Make();
+  // w1's instance is slow and gets no queries any more; w2 is idle.
+  const auto [slow, idle] = SlowAndIdle();
+  RecordingSink sink, off_sink;
+  for (Nanos t = kSecond; t <= 4 * kSecond; t += kSecond) {
+    ASSERT_TRUE(allocator->ModelRound(At(t, {slow, idle}), sink).ok());
+    ASSERT_TRUE(off->ModelRound(At(t, {slow, idle}), off_sink).ok());
+  }
+  EXPECT_TRUE(off_sink.loads.empty());
+  ASSERT_EQ(sink.loads.size(), 1u);
+  EXPECT_EQ(sink.loads[0].worker, "w2");
+  EXPECT_EQ(sink.loads[0].key.ToString(), "m:v");
+  EXPECT_TRUE(sink.loads[0].then_remove.empty());  // the source is another worker
+  EXPECT_EQ(sink.decisions.back().kind, "migrate");
+  EXPECT_EQ(sink.decisions.back().for_worker, "w1");
+  EXPECT_TRUE(sink.removes.empty());
+
+  // Nothing is unloaded until the load has ended and the target serves.
+  ASSERT_TRUE(allocator->ModelRound(At(5 * kSecond, {slow, idle}), sink).ok());
+  EXPECT_TRUE(sink.removes.empty());
+  sink.loads[0].done();
+  ObservedWorker target = Worker("w2", 1, 0);
+  ASSERT_TRUE(allocator->ModelRound(At(6 * kSecond, {slow, target}), sink).ok());
+  ASSERT_EQ(sink.removes.size(), 1u);
+  EXPECT_EQ(sink.removes[0], std::make_pair(std::string("w1"), std::string("m:v x1")));
+  EXPECT_EQ(sink.decisions.back().kind, "migrate-unload");
+  EXPECT_EQ(sink.loads.size(), 1u);
+}
+
+TEST_F(InfaasAllocatorTest, AMoveWhoseLoadNeverServesKeepsTheSource) {
+  auto allocator = Make();
+  const auto [slow, idle] = SlowAndIdle();
+  RecordingSink sink;
+  for (Nanos t = kSecond; t <= 4 * kSecond; t += kSecond) {
+    ASSERT_TRUE(allocator->ModelRound(At(t, {slow, idle}), sink).ok());
+  }
+  ASSERT_EQ(sink.loads.size(), 1u);
+  sink.loads[0].done();  // failed: w2 never shows the instance
+  for (Nanos t = 5 * kSecond; t <= 8 * kSecond; t += kSecond) {
+    ASSERT_TRUE(allocator->ModelRound(At(t, {slow, idle}), sink).ok());
+  }
+  EXPECT_TRUE(sink.removes.empty());
+  bool failed = false;
+  for (const Decision& d : sink.decisions) failed |= d.kind == "migrate-failed";
+  EXPECT_TRUE(failed);
 }
 
 TEST(AllocatorTableTest, NamesAreUniqueAndUnknownOnesAreRefused) {

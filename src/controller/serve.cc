@@ -324,6 +324,7 @@ class Controller {
     MAITRE_ASSIGN_OR_RETURN(allocator.model_scaling,
                             control::ParseModelScaling(options.model_autoscaler));
     allocator.cluster_scaling = options.cluster_autoscaler;
+    allocator.migrate_interfered = options.migrate_interfered;
     allocator.cluster.min_workers = 1;
     for (const auto& [type, n] : worker_counts) allocator.min_workers[type] = n;
     if (!options.max_workers.empty()) {

@@ -58,6 +58,9 @@ struct ServeOptions {
   // as many more as this machine has free cores for (more local processes
   // on busy cores add contention, not capacity).
   bool cluster_autoscaler = true;
+  // The INFaaS allocator moves instances that stay Interfered to a
+  // less-loaded worker (docs/policies.md, "Interference migration").
+  bool migrate_interfered = true;
   std::string max_workers;
   // The maitre executable the local provider launches workers from.
   // Empty: this process's own executable.

@@ -328,5 +328,82 @@ TEST(ClusterTest, SelectionLoadsAFirstInstanceForAnAppWithNone) {
   ExpectEveryQueryResolved(**sim);
 }
 
+// Two models on one of two 2-core workers, each busy most of the time: with
+// the interference model on, batches that run together take three times
+// their profiled time, both instances turn Interfered, and the INFaaS
+// allocator moves one of them to the empty worker, after which both serve
+// at their profiled speed again.
+constexpr char kColocated[] = R"(
+name: colocated
+cluster:
+  worker_types:
+    - {name: small, cores: 2, memory_mb: 4096, price_per_hour: 3.6, launch_s: 5, max_workers: 2}
+  workers: {small: 2}
+profiles:
+  - {model: m1, variant: v, worker_type: small, accuracy: 0.8, load_ms: 1000, memory_mb: 100,
+     points: [[1, 4, 4.4], [4, 10, 11], [8, 18, 19.8]]}
+  - {model: m2, variant: v, worker_type: small, accuracy: 0.8, load_ms: 1000, memory_mb: 100,
+     points: [[1, 4, 4.4], [4, 10, 11], [8, 18, 19.8]]}
+apps:
+  - {name: a, latency_ms: 100, share: 0.5, models: [m1],
+     instances: [{variant: "m1:v", worker_type: small, worker: 0}]}
+  - {name: b, latency_ms: 100, share: 0.5, models: [m2],
+     instances: [{variant: "m2:v", worker_type: small, worker: 0}]}
+trace:
+  generator: poisson
+  rate_qps: 500
+  duration_s: 60
+  seed: 5
+policies:
+  batching: {name: nexus, max_batch: 8}
+  routing: selection
+  model_autoscaler: off
+  cluster_autoscaler: off
+  selection: {loads: false}
+  allocator: {name: infaas, migrate_interfered: MIGRATE}
+simulation:
+  interference: {onset: 0.5, slowdown_at_full: 3}
+)";
+
+std::unique_ptr<Simulator> Colocated(bool migrate) {
+  auto e = ParseExperiment(Fill(kColocated, "MIGRATE", migrate ? "true" : "false"), ".");
+  EXPECT_TRUE(e.ok()) << e.status();
+  auto sim = BuildSimulator(*e);
+  EXPECT_TRUE(sim.ok()) << sim.status();
+  return *std::move(sim);
+}
+
+TEST(ClusterTest, TheInterferenceModelSlowsCoLocatedBatches) {
+  InterferenceModel m;
+  EXPECT_EQ(m.Factor(2), 1);  // off
+  m.enabled = true;
+  m.onset = 0.5;
+  m.slowdown_at_full = 3;
+  EXPECT_DOUBLE_EQ(m.Factor(0.5), 1);
+  EXPECT_DOUBLE_EQ(m.Factor(0.75), 2);
+  EXPECT_DOUBLE_EQ(m.Factor(1), 3);
+  EXPECT_DOUBLE_EQ(m.Factor(1.5), 4.5);  // three batches on two cores share them too
+}
+
+TEST(ClusterTest, AnInterferedModelMovesToTheEmptyWorkerWithoutLosingQueries) {
+  auto stay = Colocated(false);
+  ASSERT_TRUE(stay->Run().ok());
+  auto move = Colocated(true);
+  ASSERT_TRUE(move->Run().ok());
+  EXPECT_EQ(stay->control_counters().migrations, 0);
+  EXPECT_EQ(move->control_counters().migrations, 1);
+  ExpectEveryQueryResolved(*move);
+  // Nothing queued is lost in the move: the source drains what it holds.
+  std::set<int> workers_serving;
+  for (const auto& i : move->Instances()) {
+    if (i.alive) workers_serving.insert(i.worker);
+  }
+  EXPECT_EQ(workers_serving.size(), 2u);
+  const Counters& moved = move->metrics().total;
+  const Counters& stayed = stay->metrics().total;
+  EXPECT_GT(moved.on_time, stayed.on_time);
+  EXPECT_LT(move->metrics().latency.Percentile(50), stay->metrics().latency.Percentile(50));
+}
+
 }  // namespace
 }  // namespace maitre::sim

@@ -323,9 +323,14 @@ class Parser {
     if (!instances.IsSequence()) return Bad(lp, "expected a list of {variant, worker_type, count}");
     for (size_t k = 0; k < instances.size(); ++k) {
       const std::string kp = Item(lp, k);
-      MAITRE_RETURN_IF_ERROR(CheckMap(instances[k], kp, {"variant", "worker_type", "count"}));
+      MAITRE_RETURN_IF_ERROR(
+          CheckMap(instances[k], kp, {"variant", "worker_type", "count", "worker"}));
       std::string variant_name, type_name;
-      int64_t count = 1;
+      int64_t count = 1, worker = -1;
+      MAITRE_RETURN_IF_ERROR(ReadInt(instances[k], kp, "worker", &worker));
+      if (Present(instances[k]["worker"]) && worker < 0) {
+        return Bad(Key(kp, "worker"), "must be >= 0 (the index among the type's workers)");
+      }
       MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "variant", &variant_name, true));
       MAITRE_RETURN_IF_ERROR(ReadString(instances[k], kp, "worker_type", &type_name));
       MAITRE_RETURN_IF_ERROR(ReadInt(instances[k], kp, "count", &count));
@@ -354,17 +359,16 @@ class Parser {
         return Bad(Key(kp, "variant"),
                    absl::StrCat(variant_name, " is not in ", Key(ip, "variants")));
       }
-      for (int64_t c = 0; c < count; ++c) exp_.setup.instances.push_back({app_index, found});
+      for (int64_t c = 0; c < count; ++c) {
+        exp_.setup.instances.push_back({app_index, found, static_cast<int32_t>(worker)});
+      }
     }
     return absl::OkStatus();
   }
 
   absl::Status ParseWorkerCounts(const YAML::Node& cluster) {
     auto& types = exp_.setup.worker_types;
-    std::vector<int32_t> needed(types.size(), 0);
-    for (const SimInstanceSpec& s : exp_.setup.instances) {
-      ++needed[exp_.setup.variants[s.variant].worker_type];
-    }
+    const std::vector<int32_t> needed = WorkersNeeded(exp_.setup);
     YAML::Node workers = Present(cluster) ? cluster["workers"] : YAML::Node();
     if (!Present(workers)) {
       // Default: exactly the workers the instances need.
@@ -514,7 +518,18 @@ class Parser {
   absl::Status ParseSimulation(const YAML::Node& n) {
     const std::string path = "simulation";
     if (!Present(n)) return absl::OkStatus();
-    MAITRE_RETURN_IF_ERROR(CheckMap(n, path, {"service_noise", "seed", "worker_losses"}));
+    MAITRE_RETURN_IF_ERROR(
+        CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference"}));
+    if (YAML::Node in = n["interference"]; Present(in)) {
+      const std::string ip = Key(path, "interference");
+      MAITRE_RETURN_IF_ERROR(CheckMap(in, ip, {"onset", "slowdown_at_full"}));
+      InterferenceModel& m = exp_.setup.interference;
+      m.enabled = true;
+      MAITRE_RETURN_IF_ERROR(ReadNumber(in, ip, "onset", &m.onset));
+      MAITRE_RETURN_IF_ERROR(ReadNumber(in, ip, "slowdown_at_full", &m.slowdown_at_full, true));
+      if (!(m.onset >= 0 && m.onset < 1)) return Bad(Key(ip, "onset"), "must be in [0, 1)");
+      if (!(m.slowdown_at_full >= 1)) return Bad(Key(ip, "slowdown_at_full"), "must be >= 1");
+    }
     std::string noise = "none";
     MAITRE_RETURN_IF_ERROR(ReadString(n, path, "service_noise", &noise));
     if (noise != "none" && noise != "lognormal") {

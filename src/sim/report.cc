@@ -171,6 +171,8 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
                     {"loads_refused", c.loads_refused},
                     {"replicas_removed", c.replicas_removed},
                     {"vacated", c.vacated},
+                    {"migrations", c.migrations},
+                    {"migrations_retired", c.migrations_retired},
                     {"workers_added", c.workers_added},
                     {"workers_removed", c.workers_removed},
                     {"workers_lost", c.workers_lost},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "policy/latency_table.h"
@@ -91,12 +92,11 @@ absl::Status Simulator::CheckSetup(const SimulationSetup& setup) {
           absl::StrCat("app ", a.name, " needs a latency objective > 0"));
     }
   }
-  std::vector<int32_t> used(n_types, 0);
+  std::vector<int32_t> used = WorkersNeeded(setup);
   for (const SimInstanceSpec& s : setup.instances) {
     if (s.app < 0 || s.app >= n_apps || s.variant < 0 || s.variant >= n_variants) {
       return absl::InvalidArgumentError("an instance names an unknown app or variant");
     }
-    ++used[setup.variants[s.variant].worker_type];
   }
   for (int32_t t = 0; t < n_types; ++t) {
     if (used[t] > setup.worker_types[t].count) {
@@ -110,6 +110,28 @@ absl::Status Simulator::CheckSetup(const SimulationSetup& setup) {
     return absl::InvalidArgumentError("autoscaling needs routing: selection");
   }
   return absl::OkStatus();
+}
+
+std::vector<int32_t> WorkersNeeded(const SimulationSetup& setup) {
+  const size_t n_types = setup.worker_types.size();
+  std::vector<int32_t> own(n_types, 0);
+  std::vector<std::set<int32_t>> named(n_types);
+  for (const SimInstanceSpec& s : setup.instances) {
+    if (s.variant < 0 || s.variant >= static_cast<int32_t>(setup.variants.size())) continue;
+    const int32_t t = setup.variants[s.variant].worker_type;
+    if (t < 0 || t >= static_cast<int32_t>(n_types)) continue;
+    if (s.worker >= 0) {
+      named[t].insert(s.worker);
+    } else {
+      ++own[t];
+    }
+  }
+  std::vector<int32_t> needed(n_types, 0);
+  for (size_t t = 0; t < n_types; ++t) {
+    const int32_t highest = named[t].empty() ? 0 : *named[t].rbegin() + 1;
+    needed[t] = std::max(highest, own[t] + static_cast<int32_t>(named[t].size()));
+  }
+  return needed;
 }
 
 void Simulator::AssignVariantApps() {
@@ -142,15 +164,32 @@ absl::Status Simulator::StartInitialCluster() {
   for (int32_t t = 0; t < n_types; ++t) {
     for (int32_t k = 0; k < s.worker_types[t].count; ++k) StartWorker(t, 0);
   }
-  std::vector<size_t> next_worker(n_types, 0);
+  // Instances that name their worker are placed first, so that the others
+  // find the workers left empty.
+  std::vector<const SimInstanceSpec*> order;
   for (const SimInstanceSpec& spec : s.instances) {
+    if (spec.worker >= 0) order.push_back(&spec);
+  }
+  for (const SimInstanceSpec& spec : s.instances) {
+    if (spec.worker < 0) order.push_back(&spec);
+  }
+  std::vector<size_t> next_worker(n_types, 0);
+  for (const SimInstanceSpec* placed : order) {
+    const SimInstanceSpec& spec = *placed;
     const int32_t type = s.variants[spec.variant].worker_type;
     int32_t w = -1;
-    for (size_t k = next_worker[type]; k < workers_.size(); ++k) {
+    if (spec.worker >= 0) {
+      for (int32_t k = 0, seen = 0; k < static_cast<int32_t>(workers_.size()); ++k) {
+        if (workers_[k].type == type && seen++ == spec.worker) {
+          w = k;
+          break;
+        }
+      }
+    }
+    for (size_t k = next_worker[type]; w < 0 && k < workers_.size(); ++k) {
       if (workers_[k].type == type && workers_[k].instances.empty()) {
         w = static_cast<int32_t>(k);
         next_worker[type] = k + 1;
-        break;
       }
     }
     auto i = AddInstance(spec.app, spec.variant, w);
@@ -447,7 +486,24 @@ void Simulator::StartBatch(int32_t i, int32_t count) {
   views_[i].running_rows = inst.running_rows;
   ++metrics_.batches;
   metrics_.batch_rows += rows;
-  events_.Push(now_ + ServiceTime(inst, rows), kBatchDone, static_cast<uint32_t>(r));
+  Nanos service = ServiceTime(inst, rows);
+  if (inst.worker >= 0) {
+    Worker& w = workers_[inst.worker];
+    w.running_cores += setup_.variants[inst.variant].cores_per_replica;
+    if (setup_.interference.enabled) {
+      const double cores = setup_.worker_types[w.type].type.cores;
+      const double factor = setup_.interference.Factor(w.running_cores / std::max(1e-9, cores));
+      service = static_cast<Nanos>(std::llround(static_cast<double>(service) * factor));
+    }
+  }
+  events_.Push(now_ + service, kBatchDone, static_cast<uint32_t>(r));
+}
+
+double InterferenceModel::Factor(double utilisation) const {
+  if (!enabled) return 1;
+  const double ramp =
+      onset < 1 ? std::clamp((utilisation - onset) / (1 - onset), 0.0, 1.0) : 0.0;
+  return (1 + (slowdown_at_full - 1) * ramp) * std::max(1.0, utilisation);
 }
 
 Nanos Simulator::ServiceTime(SimInstance& inst, int32_t rows) {
@@ -491,6 +547,9 @@ void Simulator::OnBatchDone(int32_t r) {
   }
   inst.policy->Observe({rep.batch_rows, rep.batch_start, now_, missed});
   rep.busy = false;
+  if (inst.worker >= 0) {
+    workers_[inst.worker].running_cores -= setup_.variants[inst.variant].cores_per_replica;
+  }
   inst.running_rows -= rep.batch_rows;
   views_[i].running_rows = inst.running_rows;
   if (managed()) {

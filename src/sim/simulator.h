@@ -108,10 +108,13 @@ struct SimApp {
 bool AppMayUse(const SimApp& app, const VariantKey& key);
 
 // One instance loaded from the start: `variant` serving `app`, one replica,
-// on a worker of its own of the variant's type.
+// on a worker of the variant's type (one of its own unless `worker` says).
 struct SimInstanceSpec {
   int32_t app = 0;
   int32_t variant = 0;
+  // >= 0: on the type's worker of this index (from 0), which other
+  // instances may share; -1: on the next worker of the type that holds none.
+  int32_t worker = -1;
 };
 
 using ModelAutoscaling = control::ModelScaling;
@@ -133,6 +136,9 @@ struct ControlSetup {
   std::string allocator = "infaas";
   Nanos min_instance_age = 30 * kSecond;
   Nanos observed_capacity_memory = 30 * kSecond;
+  // Interference migration by the INFaaS allocator (policy/migration.h).
+  bool migrate_interfered = true;
+  policy::MigrationOptions migration;
   // The Proteus allocator's (and its baselines') rules.
   control::ProteusOptions proteus;
   ModelAutoscaling model_autoscaling = ModelAutoscaling::kOff;
@@ -154,6 +160,25 @@ struct WorkerLoss {
   Nanos at = 0;
 };
 
+// How co-located batches on one worker slow each other down
+// (docs/architecture.md, "The simulator's interference model"). When a batch
+// starts, u is the share of its worker's cores that running batches take,
+// this one included (Σ cores per replica of busy replicas / the type's
+// cores). Its service time is multiplied by
+//   (1 + (slowdown_at_full − 1) · clamp((u − onset) / (1 − onset), 0, 1)) · max(1, u):
+// nothing below `onset`, rising linearly to `slowdown_at_full` when every
+// core is busy (shared caches and memory bandwidth), and time-shared beyond
+// that (more batches than cores). The factor is fixed when the batch starts.
+// The defaults in examples/experiments/infaas-interference were fitted to
+// the zoo on the 2-core development VM; off, service times are the
+// profiles' alone.
+struct InterferenceModel {
+  bool enabled = false;
+  double onset = 0.5;
+  double slowdown_at_full = 1.0;
+  double Factor(double utilisation) const;
+};
+
 struct SimulationSetup {
   std::vector<SimWorkerType> worker_types;
   std::vector<SimVariant> variants;
@@ -168,12 +193,16 @@ struct SimulationSetup {
   std::string routing = "least-queued";  // or "selection": a managed cluster
   ControlSetup control;
   bool service_noise = false;
+  InterferenceModel interference;
   std::vector<WorkerLoss> worker_losses;  // managed clusters
   uint64_t seed = 1;
   // The trace's length: reports cover at least this much time, and workers
   // are billed up to it.
   Nanos horizon = 0;
 };
+
+// Per worker type (by index): how many workers the setup's instances need.
+std::vector<int32_t> WorkersNeeded(const SimulationSetup& setup);
 
 // What the control plane did, for the reports and tests.
 struct ControlCounters {
@@ -183,6 +212,8 @@ struct ControlCounters {
   int64_t loads_refused = 0;         // a worker without the cores for a selection load
   int64_t replicas_removed = 0;
   int64_t vacated = 0;  // (worker, model) pairs given up by consolidation
+  int64_t migrations = 0;          // Interfered instances moved to another worker
+  int64_t migrations_retired = 0;  // Interfered copies unloaded, another serving Active
   int64_t model_actions[6] = {0, 0, 0, 0, 0, 0};  // by ModelScaleAction::Kind
   int64_t workers_added = 0;
   int64_t workers_removed = 0;
@@ -345,6 +376,7 @@ class Simulator {
     Nanos paid_until = kInfiniteFuture;
     std::vector<int32_t> instances;  // alive instances here
     Nanos busy_core_ns = 0;  // this interval: Σ batch time × cores per replica
+    double running_cores = 0;  // Σ cores per replica of the batches running now
     double utilisation = 0;          // the last report's
     std::optional<Nanos> idle_since;
     bool active_this_interval = false;  // a query arrived or was served here

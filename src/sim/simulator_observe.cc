@@ -172,6 +172,8 @@ void Simulator::ControlSink::Record(const control::Decision& decision) {
     c.loads_by_placement += decision.replicas;
   }
   if (decision.kind == "vacate") ++c.vacated;
+  if (decision.kind == "migrate") ++c.migrations;
+  if (decision.kind == "migrate-retire") ++c.migrations_retired;
   sim_->Log(control::DecisionLine(decision));
 }
 

@@ -1,0 +1,121 @@
+#include "policy/migration.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace maitre::policy {
+namespace {
+
+bool Unhealthy(InstanceState s) {
+  return s == InstanceState::kInterfered || s == InstanceState::kOverloaded;
+}
+
+// The instance of `model` (any variant) on `worker` that is Interfered or
+// Overloaded, if any.
+bool HoldsUnhealthy(const MigrationWorker& worker, const std::string& model) {
+  for (const MigrationInstance& i : worker.instances) {
+    if (i.model == model && Unhealthy(i.state)) return true;
+  }
+  return false;
+}
+
+// The other worker serving `model:variant` with an Active instance, if any.
+const MigrationWorker* ActiveElsewhere(const std::vector<MigrationWorker>& workers,
+                                       const MigrationWorker& source,
+                                       const MigrationInstance& inst) {
+  for (const MigrationWorker& w : workers) {
+    if (w.id == source.id || w.starting) continue;
+    for (const MigrationInstance& i : w.instances) {
+      if (i.model == inst.model && i.variant == inst.variant && i.replicas > 0 &&
+          i.state == InstanceState::kActive) {
+        return &w;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
+                                   const MigrationState& previous, Nanos now,
+                                   const MigrationOptions& options) {
+  MigrationDecision decision;
+  MigrationState& state = decision.state;
+  // Forget moves older than the cooldown; spells carry over only while the
+  // instance is still Interfered.
+  for (const auto& [model, at] : previous.last_moved) {
+    if (now - at < options.cooldown) state.last_moved[model] = at;
+  }
+  for (const auto& [worker, at] : previous.last_moved_from) {
+    if (now - at < options.settle) state.last_moved_from[worker] = at;
+  }
+  std::set<std::string> acted;  // models with an action this round
+  // Cores and memory already promised to moves this round, by worker.
+  std::map<std::string, std::pair<double, double>> promised;
+  for (const MigrationWorker& source : workers) {
+    if (source.starting || state.last_moved_from.count(source.id) > 0) continue;
+    for (const MigrationInstance& inst : source.instances) {
+      if (inst.state != InstanceState::kInterfered || inst.replicas <= 0) continue;
+      const auto spell_key = std::make_pair(source.id, absl::StrCat(inst.model, ":", inst.variant));
+      auto seen = previous.interfered_since.find(spell_key);
+      const Nanos since = seen != previous.interfered_since.end() ? seen->second : now;
+      state.interfered_since[spell_key] = since;
+      if (now - since < options.migrate_after || inst.loading > 0) continue;
+      if (acted.count(inst.model) > 0 || state.last_moved.count(inst.model) > 0) continue;
+      const std::string name = spell_key.second;
+
+      if (const MigrationWorker* serving = ActiveElsewhere(workers, source, inst)) {
+        decision.actions.push_back(
+            {MigrationAction::Kind::kRetire, inst.model, inst.variant, source.id, serving->id,
+             inst.replicas,
+             absl::StrFormat("%s on %s has been Interfered for %.1f s and %s serves it Active: "
+                             "unload the slow copy",
+                             name, source.id, ToSeconds(now - since), serving->id)});
+        acted.insert(inst.model);
+        state.last_moved[inst.model] = now;
+        continue;
+      }
+      const double cores = inst.replicas * inst.cores_per_replica;
+      const double memory = inst.replicas * inst.memory_mb_per_replica;
+      const MigrationWorker* best = nullptr;
+      for (const MigrationWorker& w : workers) {
+        if (w.id == source.id || w.starting || w.type != source.type) continue;
+        if (w.cpu_utilisation >= options.max_target_utilisation) continue;
+        if (HoldsUnhealthy(w, inst.model)) continue;
+        const auto& [cores_promised, memory_promised] = promised[w.id];
+        if (w.free_cores - cores_promised + 1e-9 < cores) continue;
+        if (w.memory_limited && w.free_memory_mb - memory_promised < memory) continue;
+        if (best == nullptr || w.cpu_utilisation < best->cpu_utilisation ||
+            (w.cpu_utilisation == best->cpu_utilisation && w.id < best->id)) {
+          best = &w;
+        }
+      }
+      if (best == nullptr) {
+        decision.held.push_back(absl::StrFormat(
+            "%s on %s is Interfered but no other %s worker is up, under %.0f%% CPU and has room "
+            "for %d replica(s)",
+            name, source.id, source.type, 100 * options.max_target_utilisation, inst.replicas));
+        continue;
+      }
+      promised[best->id].first += cores;
+      promised[best->id].second += memory;
+      decision.actions.push_back(
+          {MigrationAction::Kind::kMove, inst.model, inst.variant, source.id, best->id,
+           inst.replicas,
+           absl::StrFormat("%s on %s has been Interfered for %.1f s: move %d replica(s) to %s "
+                           "(CPU %.0f%% against %.0f%%)",
+                           name, source.id, ToSeconds(now - since), inst.replicas, best->id,
+                           100 * best->cpu_utilisation, 100 * source.cpu_utilisation)});
+      acted.insert(inst.model);
+      state.last_moved[inst.model] = now;
+      state.last_moved_from[source.id] = now;
+      break;  // this worker settles before anything else leaves it
+    }
+  }
+  return decision;
+}
+
+}  // namespace maitre::policy

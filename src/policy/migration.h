@@ -1,0 +1,109 @@
+// Interference migration (INFaaS §4.3 and §6.3.1; docs/policies.md,
+// "Interference migration"): what happens to an instance the state machine
+// calls Interfered (instance_state.h). Lowering its capacity only makes the
+// model autoscaler pay for more replicas on the same slow worker; INFaaS
+// instead moves the model to a less-loaded worker, and starts a new worker
+// when every instance on that hardware is Interfered (the cluster
+// autoscaler's rule, autoscaling_cluster.h).
+//
+// Per round, for each instance that has been Interfered for at least
+// `migrate_after`, in a model that has not moved for `cooldown`:
+//  - kRetire: another worker already serves the same variant and it is
+//    Active: selection sends the queries there already, so the slow copy is
+//    only unloaded;
+//  - kMove: otherwise the least-utilised other worker of the same type that
+//    is up, has room for the instance's replicas (cores and memory), holds
+//    no Interfered or Overloaded instance of the model, and is utilised
+//    below `max_target_utilisation`, gets the replicas; the caller loads
+//    them there first and unloads the source only once they serve (make
+//    before break, so no query is lost);
+//  - nothing when no worker qualifies (reason given in `held`).
+// At most one action per model per round, and at most one move away from a
+// worker per `settle`: when two co-located instances slow each other down,
+// moving one relieves both, and moving both would only co-locate them again
+// elsewhere. While a worker settles, the spells of its instances start over.
+//
+// Pure: the caller passes the snapshot, `now` and the state the last call
+// returned.
+//
+// Thread-safety: a free function over value types.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/time.h"
+#include "policy/instance_state.h"
+
+namespace maitre::policy {
+
+struct MigrationInstance {
+  std::string model;
+  std::string variant;  // within the model
+  InstanceState state = InstanceState::kInactive;
+  int replicas = 0;  // ready
+  int loading = 0;
+  double cores_per_replica = 1;
+  double memory_mb_per_replica = 0;
+};
+
+struct MigrationWorker {
+  std::string id;
+  std::string type;
+  bool starting = false;  // asked for, not serving yet: not a target
+  double cpu_utilisation = 0;
+  double free_cores = 0;
+  double free_memory_mb = 0;  // ignored when memory_limited is false
+  bool memory_limited = false;
+  std::vector<MigrationInstance> instances;
+};
+
+struct MigrationOptions {
+  // How long an instance must have been Interfered in a row (as seen by the
+  // rounds) before it moves: the state machine already wants two slow
+  // reports, and this keeps one slow spell from moving a model at once.
+  Nanos migrate_after = 3 * kSecond;
+  // A model that moved is left alone this long: the target needs time to
+  // show whether it is any better.
+  Nanos cooldown = 60 * kSecond;
+  // After a move away from a worker, its other instances are not judged
+  // for this long.
+  Nanos settle = 15 * kSecond;
+  // A worker at or above this CPU utilisation is no less loaded.
+  double max_target_utilisation = 0.8;
+};
+
+struct MigrationState {
+  // When each (worker, "model:variant") was first seen Interfered in the
+  // current spell.
+  std::map<std::pair<std::string, std::string>, Nanos> interfered_since;
+  std::map<std::string, Nanos> last_moved;       // by model
+  std::map<std::string, Nanos> last_moved_from;  // by source worker
+};
+
+struct MigrationAction {
+  enum class Kind { kMove, kRetire };
+  Kind kind = Kind::kMove;
+  std::string model;
+  std::string variant;
+  std::string from_worker;
+  std::string to_worker;  // kMove: where the replicas load; kRetire: who serves already
+  int replicas = 0;       // kMove: to load there; kRetire: to unload here
+  std::string reason;
+};
+
+struct MigrationDecision {
+  std::vector<MigrationAction> actions;
+  // Interfered instances due to move that could not, with why (one line
+  // each), for logs.
+  std::vector<std::string> held;
+  MigrationState state;
+};
+
+MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
+                                   const MigrationState& previous, Nanos now,
+                                   const MigrationOptions& options = {});
+
+}  // namespace maitre::policy

@@ -1,0 +1,202 @@
+#include "policy/migration.h"
+
+#include <gtest/gtest.h>
+
+namespace maitre::policy {
+namespace {
+
+using Kind = MigrationAction::Kind;
+
+MigrationInstance Inst(const std::string& model, const std::string& variant, InstanceState state,
+                       int replicas = 1) {
+  MigrationInstance i;
+  i.model = model;
+  i.variant = variant;
+  i.state = state;
+  i.replicas = replicas;
+  i.cores_per_replica = 1;
+  i.memory_mb_per_replica = 100;
+  return i;
+}
+
+MigrationWorker Worker(const std::string& id, double utilisation, double free_cores,
+                       std::vector<MigrationInstance> instances = {}) {
+  MigrationWorker w;
+  w.id = id;
+  w.type = "cpu-2";
+  w.cpu_utilisation = utilisation;
+  w.free_cores = free_cores;
+  w.free_memory_mb = 1000;
+  w.memory_limited = true;
+  w.instances = std::move(instances);
+  return w;
+}
+
+// Runs the policy once a second from t = 0 to t = seconds and returns the
+// last decision.
+MigrationDecision RunFor(const std::vector<MigrationWorker>& workers, int seconds,
+                         MigrationState* state, const MigrationOptions& options = {}) {
+  MigrationDecision d;
+  for (int t = 0; t <= seconds; ++t) {
+    d = DecideMigrations(workers, *state, t * kSecond, options);
+    *state = d.state;
+    if (!d.actions.empty()) return d;
+  }
+  return d;
+}
+
+TEST(MigrationTest, MovesAfterTheSpellToTheLeastUtilisedWorkerWithRoom) {
+  const std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered, 2)}),
+      Worker("b", 0.5, 2),
+      Worker("c", 0.2, 2),
+      Worker("d", 0.1, 1),  // the least utilised, but one core for two replicas
+  };
+  MigrationState state;
+  MigrationDecision first = DecideMigrations(workers, state, 0, {});
+  EXPECT_TRUE(first.actions.empty());  // the spell has only begun
+  state = first.state;
+  MigrationDecision early = DecideMigrations(workers, state, 2 * kSecond, {});
+  EXPECT_TRUE(early.actions.empty());
+  state = early.state;
+  MigrationDecision d = DecideMigrations(workers, state, 3 * kSecond, {});
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].kind, Kind::kMove);
+  EXPECT_EQ(d.actions[0].from_worker, "a");
+  EXPECT_EQ(d.actions[0].to_worker, "c");
+  EXPECT_EQ(d.actions[0].replicas, 2);
+  EXPECT_NE(d.actions[0].reason.find("Interfered for 3.0 s"), std::string::npos)
+      << d.actions[0].reason;
+}
+
+TEST(MigrationTest, ASpellEndsWhenTheInstanceRecovers) {
+  std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}), Worker("b", 0.1, 2)};
+  MigrationState state;
+  state = DecideMigrations(workers, state, 0, {}).state;
+  state = DecideMigrations(workers, state, 2 * kSecond, {}).state;
+  workers[0].instances[0].state = InstanceState::kActive;
+  state = DecideMigrations(workers, state, 3 * kSecond, {}).state;
+  EXPECT_TRUE(state.interfered_since.empty());
+  workers[0].instances[0].state = InstanceState::kInterfered;
+  EXPECT_TRUE(DecideMigrations(workers, state, 4 * kSecond, {}).actions.empty());
+  state = DecideMigrations(workers, state, 4 * kSecond, {}).state;
+  EXPECT_EQ(DecideMigrations(workers, state, 7 * kSecond, {}).actions.size(), 1u);
+}
+
+TEST(MigrationTest, RetiresTheSlowCopyWhenAnotherWorkerServesTheVariantActive) {
+  const std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
+      Worker("b", 0.6, 0, {Inst("m", "v", InstanceState::kActive)}),
+      Worker("c", 0.0, 4),
+  };
+  MigrationState state;
+  MigrationDecision d = RunFor(workers, 10, &state);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].kind, Kind::kRetire);
+  EXPECT_EQ(d.actions[0].from_worker, "a");
+  EXPECT_EQ(d.actions[0].to_worker, "b");
+}
+
+TEST(MigrationTest, SkipsTargetsThatAreUnhealthyForTheModelBusyStartingOrOfAnotherType) {
+  MigrationWorker other_type = Worker("e", 0.0, 4);
+  other_type.type = "gpu";
+  MigrationWorker starting = Worker("f", 0.0, 4);
+  starting.starting = true;
+  const std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
+      Worker("b", 0.1, 2, {Inst("m", "w", InstanceState::kOverloaded)}),
+      Worker("c", 0.85, 2),
+      Worker("d", 0.1, 0.5),
+      other_type,
+      starting,
+  };
+  MigrationState state;
+  MigrationDecision d = RunFor(workers, 10, &state);
+  EXPECT_TRUE(d.actions.empty());
+  ASSERT_EQ(d.held.size(), 1u);
+  EXPECT_NE(d.held[0].find("m:v on a is Interfered"), std::string::npos) << d.held[0];
+}
+
+TEST(MigrationTest, RespectsMemoryWhenLimited) {
+  MigrationWorker small = Worker("b", 0.1, 2);
+  small.free_memory_mb = 50;
+  std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}), small};
+  MigrationState state;
+  EXPECT_TRUE(RunFor(workers, 10, &state).actions.empty());
+  workers[1].memory_limited = false;
+  state = {};
+  EXPECT_EQ(RunFor(workers, 10, &state).actions.size(), 1u);
+}
+
+TEST(MigrationTest, AModelMovesAtMostOncePerCooldown) {
+  const std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0,
+             {Inst("m", "v", InstanceState::kInterfered), Inst("m", "w", InstanceState::kInterfered)}),
+      Worker("b", 0.1, 4),
+  };
+  MigrationOptions options;
+  options.cooldown = 20 * kSecond;
+  MigrationState state;
+  MigrationDecision d = RunFor(workers, 10, &state, options);
+  ASSERT_EQ(d.actions.size(), 1u);  // one of the two variants, not both in one round
+  const Nanos moved_at = state.last_moved.at("m");
+  EXPECT_TRUE(DecideMigrations(workers, state, moved_at + 19 * kSecond, options).actions.empty());
+  EXPECT_EQ(DecideMigrations(workers, state, moved_at + 20 * kSecond, options).actions.size(), 1u);
+}
+
+TEST(MigrationTest, TwoMovesInOneRoundDoNotOverfillOneTarget) {
+  const std::vector<MigrationWorker> workers = {
+      Worker("a1", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
+      Worker("a2", 0.9, 0, {Inst("n", "v", InstanceState::kInterfered)}),
+      Worker("b", 0.1, 1),
+      Worker("c", 0.3, 1),
+  };
+  MigrationState state;
+  MigrationDecision d = RunFor(workers, 10, &state);
+  ASSERT_EQ(d.actions.size(), 2u);
+  EXPECT_EQ(d.actions[0].to_worker, "b");
+  EXPECT_EQ(d.actions[1].to_worker, "c");
+}
+
+TEST(MigrationTest, OneInstanceLeavesAWorkerThenItSettlesAndSpellsStartOver) {
+  // Two co-located models slow each other down: moving one relieves both.
+  const std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0,
+             {Inst("m", "v", InstanceState::kInterfered), Inst("n", "v", InstanceState::kInterfered)}),
+      Worker("b", 0.1, 4),
+  };
+  MigrationOptions options;
+  options.settle = 10 * kSecond;
+  MigrationState state;
+  MigrationDecision d = RunFor(workers, 10, &state, options);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].model, "m");
+  const Nanos moved_at = state.last_moved_from.at("a");
+  // Still Interfered (say, no query has probed it yet): n waits out the
+  // settle, then a whole new spell.
+  for (Nanos t = moved_at + kSecond; t < moved_at + 13 * kSecond; t += kSecond) {
+    d = DecideMigrations(workers, state, t, options);
+    state = d.state;
+    EXPECT_TRUE(d.actions.empty()) << ToSeconds(t - moved_at);
+  }
+  d = DecideMigrations(workers, state, moved_at + 13 * kSecond, options);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].model, "n");
+}
+
+TEST(MigrationTest, LeavesLoadingAndHealthyInstancesAlone) {
+  MigrationInstance loading = Inst("m", "v", InstanceState::kInterfered);
+  loading.loading = 1;
+  const std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {loading, Inst("n", "v", InstanceState::kActive),
+                           Inst("o", "v", InstanceState::kOverloaded)}),
+      Worker("b", 0.1, 4),
+  };
+  MigrationState state;
+  EXPECT_TRUE(RunFor(workers, 10, &state).actions.empty());
+}
+
+}  // namespace
+}  // namespace maitre::policy
