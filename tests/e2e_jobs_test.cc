@@ -23,6 +23,7 @@
 #include "core/npz.h"
 #include "runtime/testing/zoo.h"
 #include "core/valset.h"
+#include "testing/online_load.h"
 #include "testing/server_process.h"
 #include "testing/wait.h"
 
@@ -31,6 +32,7 @@ namespace {
 
 using nlohmann::json;
 using runtime::testing::ScopedTempDir;
+using testing::OnlineLoad;
 using testing::ServerOptions;
 using testing::ServerProcess;
 using testing::WaitUntil;
@@ -47,47 +49,6 @@ std::string RunCommand(const std::string& command, int* status) {
   *status = pclose(pipe);
   return out;
 }
-
-// Sends online queries from a few threads until stopped: `rows` images per
-// query, so the workers do more per request than the front-end does.
-class OnlineLoad {
- public:
-  OnlineLoad(const std::string& url, const std::string& model, const Valset& valset,
-             int threads, int rows) {
-    Tensor images = *SliceRows(valset.inputs, 0, rows);
-    std::string body = absl::StrCat(R"({"inputs":[{"name":"input","datatype":"FP32","shape":[)",
-                                    rows, R"(,1,28,28],"data":[)");
-    for (int64_t i = 0; i < images.NumElements(); ++i) {
-      absl::StrAppend(&body, i == 0 ? "" : ",", images.As<float>()[i]);
-    }
-    body.append("]}]}");
-    for (int t = 0; t < threads; ++t) {
-      threads_.emplace_back([this, url, model, body] {
-        http::ClientOptions options;
-        options.base_url = url;
-        auto client = *http::Client::Create(options);
-        while (!stop_.load()) {
-          auto r = client->Send("POST", absl::StrCat("/v2/models/", model, "/infer"), body);
-          (r.ok() && r->status == 200 ? served_ : failed_).fetch_add(1);
-        }
-      });
-    }
-  }
-  ~OnlineLoad() { Stop(); }
-  void Stop() {
-    stop_ = true;
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  int64_t served() const { return served_.load(); }
-  int64_t failed() const { return failed_.load(); }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::atomic<int64_t> served_{0}, failed_{0};
-  std::vector<std::thread> threads_;
-};
 
 // The server's log lines that explain a job's pauses and resumptions:
 // the jobs' own transitions, and what the autoscalers and placer did.

@@ -52,6 +52,11 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
   for (const auto& [worker, at] : previous.last_moved_from) {
     if (now - at < options.settle) state.last_moved_from[worker] = at;
   }
+  for (const auto& [where, spell] : previous.spells) {
+    if (now - spell.last < options.spell_gap && state.last_moved_from.count(where.first) == 0) {
+      state.spells[where] = spell;
+    }
+  }
   std::set<std::string> acted;  // models with an action this round
   // Cores and memory already promised to moves this round, by worker.
   std::map<std::string, std::pair<double, double>> promised;
@@ -60,9 +65,9 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
     for (const MigrationInstance& inst : source.instances) {
       if (inst.state != InstanceState::kInterfered || inst.replicas <= 0) continue;
       const auto spell_key = std::make_pair(source.id, absl::StrCat(inst.model, ":", inst.variant));
-      auto seen = previous.interfered_since.find(spell_key);
-      const Nanos since = seen != previous.interfered_since.end() ? seen->second : now;
-      state.interfered_since[spell_key] = since;
+      auto seen = state.spells.find(spell_key);
+      const Nanos since = seen != state.spells.end() ? seen->second.since : now;
+      state.spells[spell_key] = {since, now};
       if (now - since < options.migrate_after || inst.loading > 0) continue;
       if (acted.count(inst.model) > 0 || state.last_moved.count(inst.model) > 0) continue;
       const std::string name = spell_key.second;

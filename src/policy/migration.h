@@ -18,6 +18,7 @@
 //    them there first and unloads the source only once they serve (make
 //    before break, so no query is lost);
 //  - nothing when no worker qualifies (reason given in `held`).
+// Brief returns to Active do not end a spell (`spell_gap`).
 // At most one action per model per round, and at most one move away from a
 // worker per `settle`: when two co-located instances slow each other down,
 // moving one relieves both, and moving both would only co-locate them again
@@ -61,10 +62,17 @@ struct MigrationWorker {
 };
 
 struct MigrationOptions {
-  // How long an instance must have been Interfered in a row (as seen by the
-  // rounds) before it moves: the state machine already wants two slow
-  // reports, and this keeps one slow spell from moving a model at once.
+  // How long an instance's spell must have lasted before it moves: the
+  // state machine already wants two slow reports, and this keeps one slow
+  // moment from moving a model at once.
   Nanos migrate_after = 3 * kSecond;
+  // A spell ends only once the instance has not been Interfered for this
+  // long. An Interfered instance that still gets queries (degraded routing)
+  // flips back to Active after a couple of reports that were too lightly
+  // loaded to judge, and slow again soon after: on the 2-core VM, every
+  // 2.5 s with a co-located spinner; counted from each flip, no spell ever
+  // reached `migrate_after`.
+  Nanos spell_gap = 10 * kSecond;
   // A model that moved is left alone this long: the target needs time to
   // show whether it is any better.
   Nanos cooldown = 60 * kSecond;
@@ -76,9 +84,13 @@ struct MigrationOptions {
 };
 
 struct MigrationState {
-  // When each (worker, "model:variant") was first seen Interfered in the
-  // current spell.
-  std::map<std::pair<std::string, std::string>, Nanos> interfered_since;
+  // Each (worker, "model:variant") spell: when it was first and last seen
+  // Interfered.
+  struct Spell {
+    Nanos since = 0;
+    Nanos last = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Spell> spells;
   std::map<std::string, Nanos> last_moved;       // by model
   std::map<std::string, Nanos> last_moved_from;  // by source worker
 };

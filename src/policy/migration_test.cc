@@ -69,19 +69,36 @@ TEST(MigrationTest, MovesAfterTheSpellToTheLeastUtilisedWorkerWithRoom) {
       << d.actions[0].reason;
 }
 
-TEST(MigrationTest, ASpellEndsWhenTheInstanceRecovers) {
+TEST(MigrationTest, BriefReturnsToActiveDoNotEndASpellButALongOneDoes) {
   std::vector<MigrationWorker> workers = {
       Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}), Worker("b", 0.1, 2)};
+  MigrationOptions options;
+  options.migrate_after = 5 * kSecond;
+  options.spell_gap = 10 * kSecond;
+  auto round = [&](MigrationState* state, int second, InstanceState s) {
+    workers[0].instances[0].state = s;
+    MigrationDecision d = DecideMigrations(workers, *state, second * kSecond, options);
+    *state = d.state;
+    return d.actions.size();
+  };
+  // Interfered, Active, Interfered, ... as a state machine flips under
+  // degraded routing: the spell runs from the first second.
   MigrationState state;
-  state = DecideMigrations(workers, state, 0, {}).state;
-  state = DecideMigrations(workers, state, 2 * kSecond, {}).state;
-  workers[0].instances[0].state = InstanceState::kActive;
-  state = DecideMigrations(workers, state, 3 * kSecond, {}).state;
-  EXPECT_TRUE(state.interfered_since.empty());
-  workers[0].instances[0].state = InstanceState::kInterfered;
-  EXPECT_TRUE(DecideMigrations(workers, state, 4 * kSecond, {}).actions.empty());
-  state = DecideMigrations(workers, state, 4 * kSecond, {}).state;
-  EXPECT_EQ(DecideMigrations(workers, state, 7 * kSecond, {}).actions.size(), 1u);
+  for (int t = 0; t < 5; ++t) {
+    EXPECT_EQ(round(&state, t, t % 2 == 0 ? InstanceState::kInterfered : InstanceState::kActive),
+              0u);
+  }
+  EXPECT_EQ(round(&state, 5, InstanceState::kActive), 0u);  // Active now: nothing moves
+  EXPECT_EQ(round(&state, 6, InstanceState::kInterfered), 1u);
+
+  // Active for longer than the gap: the next spell starts afresh.
+  MigrationState fresh;
+  EXPECT_EQ(round(&fresh, 0, InstanceState::kInterfered), 0u);
+  for (int t = 1; t <= 10; ++t) round(&fresh, t, InstanceState::kActive);
+  EXPECT_TRUE(fresh.spells.empty());
+  EXPECT_EQ(round(&fresh, 11, InstanceState::kInterfered), 0u);
+  EXPECT_EQ(round(&fresh, 15, InstanceState::kInterfered), 0u);
+  EXPECT_EQ(round(&fresh, 16, InstanceState::kInterfered), 1u);
 }
 
 TEST(MigrationTest, RetiresTheSlowCopyWhenAnotherWorkerServesTheVariantActive) {
@@ -132,17 +149,22 @@ TEST(MigrationTest, RespectsMemoryWhenLimited) {
 
 TEST(MigrationTest, AModelMovesAtMostOncePerCooldown) {
   const std::vector<MigrationWorker> workers = {
-      Worker("a", 0.9, 0,
-             {Inst("m", "v", InstanceState::kInterfered), Inst("m", "w", InstanceState::kInterfered)}),
+      Worker("a1", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
+      Worker("a2", 0.9, 0, {Inst("m", "w", InstanceState::kInterfered)}),
       Worker("b", 0.1, 4),
   };
   MigrationOptions options;
   options.cooldown = 20 * kSecond;
   MigrationState state;
   MigrationDecision d = RunFor(workers, 10, &state, options);
-  ASSERT_EQ(d.actions.size(), 1u);  // one of the two variants, not both in one round
+  ASSERT_EQ(d.actions.size(), 1u);  // one of the model's two instances, not both in one round
+  EXPECT_EQ(d.actions[0].from_worker, "a1");
   const Nanos moved_at = state.last_moved.at("m");
-  EXPECT_TRUE(DecideMigrations(workers, state, moved_at + 19 * kSecond, options).actions.empty());
+  for (Nanos t = moved_at + kSecond; t < moved_at + 20 * kSecond; t += kSecond) {
+    d = DecideMigrations(workers, state, t, options);
+    state = d.state;
+    EXPECT_TRUE(d.actions.empty()) << ToSeconds(t - moved_at);
+  }
   EXPECT_EQ(DecideMigrations(workers, state, moved_at + 20 * kSecond, options).actions.size(), 1u);
 }
 

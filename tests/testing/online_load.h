@@ -1,0 +1,41 @@
+// Online queries from a few client threads until stopped, for end-to-end
+// tests that need a worker kept busy: every query carries `rows` validation
+// images, so the workers do more per request than the front end does.
+//
+// Thread-safety: the counters may be read from any thread; Stop() from the
+// thread that made the load.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "core/valset.h"
+
+namespace maitre::testing {
+
+class OnlineLoad {
+ public:
+  // Posts to /v2/models/`model`/infer (`model` may pin a variant,
+  // "name:variant") from `threads` threads, back to back.
+  OnlineLoad(const std::string& url, const std::string& model, const Valset& valset,
+             int threads, int rows);
+  ~OnlineLoad() { Stop(); }
+  void Stop();
+  int64_t served() const { return served_.load(); }
+  int64_t failed() const { return failed_.load(); }
+  // The first failure's status and body, for messages ("" while none).
+  std::string first_failure() const;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> served_{0}, failed_{0};
+  mutable absl::Mutex mu_;
+  std::string first_failure_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace maitre::testing
