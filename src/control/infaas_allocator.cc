@@ -223,13 +223,13 @@ bool InfaasAllocator::Young(const Observation& observation, const ObservedWorker
 
 absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionSink& sink) {
   ForgetGoneWorkers(observation);
+  ShareRefusedDemand(observation);
+  RememberObservedCapacity(observation);
   if (options_.migrate_interfered) {
     FinishMoves(observation, sink);
     Migrate(observation, sink);
   }
   if (model_autoscaler_ == nullptr) return absl::OkStatus();
-  ShareRefusedDemand(observation);
-  RememberObservedCapacity(observation);
   std::vector<const ObservedWorker*> workers;
   std::vector<policy::WorkerScalingSnapshot> snapshots;
   for (const ObservedWorker& w : observation.workers) {
@@ -400,6 +400,11 @@ void InfaasAllocator::Migrate(const Observation& observation, ActionSink& sink) 
       mi.loading = inst.loading;
       mi.cores_per_replica = CoresPerReplica(model, w, inst.key.variant);
       mi.memory_mb_per_replica = MemoryPerReplica(model, w, inst.key.variant);
+      mi.offered_qps = Offered(w, inst);
+      const VariantOption* v = model != nullptr ? model->Find(inst.key.variant, w.type) : nullptr;
+      if (v != nullptr && v->profile != nullptr) {
+        mi.capacity_qps = inst.ready * v->profile->SaturationQps(model->slo_ms);
+      }
       mw.instances.push_back(std::move(mi));
     }
     workers.push_back(std::move(mw));

@@ -21,20 +21,27 @@ bool HoldsUnhealthy(const MigrationWorker& worker, const std::string& model) {
   return false;
 }
 
-// The other worker serving `model:variant` with an Active instance, if any.
-const MigrationWorker* ActiveElsewhere(const std::vector<MigrationWorker>& workers,
-                                       const MigrationWorker& source,
-                                       const MigrationInstance& inst) {
+// The first other worker serving `model:variant` Active, if the Active
+// copies elsewhere have the spare capacity for what `inst` is offered.
+const MigrationWorker* CarriedElsewhere(const std::vector<MigrationWorker>& workers,
+                                        const MigrationWorker& source,
+                                        const MigrationInstance& inst,
+                                        const MigrationOptions& options) {
+  const MigrationWorker* first = nullptr;
+  double spare = 0;
   for (const MigrationWorker& w : workers) {
     if (w.id == source.id || w.starting) continue;
     for (const MigrationInstance& i : w.instances) {
-      if (i.model == inst.model && i.variant == inst.variant && i.replicas > 0 &&
-          i.state == InstanceState::kActive) {
-        return &w;
+      if (i.model != inst.model || i.variant != inst.variant || i.replicas <= 0 ||
+          i.state != InstanceState::kActive) {
+        continue;
       }
+      if (i.capacity_qps <= 0) return nullptr;  // unknown capacity: nothing to judge by
+      spare += options.retire_utilisation * i.capacity_qps - i.offered_qps;
+      if (first == nullptr) first = &w;
     }
   }
-  return nullptr;
+  return first != nullptr && spare >= inst.offered_qps ? first : nullptr;
 }
 
 }  // namespace
@@ -72,13 +79,14 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
       if (acted.count(inst.model) > 0 || state.last_moved.count(inst.model) > 0) continue;
       const std::string name = spell_key.second;
 
-      if (const MigrationWorker* serving = ActiveElsewhere(workers, source, inst)) {
+      if (const MigrationWorker* serving = CarriedElsewhere(workers, source, inst, options)) {
         decision.actions.push_back(
             {MigrationAction::Kind::kRetire, inst.model, inst.variant, source.id, serving->id,
              inst.replicas,
-             absl::StrFormat("%s on %s has been Interfered for %.1f s and %s serves it Active: "
-                             "unload the slow copy",
-                             name, source.id, ToSeconds(now - since), serving->id)});
+             absl::StrFormat("%s on %s has been Interfered for %.1f s and %s serves it Active "
+                             "with room for its %.0f qps: unload the slow copy",
+                             name, source.id, ToSeconds(now - since), serving->id,
+                             inst.offered_qps)});
         acted.insert(inst.model);
         state.last_moved[inst.model] = now;
         continue;

@@ -101,18 +101,36 @@ TEST(MigrationTest, BriefReturnsToActiveDoNotEndASpellButALongOneDoes) {
   EXPECT_EQ(round(&fresh, 16, InstanceState::kInterfered), 1u);
 }
 
-TEST(MigrationTest, RetiresTheSlowCopyWhenAnotherWorkerServesTheVariantActive) {
-  const std::vector<MigrationWorker> workers = {
+TEST(MigrationTest, RetiresTheSlowCopyWhenActiveCopiesElsewhereCanCarryItsLoad) {
+  std::vector<MigrationWorker> workers = {
       Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
       Worker("b", 0.6, 0, {Inst("m", "v", InstanceState::kActive)}),
       Worker("c", 0.0, 4),
   };
+  workers[0].instances[0].offered_qps = 50;
+  workers[1].instances[0].offered_qps = 100;
+  workers[1].instances[0].capacity_qps = 200;  // 0.8 × 200 − 100 = 60 spare ≥ 50
   MigrationState state;
   MigrationDecision d = RunFor(workers, 10, &state);
   ASSERT_EQ(d.actions.size(), 1u);
   EXPECT_EQ(d.actions[0].kind, Kind::kRetire);
   EXPECT_EQ(d.actions[0].from_worker, "a");
   EXPECT_EQ(d.actions[0].to_worker, "b");
+
+  // The copy on a holds capacity b cannot replace: it moves to c instead.
+  workers[0].instances[0].offered_qps = 70;
+  state = {};
+  d = RunFor(workers, 10, &state);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].kind, Kind::kMove);
+  EXPECT_EQ(d.actions[0].to_worker, "c");
+  // ... and with b's capacity unknown nothing is retired either.
+  workers[0].instances[0].offered_qps = 1;
+  workers[1].instances[0].capacity_qps = 0;
+  state = {};
+  d = RunFor(workers, 10, &state);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].kind, Kind::kMove);
 }
 
 TEST(MigrationTest, SkipsTargetsThatAreUnhealthyForTheModelBusyStartingOrOfAnotherType) {

@@ -375,14 +375,19 @@ std::unique_ptr<Simulator> Colocated(bool migrate) {
 
 TEST(ClusterTest, TheInterferenceModelSlowsCoLocatedBatches) {
   InterferenceModel m;
-  EXPECT_EQ(m.Factor(2), 1);  // off
+  EXPECT_EQ(m.Factor(1, 1, 2), 1);  // off
   m.enabled = true;
   m.onset = 0.5;
   m.slowdown_at_full = 3;
-  EXPECT_DOUBLE_EQ(m.Factor(0.5), 1);
-  EXPECT_DOUBLE_EQ(m.Factor(0.75), 2);
-  EXPECT_DOUBLE_EQ(m.Factor(1), 3);
-  EXPECT_DOUBLE_EQ(m.Factor(1.5), 4.5);  // three batches on two cores share them too
+  EXPECT_DOUBLE_EQ(m.Factor(1, 0, 1), 1);    // alone on its core
+  EXPECT_DOUBLE_EQ(m.Factor(1, 0, 4), 1);    // alone on a larger worker
+  EXPECT_DOUBLE_EQ(m.Factor(1, 1, 4), 1);    // half the cores busy: below the onset
+  EXPECT_DOUBLE_EQ(m.Factor(1, 2, 4), 2);    // three quarters
+  EXPECT_DOUBLE_EQ(m.Factor(1, 1, 2), 3);    // every core busy
+  EXPECT_DOUBLE_EQ(m.Factor(1, 2, 2), 4.5);  // three batches on two cores share them too
+  m.oversubscribed_penalty = 1.1;
+  EXPECT_DOUBLE_EQ(m.Factor(1, 1, 2), 3);
+  EXPECT_DOUBLE_EQ(m.Factor(1, 1, 1), 3 * 2 * 1.1);
 }
 
 TEST(ClusterTest, AnInterferedModelMovesToTheEmptyWorkerWithoutLosingQueries) {

@@ -522,13 +522,19 @@ class Parser {
         CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference"}));
     if (YAML::Node in = n["interference"]; Present(in)) {
       const std::string ip = Key(path, "interference");
-      MAITRE_RETURN_IF_ERROR(CheckMap(in, ip, {"onset", "slowdown_at_full"}));
+      MAITRE_RETURN_IF_ERROR(
+          CheckMap(in, ip, {"onset", "slowdown_at_full", "oversubscribed_penalty"}));
       InterferenceModel& m = exp_.setup.interference;
       m.enabled = true;
       MAITRE_RETURN_IF_ERROR(ReadNumber(in, ip, "onset", &m.onset));
       MAITRE_RETURN_IF_ERROR(ReadNumber(in, ip, "slowdown_at_full", &m.slowdown_at_full, true));
       if (!(m.onset >= 0 && m.onset < 1)) return Bad(Key(ip, "onset"), "must be in [0, 1)");
+      MAITRE_RETURN_IF_ERROR(
+          ReadNumber(in, ip, "oversubscribed_penalty", &m.oversubscribed_penalty));
       if (!(m.slowdown_at_full >= 1)) return Bad(Key(ip, "slowdown_at_full"), "must be >= 1");
+      if (!(m.oversubscribed_penalty >= 1)) {
+        return Bad(Key(ip, "oversubscribed_penalty"), "must be >= 1");
+      }
     }
     std::string noise = "none";
     MAITRE_RETURN_IF_ERROR(ReadString(n, path, "service_noise", &noise));

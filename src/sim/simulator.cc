@@ -489,21 +489,24 @@ void Simulator::StartBatch(int32_t i, int32_t count) {
   Nanos service = ServiceTime(inst, rows);
   if (inst.worker >= 0) {
     Worker& w = workers_[inst.worker];
-    w.running_cores += setup_.variants[inst.variant].cores_per_replica;
+    const double own = setup_.variants[inst.variant].cores_per_replica;
     if (setup_.interference.enabled) {
-      const double cores = setup_.worker_types[w.type].type.cores;
-      const double factor = setup_.interference.Factor(w.running_cores / std::max(1e-9, cores));
+      const double factor = setup_.interference.Factor(own, w.running_cores,
+                                                       setup_.worker_types[w.type].type.cores);
       service = static_cast<Nanos>(std::llround(static_cast<double>(service) * factor));
     }
+    w.running_cores += own;
   }
   events_.Push(now_ + service, kBatchDone, static_cast<uint32_t>(r));
 }
 
-double InterferenceModel::Factor(double utilisation) const {
-  if (!enabled) return 1;
-  const double ramp =
-      onset < 1 ? std::clamp((utilisation - onset) / (1 - onset), 0.0, 1.0) : 0.0;
-  return (1 + (slowdown_at_full - 1) * ramp) * std::max(1.0, utilisation);
+double InterferenceModel::Factor(double own_cores, double other_cores,
+                                 double worker_cores) const {
+  // Floating-point leftovers of finished batches are not neighbours.
+  if (!enabled || other_cores < 1e-9 || !(worker_cores > 0)) return 1;
+  const double u = (own_cores + other_cores) / worker_cores;
+  const double ramp = onset < 1 ? std::clamp((u - onset) / (1 - onset), 0.0, 1.0) : 0.0;
+  return (1 + (slowdown_at_full - 1) * ramp) * (u > 1 ? u * oversubscribed_penalty : 1.0);
 }
 
 Nanos Simulator::ServiceTime(SimInstance& inst, int32_t rows) {

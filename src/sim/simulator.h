@@ -164,19 +164,25 @@ struct WorkerLoss {
 // (docs/architecture.md, "The simulator's interference model"). When a batch
 // starts, u is the share of its worker's cores that running batches take,
 // this one included (Σ cores per replica of busy replicas / the type's
-// cores). Its service time is multiplied by
+// cores). With no other batch running its service time is the profile's;
+// with others it is multiplied by
 //   (1 + (slowdown_at_full − 1) · clamp((u − onset) / (1 − onset), 0, 1)) · max(1, u):
 // nothing below `onset`, rising linearly to `slowdown_at_full` when every
 // core is busy (shared caches and memory bandwidth), and time-shared beyond
-// that (more batches than cores). The factor is fixed when the batch starts.
-// The defaults in examples/experiments/infaas-interference were fitted to
+// that (more batches than cores), times `oversubscribed_penalty` (what
+// batches taking turns on a core lose beyond their turns: switches, caches
+// the other flushed). The factor is fixed when the batch starts.
+// The parameters of examples/experiments/infaas-interference were fitted to
 // the zoo on the 2-core development VM; off, service times are the
 // profiles' alone.
 struct InterferenceModel {
   bool enabled = false;
   double onset = 0.5;
   double slowdown_at_full = 1.0;
-  double Factor(double utilisation) const;
+  double oversubscribed_penalty = 1.0;
+  // A batch taking `own_cores` of a worker with `worker_cores`, started
+  // while other batches take `other_cores` of it.
+  double Factor(double own_cores, double other_cores, double worker_cores) const;
 };
 
 struct SimulationSetup {
