@@ -235,7 +235,12 @@ absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionS
   for (const ObservedWorker& w : observation.workers) {
     if (w.starting) continue;
     workers.push_back(&w);
-    snapshots.push_back({w.id, WorkerSnapshot(observation, w)});
+    policy::WorkerScalingSnapshot snapshot{w.id, WorkerSnapshot(observation, w), {}};
+    // A model with an instance too young here is not given up yet.
+    for (const policy::ScalingModel& m : snapshot.snapshot.models) {
+      if (Young(observation, w, m.model)) snapshot.keep.insert(m.model);
+    }
+    snapshots.push_back(std::move(snapshot));
   }
   absl::StatusOr<std::set<Where>> vacated = Consolidate(observation, snapshots, sink);
   if (!vacated.ok()) return vacated.status();
@@ -286,7 +291,7 @@ absl::StatusOr<std::set<InfaasAllocator::Where>> InfaasAllocator::Consolidate(
       settled &= !Busy({w.id, action.model});
       if (w.id == action.worker) worker = &w;
     }
-    if (worker == nullptr || !settled || Young(observation, *worker, action.model)) continue;
+    if (worker == nullptr || !settled) continue;
     for (const auto& [variant, replicas] : action.replicas) {
       sink.Remove(worker->id, {action.model, variant}, replicas);
     }

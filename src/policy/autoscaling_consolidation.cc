@@ -23,6 +23,7 @@ struct Holding {
   double best_accuracy = -std::numeric_limits<double>::infinity();
   int replicas = 0;  // ready and loading
   bool loading = false;
+  bool keep = false;  // may not be given up now
 };
 
 // A worker's replicas share its cores: where selection loaded more than the
@@ -57,12 +58,13 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
     }
     if (absl::Status valid = ValidateScalingSnapshot(w.snapshot); !valid.ok()) return valid;
     for (const ScalingModel& m : w.snapshot.models) {
-      by_model[m.model].push_back(Summarise(w.worker, w.snapshot, m));
+      Holding h = Summarise(w.worker, w.snapshot, m);
+      h.keep = w.keep.count(m.model) > 0;
+      by_model[m.model].push_back(h);
     }
   }
 
   const Nanos min_wait = std::max(o.min_scale_down_wait, o.min_consolidation_wait);
-  const int last_replicas = std::max(1, o.min_replicas_per_model);
   ConsolidationDecision decision;
   for (const auto& [model, holdings] : by_model) {
     double load = 0, capacity = 0;
@@ -87,9 +89,6 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
     const Holding* best = nullptr;
     double best_peak = 0;
     for (const Holding* h : held) {
-      // Replicas above the last ones are the per-worker policy's to remove,
-      // one at a time.
-      if (h->replicas > last_replicas) continue;
       double rest_accuracy = -std::numeric_limits<double>::infinity();
       for (const Holding* other : held) {
         if (other != h) rest_accuracy = std::max(rest_accuracy, other->best_accuracy);
@@ -108,7 +107,10 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
         best_peak = *peak;
       }
     }
-    if (best == nullptr) continue;
+    // The worker that should go may not yet: wait for it rather than give
+    // up a cheaper one (selection had loaded a GPU engine a few seconds
+    // before, at 4 qps, and the CPU instance went instead).
+    if (best == nullptr || best->keep) continue;
     VacateAction action;
     action.model = model;
     action.worker = *best->worker;

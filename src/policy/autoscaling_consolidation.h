@@ -14,17 +14,20 @@
 // scaled down when its replicas (of every model, and reservations) take
 // more cores than it has: selection loads instances without counting cores.
 //
-// Only a worker down to its last replicas of the model (the per-worker
-// `min_replicas_per_model`, at least one) may give it up: the replicas above
-// those are the per-worker policy's to remove, one at a time, and this
-// policy does only what that one cannot.
+// A worker may give the model up with all its replicas at once, however
+// many: the per-worker policy could trim them one at a time, but it sees one
+// worker's hardware only and can never move the load to another's (on a
+// machine with CPU, Inferentia and GPU devices as three workers, a rule that
+// let only a worker down to its last replica go kept four Inferentia engines
+// and two CPU ones beside the GPU engine that alone carried 700 qps).
 //
 // At most one worker gives a model up per round; never while any replica of
 // the model is loading (a transition is under way); never the model's last
 // worker; and never a worker whose departure would lower the best accuracy
 // the model is served at. Among the workers that qualify, the one whose
 // replicas cost the most goes (ties: the one with less capacity, then by
-// name), so the cluster keeps the cheapest setup that suffices.
+// name), so the cluster keeps the cheapest setup that suffices; when that
+// one is in the caller's `keep` (too young, say), nothing goes this round.
 //
 // Pure, like every policy: the caller passes the snapshots, the state the
 // last call returned, and `now`. The rules are in docs/policies.md, "Model
@@ -34,6 +37,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +52,10 @@ namespace maitre::policy {
 struct WorkerScalingSnapshot {
   std::string worker;
   ModelScalingSnapshot snapshot;
+  // Models this worker may not give up now (the caller's reasons: an
+  // instance too young, say). Its capacity still counts for the others, and
+  // while it is the one that should go, no other goes.
+  std::set<std::string> keep;
 };
 
 // What the policy remembers: each model's load over the whole cluster.

@@ -106,19 +106,33 @@ TEST(Consolidation, ReplicasBeyondAWorkersCoresDeliverOnlyTheCores) {
   EXPECT_EQ(d.actions[0].worker, "w1");
 }
 
-TEST(Consolidation, OnlyAWorkerDownToItsLastReplicaGivesTheModelUp) {
-  // w1 has two replicas: the per-worker policy removes one first.
+TEST(Consolidation, AWorkerWithSeveralReplicasMayGiveThemAllUpAtOnce) {
+  // w1's two dear replicas go together once w2 alone carries the load: the
+  // per-worker policy could only trim them to one.
   std::vector<WorkerScalingSnapshot> workers = {W("w1", 1, {V("a", 100, 5, 1, 2)}),
                                                 W("w2", 1, {V("a", 100, 1, 1, 1)})};
   ConsolidationDecision d = RunFor(workers, 10);
   ASSERT_THAT(d.actions, SizeIs(1));
+  EXPECT_EQ(d.actions[0].worker, "w1");
+  EXPECT_THAT(d.actions[0].replicas, ElementsAre(Pair("a", 2)));
+  // The cheap one goes instead when the dear one holds capacity the load
+  // needs: 150 qps need w1's 200 with headroom, w2's 100 are spare.
+  workers[0].snapshot.models[0].load_qps = 75;
+  workers[1].snapshot.models[0].load_qps = 75;
+  d = RunFor(workers, 10);
+  ASSERT_THAT(d.actions, SizeIs(1));
   EXPECT_EQ(d.actions[0].worker, "w2");
-  workers[1].snapshot.models[0].variants[0].replicas = 2;
-  EXPECT_THAT(RunFor(workers, 10).actions, IsEmpty());
-  // With min_replicas_per_model 2, two are a worker's last.
-  ModelAutoscalerOptions two = ShortWaits();
-  two.min_replicas_per_model = 2;
-  d = RunFor(workers, 10, two);
+}
+
+TEST(Consolidation, AKeptWorkerDoesNotGoAndNoCheaperOneGoesInItsPlace) {
+  std::vector<WorkerScalingSnapshot> workers = {W("w1", 1, {V("a", 100, 5, 1, 2)}),
+                                                W("w2", 1, {V("a", 100, 1, 1, 1)})};
+  workers[0].keep.insert("cnn");
+  EXPECT_THAT(RunFor(workers, 10).actions, IsEmpty());  // w1 should go, but not yet
+  // A kept cheaper worker stays, and its capacity lets the dearer one go.
+  workers[0].keep.clear();
+  workers[1].keep.insert("cnn");
+  ConsolidationDecision d = RunFor(workers, 10);
   ASSERT_THAT(d.actions, SizeIs(1));
   EXPECT_EQ(d.actions[0].worker, "w1");
 }

@@ -8,7 +8,10 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/experiment.h"
+#include "sim/report.h"
 #include "sim/selection_router.h"
 #include "sim/simulator.h"
 
@@ -62,15 +65,18 @@ std::string Fill(std::string text, const std::string& key, const std::string& va
   return text;
 }
 
-Experiment Load(const Params& p) {
+std::string Text(const Params& p) {
   std::string text = kCluster;
   text = Fill(text, "WORKERS", std::to_string(p.workers));
   text = Fill(text, "TRACE", p.trace);
   text = Fill(text, "DURATION", std::to_string(p.duration));
   text = Fill(text, "MODEL", p.model);
   text = Fill(text, "CLUSTER", p.cluster);
-  text = Fill(text, "LOADS", p.selection_loads ? "true" : "false");
-  auto e = ParseExperiment(text, ".");
+  return Fill(text, "LOADS", p.selection_loads ? "true" : "false");
+}
+
+Experiment Load(const Params& p) {
+  auto e = ParseExperiment(Text(p), ".");
   EXPECT_TRUE(e.ok()) << e.status();
   return *std::move(e);
 }
@@ -178,12 +184,13 @@ TEST(ClusterTest, AModelSpreadOverTwoWorkersUnderAPeakEndsOnOne) {
   // 300 qps for 20 s needs five "slow" replicas (64 qps each) and one worker
   // has two cores: the horizontal autoscaler fills it and places the rest on
   // the second worker. At 10 qps each worker would keep its last replica
-  // (min_replicas_per_model); consolidation gives the model up on one.
+  // (min_replicas_per_model); consolidation gives the model up on one, once
+  // the instance a late placement made young may go.
   Params p;
   p.trace = "generator: piecewise\n  schedule: [{at_s: 0, rate_qps: 300}, {at_s: 20, rate_qps: 10}]";
   p.model = "horizontal";
   p.workers = 2;
-  p.duration = 60;
+  p.duration = 90;
   auto sim = Build(p);
   auto workers_holding = [&sim] {
     std::set<int32_t> holding;
@@ -408,6 +415,30 @@ TEST(ClusterTest, AnInterferedModelMovesToTheEmptyWorkerWithoutLosingQueries) {
   const Counters& stayed = stay->metrics().total;
   EXPECT_GT(moved.on_time, stayed.on_time);
   EXPECT_LT(move->metrics().latency.Percentile(50), stay->metrics().latency.Percentile(50));
+}
+
+TEST(ClusterTest, InstancesArePricedByTheirMemoryWhenATypeSetsARate) {
+  // One "slow" replica of 100 MB, ready for the whole 10 s run, at 0.5 per
+  // GB and second.
+  Params p;
+  p.trace = "generator: poisson\n  rate_qps: 20";
+  p.duration = 10;
+  auto e = ParseExperiment(
+      Fill(Text(p), "launch_s: 5,", "launch_s: 5, memory_cost_per_gb_s: 0.5,"), ".");
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto sim = BuildSimulator(*e);
+  ASSERT_TRUE(sim.ok());
+  ASSERT_TRUE((*sim)->Run().ok());
+  const auto summary = nlohmann::json::parse(SummaryJson(**sim, "memory"));
+  EXPECT_NEAR(summary["instance_memory_cost"]["total"].get<double>(), 10 * 100 / 1024.0 * 0.5,
+              1e-6);
+  EXPECT_NEAR(summary["instance_memory_cost"]["by_type"]["small"].get<double>(),
+              10 * 100 / 1024.0 * 0.5, 1e-6);
+  // Without a rate there is no such figure.
+  auto plain = BuildSimulator(Load({}));
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE((*plain)->Run().ok());
+  EXPECT_FALSE(nlohmann::json::parse(SummaryJson(**plain, "plain")).contains("instance_memory_cost"));
 }
 
 }  // namespace

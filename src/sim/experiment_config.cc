@@ -92,7 +92,7 @@ class Parser {
       const std::string ip = Item(lp, i);
       MAITRE_RETURN_IF_ERROR(CheckMap(list[i], ip,
                                       {"name", "cores", "memory_mb", "price_per_hour", "launch_s",
-                                       "max_workers"}));
+                                       "max_workers", "memory_cost_per_gb_s"}));
       WorkerType t;
       int64_t cores = 1, memory = 0, max_workers = 8;
       Nanos launch = 0;
@@ -102,6 +102,9 @@ class Parser {
       MAITRE_RETURN_IF_ERROR(ReadNumber(list[i], ip, "price_per_hour", &t.price_per_hour, true));
       MAITRE_RETURN_IF_ERROR(ReadSeconds(list[i], ip, "launch_s", &launch));
       MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "max_workers", &max_workers));
+      double memory_cost = 0;
+      MAITRE_RETURN_IF_ERROR(ReadNumber(list[i], ip, "memory_cost_per_gb_s", &memory_cost));
+      if (!(memory_cost >= 0)) return Bad(Key(ip, "memory_cost_per_gb_s"), "must be >= 0");
       if (cores < 1 || memory < 0 || t.price_per_hour < 0 || launch < 0 || max_workers < 0 ||
           max_workers > 100000) {
         return Bad(ip,
@@ -111,7 +114,8 @@ class Parser {
       if (WorkerTypeIndex(t.name) >= 0) return Bad(Key(ip, "name"), "duplicate worker type");
       t.cores = static_cast<int>(cores);
       t.memory_mb = memory;
-      exp_.setup.worker_types.push_back({t, 0, launch, static_cast<int32_t>(max_workers)});
+      exp_.setup.worker_types.push_back(
+          {t, 0, launch, static_cast<int32_t>(max_workers), memory_cost});
     }
     return absl::OkStatus();
   }

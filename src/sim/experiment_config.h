@@ -7,7 +7,8 @@
 //   cluster:
 //     worker_types:            # optional; default: the embedded cpu-1, cpu-2
 //       - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.0425,
-//          launch_s: 0, max_workers: 8}   # managed clusters: launch delay, limit
+//          launch_s: 0, max_workers: 8,   # managed clusters: launch delay, limit
+//          memory_cost_per_gb_s: 0}       # > 0: also price instances by memory
 //     workers: {cpu-1: 1}      # how many of each type the cluster pays for (from the start)
 //     replica_cores:           # optional: cores one replica takes (default 1)
 //       - {variant: "m:v", worker_type: cpu-1, cores: 1}
@@ -29,6 +30,7 @@
 //       variants: ["m:v"]      # optional: only these of their variants
 //       instances:             # loaded from the start, one per worker
 //         - {variant: "m:v", worker_type: cpu-1, count: 1}
+//         - {variant: "m:w", worker: 0}  # on the type's worker 0, shared
 //   trace:
 //     generator: poisson       # uniform | poisson | gamma | mmpp | diurnal | piecewise
 //     # diurnal: amplitude, period_s, phase, spikes: [{at_s, duration_s,
@@ -47,7 +49,8 @@
 //     selection: {router: infaas, loads: true, allow_degraded: true,
 //                 use_loading_instances: true}
 //     allocator: infaas       # a name from control/allocator.h, or {name,
-//       # min_instance_age_s, observed_capacity_memory_s} (the infaas one's),
+//       # min_instance_age_s, observed_capacity_memory_s, migrate_interfered,
+//       # migrate_after_s} (the infaas one's),
 //       # or {name, period_s, band, demand_window_s, min_demand_qps,
 //       # max_accuracy_drop, max_utilisation, min_slowdown (1: never scale
 //       # profiles by observed overload), solve_time_limit_s} (proteus and
@@ -63,6 +66,8 @@
 //   simulation:
 //     service_noise: lognormal # or none
 //     worker_losses: [{worker: small-0, at_s: 50}]  # workers that die then
+//     interference: {onset: 0.5, slowdown_at_full: 1.0, oversubscribed_penalty: 1.13}
+//       # co-located batches slow each other down (sim/simulator.h)
 //
 // Thread-safety: pure functions (they read files named by the YAML).
 #pragma once

@@ -147,6 +147,27 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
         {"at_end", shape.workers.empty() ? 0 : shape.workers.back()[t]}};
   }
   j["workers"] = workers;
+  // INFaaS §6.2's cost: every ready replica priced by its memory footprint,
+  // second by second, on the types that set a rate.
+  bool memory_priced = false;
+  for (const SimWorkerType& t : setup.worker_types) memory_priced |= t.memory_cost_per_gb_s > 0;
+  if (memory_priced) {
+    std::vector<double> by_type(setup.worker_types.size(), 0);
+    for (const auto& row : shape.replicas) {
+      for (size_t v = 0; v < setup.variants.size(); ++v) {
+        const SimVariant& variant = setup.variants[v];
+        by_type[variant.worker_type] += row[v] * variant.profile.memory_mb() / 1024.0 *
+                                        setup.worker_types[variant.worker_type].memory_cost_per_gb_s;
+      }
+    }
+    Json memory = Json::object();
+    double total = 0;
+    for (size_t t = 0; t < by_type.size(); ++t) {
+      memory[setup.worker_types[t].type.name] = Round(by_type[t], 1e6);
+      total += by_type[t];
+    }
+    j["instance_memory_cost"] = {{"total", Round(total, 1e6)}, {"by_type", memory}};
+  }
   j["batches"] = m.batches;
   j["mean_batch_rows"] =
       Round(m.batches > 0 ? static_cast<double>(m.batch_rows) / m.batches : 0, 1e3);

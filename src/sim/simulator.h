@@ -76,6 +76,10 @@ struct SimWorkerType {
   // the cluster autoscaler may run.
   Nanos launch_delay = 0;
   int32_t max_workers = 8;
+  // When > 0, the report also prices every ready replica of a variant on
+  // this type by its memory footprint (profile memory_mb) at this rate, per
+  // GB and second: INFaaS §6.2's cost of a running instance.
+  double memory_cost_per_gb_s = 0;
 };
 
 // One variant's profile on one worker type.
