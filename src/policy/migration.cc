@@ -51,8 +51,9 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
                                    const MigrationOptions& options) {
   MigrationDecision decision;
   MigrationState& state = decision.state;
-  // Forget moves older than the cooldown; spells carry over only while the
-  // instance is still Interfered.
+  // Forget moves older than the cooldown and settles that have passed;
+  // spells carry over until `spell_gap` after they were last seen, except on
+  // a worker that is settling (they start over there).
   for (const auto& [model, at] : previous.last_moved) {
     if (now - at < options.cooldown) state.last_moved[model] = at;
   }
