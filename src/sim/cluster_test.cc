@@ -441,5 +441,74 @@ TEST(ClusterTest, InstancesArePricedByTheirMemoryWhenATypeSetsARate) {
   EXPECT_FALSE(nlohmann::json::parse(SummaryJson(**plain, "plain")).contains("instance_memory_cost"));
 }
 
+// An offline job beside online traffic on one one-core worker: 60 queries a
+// second of 4 rows keep it ~60% busy for 20 s, then nothing. The job pauses
+// while the online load is on (the controller's throttle rule), finishes
+// after it, and its chunks are not counted as online queries.
+constexpr char kJob[] = R"(
+name: job
+cluster:
+  worker_types:
+    - {name: small, cores: 1, memory_mb: 4096, price_per_hour: 3.6}
+  workers: {small: 1}
+profiles:
+  - {model: m, variant: v, worker_type: small, accuracy: 0.8, load_ms: 100, memory_mb: 100,
+     points: [[1, 5, 5.5], [4, 10, 11], [16, 30, 33]]}
+apps:
+  - {name: a, latency_ms: 500, models: [m], rows_per_query: 4,
+     instances: [{variant: "m:v", worker_type: small}]}
+trace:
+  generator: piecewise
+  schedule: [{at_s: 0, rate_qps: 60}, {at_s: 20, rate_qps: 0.001}]
+  duration_s: 60
+  seed: 2
+policies:
+  batching: {name: nexus, max_batch: 16}
+  routing: selection
+  selection: {loads: false}
+simulation:
+  jobs: [{app: a, rows: JOB_ROWS, chunk_rows: 16, at_s: 2}]
+)";
+
+TEST(ClusterTest, AnOfflineJobPausesWhileOnlineLoadIsHighAndIsNotCountedAsOnline) {
+  auto run = [](int job_rows) {
+    std::string text = kJob;
+    if (job_rows == 0) {
+      text = Fill(text, "  jobs: [{app: a, rows: JOB_ROWS, chunk_rows: 16, at_s: 2}]\n", "");
+      text = Fill(text, "simulation:\n", "");
+    } else {
+      text = Fill(text, "JOB_ROWS", std::to_string(job_rows));
+    }
+    auto e = ParseExperiment(text, ".");
+    EXPECT_TRUE(e.ok()) << e.status();
+    auto sim = BuildSimulator(*e);
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    EXPECT_TRUE((*sim)->Run().ok());
+    return *std::move(sim);
+  };
+  auto alone = run(0);
+  auto with_job = run(3000);
+  const Counters& online = with_job->metrics().total;
+  EXPECT_EQ(online.arrived, alone->metrics().total.arrived);  // chunks are not online queries
+  ExpectEveryQueryResolved(*with_job);
+  ASSERT_EQ(with_job->jobs().size(), 1u);
+  const Simulator::JobProgress& job = with_job->jobs()[0];
+  EXPECT_EQ(job.done_rows, 3000);
+  ASSERT_GE(job.finished, 0);
+  EXPECT_GT(job.finished, 20 * kSecond);  // it could not finish under the online load
+  int paused_under_load = 0, running_after = 0;
+  for (const Simulator::JobSample& x : with_job->job_samples()) {
+    if (x.at > 4 * kSecond && x.at < 20 * kSecond) paused_under_load += x.paused;
+    if (x.at > 24 * kSecond) running_after += !x.paused;
+    // Above 40% it is always paused (it resumes 2 s after the load drops).
+    if (x.online_utilisation > 0.4) EXPECT_TRUE(x.paused) << ToSeconds(x.at);
+  }
+  EXPECT_GE(paused_under_load, 12);
+  EXPECT_GT(running_after, 0);
+  // Online service is what it was without the job, within a few queries.
+  EXPECT_NEAR(static_cast<double>(online.on_time),
+              static_cast<double>(alone->metrics().total.on_time), 0.02 * online.arrived);
+}
+
 }  // namespace
 }  // namespace maitre::sim

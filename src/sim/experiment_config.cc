@@ -249,9 +249,16 @@ class Parser {
       const YAML::Node& n = list[i];
       MAITRE_RETURN_IF_ERROR(CheckMap(n, ip,
                                       {"name", "latency_ms", "min_accuracy", "max_accuracy_drop",
-                                       "share", "models", "variants", "instances"}));
+                                       "share", "models", "variants", "instances",
+                                       "rows_per_query"}));
       SimApp app;
       double share = 1;
+      int64_t rows_per_query = 1;
+      MAITRE_RETURN_IF_ERROR(ReadInt(n, ip, "rows_per_query", &rows_per_query));
+      if (rows_per_query < 1 || rows_per_query > 1000000) {
+        return Bad(Key(ip, "rows_per_query"), "must be in [1, 1000000]");
+      }
+      app.rows_per_query = static_cast<int32_t>(rows_per_query);
       MAITRE_RETURN_IF_ERROR(ReadString(n, ip, "name", &app.name, true));
       if (!names.insert(app.name).second) return Bad(Key(ip, "name"), "duplicate app name");
       MAITRE_RETURN_IF_ERROR(ReadMillis(n, ip, "latency_ms", &app.latency, true));
@@ -523,7 +530,34 @@ class Parser {
     const std::string path = "simulation";
     if (!Present(n)) return absl::OkStatus();
     MAITRE_RETURN_IF_ERROR(
-        CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference"}));
+        CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference", "jobs"}));
+    if (YAML::Node jobs = n["jobs"]; Present(jobs)) {
+      const std::string jp = Key(path, "jobs");
+      if (!jobs.IsSequence()) return Bad(jp, "expected a list of {app, rows, chunk_rows, at_s}");
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        const std::string ip = Item(jp, i);
+        MAITRE_RETURN_IF_ERROR(CheckMap(jobs[i], ip, {"app", "rows", "chunk_rows", "at_s"}));
+        std::string app;
+        int64_t rows = 0, chunk = 64;
+        SimJob job;
+        MAITRE_RETURN_IF_ERROR(ReadString(jobs[i], ip, "app", &app, true));
+        MAITRE_RETURN_IF_ERROR(ReadInt(jobs[i], ip, "rows", &rows, true));
+        MAITRE_RETURN_IF_ERROR(ReadInt(jobs[i], ip, "chunk_rows", &chunk));
+        MAITRE_RETURN_IF_ERROR(ReadSeconds(jobs[i], ip, "at_s", &job.at));
+        job.app = -1;
+        for (size_t a = 0; a < exp_.setup.apps.size(); ++a) {
+          if (exp_.setup.apps[a].name == app) job.app = static_cast<int32_t>(a);
+        }
+        if (job.app < 0) return Bad(Key(ip, "app"), absl::StrCat("no app named ", app));
+        if (rows < 1) return Bad(Key(ip, "rows"), "must be >= 1");
+        if (chunk < 1 || chunk > 1000000) return Bad(Key(ip, "chunk_rows"), "must be in [1, 1000000]");
+        if (job.at < 0) return Bad(Key(ip, "at_s"), "must be >= 0");
+        if (exp_.setup.routing != "selection") return Bad(jp, "needs routing: selection");
+        job.rows = rows;
+        job.chunk_rows = static_cast<int32_t>(chunk);
+        exp_.setup.jobs.push_back(job);
+      }
+    }
     if (YAML::Node in = n["interference"]; Present(in)) {
       const std::string ip = Key(path, "interference");
       MAITRE_RETURN_IF_ERROR(

@@ -26,6 +26,7 @@
 //       max_accuracy_drop: 0.1 # optional, in [0, 1]: of the app's best accuracy,
 //                              # what the proteus allocator may give up
 //       share: 1               # share of a generated trace (default 1)
+//       rows_per_query: 1      # rows in each of its queries
 //       models: [m]            # managed clusters: the models serving it
 //       variants: ["m:v"]      # optional: only these of their variants
 //       instances:             # loaded from the start, one per worker
@@ -68,6 +69,8 @@
 //     worker_losses: [{worker: small-0, at_s: 50}]  # workers that die then
 //     interference: {onset: 0.5, slowdown_at_full: 1.0, oversubscribed_penalty: 1.13}
 //       # co-located batches slow each other down (sim/simulator.h)
+//     jobs: [{app: a, rows: 50000, chunk_rows: 64, at_s: 0}]  # offline jobs
+//       # (managed clusters), throttled as the controller's (SimJob)
 //
 // Thread-safety: pure functions (they read files named by the YAML).
 #pragma once

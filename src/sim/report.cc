@@ -168,6 +168,31 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
     }
     j["instance_memory_cost"] = {{"total", Round(total, 1e6)}, {"by_type", memory}};
   }
+  if (!setup.jobs.empty()) {
+    // Offline jobs: their progress, and the throttle's view at each report.
+    Json jobs = Json::array();
+    for (const Simulator::JobProgress& p : sim.jobs()) {
+      jobs.push_back({{"rows", p.rows},
+                      {"done_rows", p.done_rows},
+                      {"started_s", p.started >= 0 ? Json(Round(ToSeconds(p.started), 1e3)) : Json()},
+                      {"finished_s",
+                       p.finished >= 0 ? Json(Round(ToSeconds(p.finished), 1e3)) : Json()}});
+    }
+    Json samples = Json::array();
+    double paused_s = 0;
+    const auto& all = sim.job_samples();
+    for (size_t k = 0; k < all.size(); ++k) {
+      const Simulator::JobSample& x = all[k];
+      if (x.paused && k + 1 < all.size()) paused_s += ToSeconds(all[k + 1].at - x.at);
+      samples.push_back({Round(ToSeconds(x.at), 1e3), Round(x.online_utilisation, 1e4),
+                         Round(x.utilisation, 1e4), x.paused ? 1 : 0, x.done_rows});
+    }
+    j["jobs"] = {{"jobs", jobs},
+                 {"paused_s", Round(paused_s, 1e3)},
+                 {"samples_columns", {"t_s", "online_utilisation", "utilisation", "paused",
+                                      "done_rows"}},
+                 {"samples", samples}};
+  }
   j["batches"] = m.batches;
   j["mean_batch_rows"] =
       Round(m.batches > 0 ? static_cast<double>(m.batch_rows) / m.batches : 0, 1e3);

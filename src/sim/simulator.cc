@@ -346,6 +346,7 @@ void Simulator::OnArrival(const Arrival& a) {
   request.app = a.app;
   request.arrival = now_;
   request.deadline = now_ + (a.latency > 0 ? a.latency : app.latency);
+  request.rows = app.rows_per_query;
   request.min_accuracy = a.min_accuracy >= 0 ? a.min_accuracy : app.min_accuracy;
   int32_t target = -1;
   if (router_ != nullptr) {
@@ -534,7 +535,12 @@ void Simulator::OnBatchDone(int32_t r) {
   Counters& second = Second(now_);
   metrics_.end_time = now_;
   int32_t missed = 0;
+  int32_t job_rows = 0;  // of a job chunk in this batch: not an online query
   for (const InFlight& q : rep.batch) {
+    if (q.tag.job_rows > 0) {
+      job_rows += q.tag.job_rows;
+      continue;
+    }
     const bool on_time = now_ <= q.deadline;
     missed += !on_time;
     Counters* counters[3] = {&metrics_.total, &metrics_.per_app[q.tag.app], &second};
@@ -562,9 +568,14 @@ void Simulator::OnBatchDone(int32_t r) {
     ++inst.interval_batches;
     inst.interval_rows += rep.batch_rows;
     inst.interval_compute.push_back(now_ - rep.batch_start);
-    w.busy_core_ns += static_cast<Nanos>(std::llround(
+    const Nanos busy = static_cast<Nanos>(std::llround(
         static_cast<double>(now_ - std::max(rep.batch_start, last_report_)) *
         setup_.variants[inst.variant].cores_per_replica));
+    w.busy_core_ns += busy;
+    // The job's share of the batch, by rows.
+    if (job_rows > 0 && rep.batch_rows > 0) {
+      w.job_busy_core_ns += busy * std::min(job_rows, rep.batch_rows) / rep.batch_rows;
+    }
     w.active_this_interval = true;
     in_system_ -= n;
     selection_->AddWaiting(i, -n);
@@ -577,16 +588,21 @@ void Simulator::OnBatchDone(int32_t r) {
   }
   RunDecisions(i);
   if (inst.draining) MaybeFinishDraining(i);
+  if (job_rows > 0) OnJobChunkDone(job_rows);
 }
 
 void Simulator::DropPrefix(int32_t i, int32_t count) {
   SimInstance& inst = instances_[i];
   Counters& second = Second(now_);
   metrics_.end_time = now_;
-  int32_t rows = 0;
+  int32_t rows = 0, lost_job_rows = 0;
   for (int32_t k = 0; k < count; ++k) {
     const Tag& tag = inst.tags[inst.head + k];
     rows += inst.queue[inst.head + k].rows;
+    if (tag.job_rows > 0) {
+      lost_job_rows += tag.job_rows;
+      continue;
+    }
     ++metrics_.total.dropped;
     ++metrics_.per_app[tag.app].dropped;
     ++second.dropped;
@@ -597,6 +613,7 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
     in_system_ -= count;
     selection_->AddWaiting(i, -count);
   }
+  if (lost_job_rows > 0) OnJobChunkLost(lost_job_rows);
 }
 
 void Simulator::Pop(SimInstance& inst, int32_t count) {

@@ -57,6 +57,7 @@
 #include "core/worker_type.h"
 #include "policy/batching.h"
 #include "policy/instance_state.h"
+#include "policy/job_throttle.h"
 #include "policy/selection.h"
 #include "sim/event_queue.h"
 #include "sim/metrics.h"
@@ -106,6 +107,8 @@ struct SimApp {
   // When not empty, only these variants ("model:variant") of those models
   // serve the app: a baseline restricted to one variant, say.
   std::vector<std::string> variants;
+  // Rows in each of its queries (a request of several images).
+  int32_t rows_per_query = 1;
 };
 
 // Whether `app` may use variant `key` (its allow-list, when it has one).
@@ -189,6 +192,21 @@ struct InterferenceModel {
   double Factor(double own_cores, double other_cores, double worker_cores) const;
 };
 
+// An offline job (managed clusters): `rows` rows for `app`'s models, sent
+// from `at` in chunks of `chunk_rows`, one chunk in flight at a time, each a
+// query with no objective of its own (its deadline an hour away), through
+// the same routing as online queries. The job throttle
+// (policy/job_throttle.h) pauses it on every report that finds a worker
+// serving online traffic too busy, as the controller's job runner does.
+// Jobs run one after the other in the order given. Their queries are not
+// counted in the online figures.
+struct SimJob {
+  int32_t app = 0;
+  int64_t rows = 0;
+  int32_t chunk_rows = 64;
+  Nanos at = 0;
+};
+
 struct SimulationSetup {
   std::vector<SimWorkerType> worker_types;
   std::vector<SimVariant> variants;
@@ -204,6 +222,8 @@ struct SimulationSetup {
   ControlSetup control;
   bool service_noise = false;
   InterferenceModel interference;
+  std::vector<SimJob> jobs;
+  policy::ThrottlePolicy job_throttle;
   std::vector<WorkerLoss> worker_losses;  // managed clusters
   uint64_t seed = 1;
   // The trace's length: reports cover at least this much time, and workers
@@ -274,6 +294,25 @@ class Simulator {
   // something (loads, unloads, state changes, workers), with its reason.
   const std::vector<std::string>& control_log() const { return log_; }
 
+  // Offline jobs: each one's progress, and the throttle's view at every
+  // report (the busiest online worker's utilisation, and whether jobs were
+  // paused from then on).
+  struct JobProgress {
+    int64_t rows = 0;
+    int64_t done_rows = 0;
+    Nanos started = -1;   // -1: not yet
+    Nanos finished = -1;  // -1: not yet
+  };
+  struct JobSample {
+    Nanos at = 0;
+    double online_utilisation = 0;  // the busiest worker serving online traffic
+    double utilisation = 0;         // the busiest worker's whole utilisation
+    bool paused = false;
+    int64_t done_rows = 0;  // all jobs
+  };
+  const std::vector<JobProgress>& jobs() const { return job_progress_; }
+  const std::vector<JobSample>& job_samples() const { return job_samples_; }
+
   // Views of the managed cluster, for tests and reports.
   struct WorkerInfo {
     int32_t type = 0;
@@ -319,6 +358,8 @@ class Simulator {
     // The policy dropped it while it could still meet its deadline: it is
     // served as soon as possible instead (policy::ServeDroppedBestEffort).
     bool best_effort = false;
+    // A chunk of an offline job (its rows), not an online query.
+    int32_t job_rows = 0;
   };
   struct InFlight {
     Nanos arrival;
@@ -365,6 +406,7 @@ class Simulator {
     // Managed clusters: this monitoring interval's figures and the state
     // machine's history.
     int64_t interval_arrivals = 0;
+    int64_t interval_job_arrivals = 0;  // of those, job chunks
     int64_t interval_served = 0;
     int64_t interval_batches = 0;
     int64_t interval_rows = 0;
@@ -372,6 +414,7 @@ class Simulator {
     policy::InstanceHistory history;
     // The last report's figures.
     double arrival_qps = 0;
+    double online_qps = 0;  // arrivals that were not job chunks
     double served_qps = 0;
     double mean_batch = 1;
     double compute_p50_ms = 0;
@@ -387,6 +430,8 @@ class Simulator {
     std::vector<int32_t> instances;  // alive instances here
     Nanos busy_core_ns = 0;  // this interval: Σ batch time × cores per replica
     double running_cores = 0;  // Σ cores per replica of the batches running now
+    Nanos job_busy_core_ns = 0;  // this interval: the job chunks' share of busy_core_ns
+    double job_utilisation = 0;  // the last report's job share of its cores
     double utilisation = 0;          // the last report's
     std::optional<Nanos> idle_since;
     bool active_this_interval = false;  // a query arrived or was served here
@@ -402,6 +447,12 @@ class Simulator {
   class ControlSink;
 
   Simulator(SimulationSetup setup, std::unique_ptr<ArrivalSource> arrivals);
+
+  // Offline jobs (simulator_jobs.cc).
+  void RunJobs();                // every report: the throttle, then the next chunk
+  void SendJobChunk();           // the head job's next chunk, when one may go
+  void OnJobChunkDone(int32_t rows);
+  void OnJobChunkLost(int32_t rows);  // dropped or lost with its worker: sent again
 
   // Data path (simulator.cc).
   void FetchArrival();
@@ -500,6 +551,11 @@ class Simulator {
   int64_t events_processed_ = 0;
   SimMetrics metrics_;
   ControlCounters control_;
+  std::vector<JobProgress> job_progress_;
+  size_t job_head_ = 0;          // the job running now (or next)
+  bool job_chunk_in_flight_ = false;
+  policy::ThrottleState job_throttle_;
+  std::vector<JobSample> job_samples_;
   std::vector<std::string> log_;
   absl::Status status_;
 };

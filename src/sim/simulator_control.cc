@@ -62,6 +62,7 @@ absl::Status Simulator::SetUpControl() {
     m = m == 0 ? v.cores_per_replica : std::min(m, v.cores_per_replica);
   }
   refused_.assign(setup_.apps.size(), 0);
+  for (const SimJob& job : setup_.jobs) job_progress_.push_back({job.rows});
   next_model_round_ = c.model_interval;
   next_cluster_round_ = c.cluster_interval;
   return absl::OkStatus();
@@ -182,6 +183,10 @@ void Simulator::OnWorkerLost(int32_t loss) {
       if (rep.busy) {
         const int32_t n = static_cast<int32_t>(rep.batch.size());
         for (const InFlight& q : rep.batch) {
+          if (q.tag.job_rows > 0) {
+            OnJobChunkLost(q.tag.job_rows);
+            continue;
+          }
           ++metrics_.total.dropped;
           ++metrics_.per_app[q.tag.app].dropped;
           ++second.dropped;
@@ -416,6 +421,7 @@ void Simulator::OnControl() {
     if (workers_[w].up && !workers_[w].removed) Report(static_cast<int32_t>(w), interval);
   }
   last_report_ = now_;
+  RunJobs();
   if (now_ >= next_model_round_) {
     next_model_round_ += setup_.control.model_interval;
     if (absl::Status s = allocator_->ModelRound(Observe(true), *sink_); !s.ok()) Fail(s);
@@ -447,14 +453,18 @@ void Simulator::Report(int32_t w, Nanos interval) {
                        setup_.variants[inst.variant].cores_per_replica));
     }
   }
-  worker.utilisation =
-      std::min(1.0, static_cast<double>(worker.busy_core_ns) /
-                        (static_cast<double>(type.cores) * static_cast<double>(interval)));
+  const double core_ns = static_cast<double>(type.cores) * static_cast<double>(interval);
+  worker.utilisation = std::min(1.0, static_cast<double>(worker.busy_core_ns) / core_ns);
+  worker.job_utilisation =
+      std::min(worker.utilisation, static_cast<double>(worker.job_busy_core_ns) / core_ns);
   worker.busy_core_ns = 0;
+  worker.job_busy_core_ns = 0;
 
   for (int32_t i : worker.instances) {
     SimInstance& inst = instances_[i];
     inst.arrival_qps = static_cast<double>(inst.interval_arrivals) / seconds;
+    inst.online_qps =
+        static_cast<double>(inst.interval_arrivals - inst.interval_job_arrivals) / seconds;
     inst.served_qps = static_cast<double>(inst.interval_served) / seconds;
     if (inst.interval_batches > 0) {
       inst.mean_batch = static_cast<double>(inst.interval_rows) / inst.interval_batches;
@@ -488,6 +498,7 @@ void Simulator::Report(int32_t w, Nanos interval) {
       selection_->UpdateInstanceLoad(i, inst.mean_batch, inst.ready, inst.served_qps);
     }
     inst.interval_arrivals = 0;
+    inst.interval_job_arrivals = 0;
     inst.interval_served = 0;
     inst.interval_batches = 0;
     inst.interval_rows = 0;

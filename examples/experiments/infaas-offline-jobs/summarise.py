@@ -43,7 +43,11 @@ def pauses(rows):
     return out
 
 
-def plot(rows, quiet, paused, path):
+LEGEND = ("worker CPU utilisation: with the job (blue), online only (grey); 40% pause "
+          "threshold (red, dashed); job paused (shaded)")
+
+
+def plot(rows, quiet, paused, path, legend=LEGEND):
     w, h, left, top, bottom = 760, 300, 50, 20, 40
     span = max(r["t"] for r in rows) or 1
     x = lambda t: left + (w - left - 10) * t / span
@@ -63,8 +67,7 @@ def plot(rows, quiet, paused, path):
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
     for t in range(0, int(span) + 1, 30):
         parts.append(f'<text x="{x(t):.1f}" y="{h - bottom + 16}" text-anchor="middle">{t} s</text>')
-    parts.append(f'<text x="{left}" y="{h - 6}">worker CPU utilisation: with the job (blue), '
-                 'online only (grey); 40% pause threshold (red, dashed); job paused (shaded)</text>')
+    parts.append(f'<text x="{left}" y="{h - 6}">{legend}</text>')
     parts.append("</svg>")
     open(path, "w").write("\n".join(parts) + "\n")
 
