@@ -286,7 +286,7 @@ absl::StatusOr<std::set<InfaasAllocator::Where>> InfaasAllocator::Consolidate(
   std::set<Where> vacated;
   for (const policy::VacateAction& action : decision->actions) {
     const ObservedWorker* worker = nullptr;
-    bool settled = true;  // no move of the model under way anywhere, no young instance here
+    bool settled = true;  // no move of the model under way anywhere
     for (const ObservedWorker& w : observation.workers) {
       settled &= !Busy({w.id, action.model});
       if (w.id == action.worker) worker = &w;
@@ -345,20 +345,14 @@ void InfaasAllocator::Carry(const Observation& observation, const ObservedWorker
 // ---- interference migration ----
 
 void InfaasAllocator::FinishMoves(const Observation& observation, ActionSink& sink) {
-  auto find_worker = [&](const std::string& id) -> const ObservedWorker* {
-    for (const ObservedWorker& w : observation.workers) {
-      if (w.id == id) return &w;
-    }
-    return nullptr;
-  };
   for (auto it = pending_moves_.begin(); it != pending_moves_.end();) {
     PendingMove& move = *it;
     if (!move.load_ended->load()) {
       ++it;
       continue;
     }
-    const ObservedWorker* target = find_worker(move.to);
-    const ObservedWorker* source = find_worker(move.from);
+    const ObservedWorker* target = observation.FindWorker(move.to);
+    const ObservedWorker* source = observation.FindWorker(move.from);
     const ObservedInstance* serving = target != nullptr ? FindInstance(*target, move.key) : nullptr;
     const ObservedInstance* slow = source != nullptr ? FindInstance(*source, move.key) : nullptr;
     if (serving != nullptr && serving->ready > 0) {

@@ -27,6 +27,13 @@ const WorkerType* Observation::FindType(const std::string& name) const {
   return nullptr;
 }
 
+const ObservedWorker* Observation::FindWorker(const std::string& id) const {
+  for (const ObservedWorker& w : workers) {
+    if (w.id == id) return &w;
+  }
+  return nullptr;
+}
+
 std::string DecisionLine(const Decision& d) {
   std::string line = absl::StrCat(d.kind, " ", d.worker);
   if (!d.target.empty()) absl::StrAppend(&line, " ", d.target);

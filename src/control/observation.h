@@ -89,6 +89,7 @@ struct Observation {
 
   const ModelOption* FindModel(const std::string& name) const;
   const WorkerType* FindType(const std::string& name) const;
+  const ObservedWorker* FindWorker(const std::string& id) const;
 };
 
 }  // namespace maitre::control

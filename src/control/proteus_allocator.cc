@@ -53,13 +53,6 @@ std::vector<std::string> Catalogue(const Observation& observation) {
   return entries;
 }
 
-const ObservedWorker* FindWorker(const Observation& observation, const std::string& id) {
-  for (const ObservedWorker& w : observation.workers) {
-    if (w.id == id) return &w;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ProteusAllocator>> ProteusAllocator::Create(
@@ -260,7 +253,7 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
   std::map<std::string, int> class_index;
   std::vector<std::pair<std::string, std::string>> classes;  // (type, pinned app or "")
   for (const std::string& id : devices) {
-    const ObservedWorker* w = FindWorker(observation, id);
+    const ObservedWorker* w = observation.FindWorker(id);
     std::string pinned = mode_ == ProteusMode::kSommelier && pinned_app_.count(id)
                              ? pinned_app_.at(id)
                              : std::string();
@@ -328,7 +321,7 @@ absl::Status ProteusAllocator::Solve(const Observation& observation,
       summary.device_variant[devices[d]] = "";
       continue;
     }
-    const ObservedWorker* w = FindWorker(observation, devices[d]);
+    const ObservedWorker* w = observation.FindWorker(devices[d]);
     const int q = problem.variants[m].query_type;
     // A spare device (the plan sends it nothing) that loads anyway takes
     // its app's most accurate variant: the plan is just as good, and
@@ -404,7 +397,7 @@ std::function<void()> ProteusAllocator::MarkBusy(const std::string& worker) {
 
 void ProteusAllocator::Apply(const Observation& observation, ActionSink& sink) {
   for (const std::string& id : planned_devices_) {
-    const ObservedWorker* w = FindWorker(observation, id);
+    const ObservedWorker* w = observation.FindWorker(id);
     if (w == nullptr || Busy(id)) continue;
     auto target = targets_.find(id);
     std::vector<std::pair<VariantKey, int>> others;
@@ -467,7 +460,7 @@ void ProteusAllocator::PublishWeights(const Observation& observation, ActionSink
   }
   std::vector<RouteWeight> weights;
   for (const auto& [id, target] : targets_) {
-    const ObservedWorker* w = FindWorker(observation, id);
+    const ObservedWorker* w = observation.FindWorker(id);
     if (w == nullptr) continue;
     // A device the plan gives no share still takes a sliver, so that its
     // instance is not idle when demand turns out higher than planned.
