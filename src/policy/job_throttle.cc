@@ -1,9 +1,51 @@
 #include "policy/job_throttle.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace maitre::policy {
+
+ThrottleSignals MeasureThrottleSignals(const std::vector<ThrottleWorker>& workers,
+                                       const ThrottlePolicy& policy) {
+  ThrottleSignals s;
+  double cores = 0, busy = 0, own_busy = 0;
+  for (const ThrottleWorker& w : workers) {
+    const double utilisation = std::clamp(w.utilisation, 0.0, 1.0);
+    const double own_share = std::min(utilisation, std::max(0.0, w.own_busy));
+    const double weight = std::max(1, w.cores);
+    cores += weight;
+    busy += weight * utilisation;
+    own_busy += weight * own_share;
+
+    bool serves_online = false;
+    for (const ThrottleInstance& inst : w.instances) {
+      const double online = inst.arrival_qps - inst.own_qps;
+      if (online <= policy.min_online_qps + policy.own_qps_tolerance * inst.own_qps) continue;
+      serves_online = true;
+      s.online_qps += online;
+      if (inst.state == InstanceState::kOverloaded || inst.state == InstanceState::kInterfered) {
+        if (s.slow_online_instances++ == 0) {
+          s.slow_instance = absl::StrFormat("%s on %s is %s, with %.0f qps of online traffic",
+                                            inst.name, w.id, InstanceStateName(inst.state),
+                                            online);
+        }
+      }
+    }
+    const double online_utilisation = utilisation - own_share;
+    if (serves_online &&
+        (s.busiest_worker.empty() || online_utilisation > s.busiest_online_utilisation)) {
+      s.busiest_worker = w.id;
+      s.busiest_online_utilisation = online_utilisation;
+    }
+  }
+  if (cores > 0) {
+    s.utilisation = busy / cores;
+    s.own_utilisation = own_busy / cores;
+  }
+  return s;
+}
 
 ThrottleState NextThrottleState(const ThrottleState& previous, const ThrottleSignals& signals,
                                 Nanos now, const ThrottlePolicy& policy) {

@@ -1,9 +1,17 @@
-// When offline jobs yield to online traffic: the pure decision of the job
+// When offline jobs yield to online traffic: the pure rule of the job
 // throttle (docs/policies.md, "Offline job throttle"; INFaaS §4.4 and
 // §6.3.2: jobs use spare capacity and are throttled above 40% utilisation).
-// Both worlds build ThrottleSignals from what they observe (the controller
-// in controller/jobs/job_throttle.h, the simulator from its reports) and
-// call NextThrottleState.
+// Both worlds describe their workers as ThrottleWorkers (the controller in
+// controller/jobs/job_throttle.h, the simulator from its reports);
+// MeasureThrottleSignals turns them into signals and NextThrottleState
+// decides.
+//
+// The signals, per worker as in INFaaS: a worker's online utilisation is its
+// utilisation less the jobs' own share of it; an instance serves online
+// traffic when its arrivals exceed the jobs' own queries there by more than
+// min_online_qps + own_qps_tolerance × the jobs' own; a worker serves online
+// traffic when one of its instances does; an instance serving online
+// traffic that the state machine calls Overloaded or Interfered is slow.
 //
 // Pausing is immediate; resuming needs the signals calm (every worker with
 // online traffic at or below `resume_below`, no slow instance) for
@@ -16,8 +24,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/time.h"
+#include "policy/instance_state.h"
 
 namespace maitre::policy {
 
@@ -49,6 +59,26 @@ struct ThrottleSignals {
   double utilisation = 0;
   double own_utilisation = 0;
 };
+
+// One instance as the throttle sees it.
+struct ThrottleInstance {
+  std::string name;  // "model:variant", for people
+  double arrival_qps = 0;
+  double own_qps = 0;  // the jobs' own queries among the arrivals
+  InstanceState state = InstanceState::kInactive;
+};
+
+// One worker as the throttle sees it.
+struct ThrottleWorker {
+  std::string id;
+  int cores = 1;
+  double utilisation = 0;  // 0..1, as reported
+  double own_busy = 0;     // the jobs' share of its time, 0..1
+  std::vector<ThrottleInstance> instances;
+};
+
+ThrottleSignals MeasureThrottleSignals(const std::vector<ThrottleWorker>& workers,
+                                       const ThrottlePolicy& policy);
 
 struct ThrottleState {
   bool paused = false;

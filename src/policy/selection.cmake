@@ -1,7 +1,7 @@
 # Selection and instance-state policies (model-less queries).
 maitre_library(maitre_selection
   SRCS instance_state.cc selection_index.cc selection_live.cc selection.cc
-       selection_reference.cc selection_weighted.cc
+       selection_reference.cc selection_weighted.cc job_throttle.cc
   DEPS maitre_core absl::flat_hash_map absl::inlined_vector absl::span absl::status
        absl::statusor absl::strings absl::str_format)
 

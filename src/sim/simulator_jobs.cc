@@ -1,6 +1,6 @@
-// Offline jobs in the simulator (SimJob in simulator.h): the same throttle
-// rule as the controller's job runner (policy/job_throttle.h), fed from the
-// simulated workers' reports, and chunks routed like online queries.
+// Offline jobs in the simulator (SimJob in simulator.h): the controller's
+// throttle rule (policy/job_throttle.h), fed the simulated workers' reports,
+// and chunks routed like online queries.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -16,41 +16,32 @@ constexpr Nanos kJobDeadline = 3600 * kSecond;
 
 void Simulator::RunJobs() {
   if (setup_.jobs.empty()) return;
-  // The throttle's signals, as the controller measures them: per worker,
-  // its utilisation less the jobs' share; it serves online traffic when an
-  // instance had arrivals beyond the jobs' own; slow = an online instance
-  // the state machine calls Overloaded or Interfered.
-  const policy::ThrottlePolicy& rule = setup_.job_throttle;
-  policy::ThrottleSignals signals;
-  double busiest_whole = 0;
+  // The workers as the throttle sees them: the jobs' share of each one's
+  // time, and each instance's arrivals less the job's chunks (known
+  // exactly here, so no own queries are left to subtract).
+  std::vector<policy::ThrottleWorker> seen;
   for (const Worker& w : workers_) {
     if (!w.up || w.removed) continue;
-    bool serves_online = false;
+    policy::ThrottleWorker t;
+    t.id = w.id;
+    t.cores = setup_.worker_types[w.type].type.cores;
+    t.utilisation = w.utilisation;
+    t.own_busy = w.job_utilisation;
     for (int32_t i : w.instances) {
       const SimInstance& inst = instances_[i];
-      if (inst.online_qps <= rule.min_online_qps) continue;
-      serves_online = true;
-      signals.online_qps += inst.online_qps;
-      const policy::InstanceState state = inst.history.state;
-      if (state == policy::InstanceState::kOverloaded ||
-          state == policy::InstanceState::kInterfered) {
-        if (signals.slow_online_instances++ == 0) {
-          signals.slow_instance = absl::StrCat(setup_.variants[inst.variant].key.ToString(),
-                                               " on ", w.id, " is ",
-                                               policy::InstanceStateName(state));
-        }
-      }
+      t.instances.push_back({setup_.variants[inst.variant].key.ToString(), inst.online_qps, 0,
+                             inst.history.state});
     }
-    const double online = std::max(0.0, w.utilisation - w.job_utilisation);
-    if (serves_online &&
-        (signals.busiest_worker.empty() || online > signals.busiest_online_utilisation)) {
-      signals.busiest_worker = w.id;
-      signals.busiest_online_utilisation = online;
-      busiest_whole = w.utilisation;
-    }
+    seen.push_back(std::move(t));
+  }
+  const policy::ThrottleSignals signals =
+      policy::MeasureThrottleSignals(seen, setup_.job_throttle);
+  double busiest_whole = 0;
+  for (const policy::ThrottleWorker& t : seen) {
+    if (t.id == signals.busiest_worker) busiest_whole = t.utilisation;
   }
   const bool was_paused = job_throttle_.paused;
-  job_throttle_ = policy::NextThrottleState(job_throttle_, signals, now_, rule);
+  job_throttle_ = policy::NextThrottleState(job_throttle_, signals, now_, setup_.job_throttle);
   if (job_throttle_.paused != was_paused) {
     Log(job_throttle_.paused ? absl::StrCat("jobs pause: ", job_throttle_.reason)
                              : std::string("jobs resume"));

@@ -1,9 +1,9 @@
 // When offline jobs yield to online traffic (INFaaS: jobs use spare
 // capacity and are throttled above 40% utilisation; here a job pauses while
 // worker utilisation is above 40%, or while online latencies run above their
-// profiles; docs/policies.md, "Offline job throttle"). Two pure functions:
-// MeasureThrottleSignals reads the cluster's view and the jobs' own recent
-// traffic; NextThrottleState (policy/job_throttle.h) decides.
+// profiles; docs/policies.md, "Offline job throttle"). MeasureThrottleSignals
+// describes the cluster's view and the jobs' own recent traffic to the pure
+// rule in policy/job_throttle.h, which measures the signals and decides.
 //
 // The rule, per worker as in INFaaS (where each worker's job runner checks
 // its own utilisation): a job pauses while some worker that serves online
