@@ -595,12 +595,13 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
   SimInstance& inst = instances_[i];
   Counters& second = Second(now_);
   metrics_.end_time = now_;
-  int32_t rows = 0, lost_job_rows = 0;
+  int32_t rows = 0;
+  bool lost_job_chunk = false;
   for (int32_t k = 0; k < count; ++k) {
     const Tag& tag = inst.tags[inst.head + k];
     rows += inst.queue[inst.head + k].rows;
     if (tag.job_rows > 0) {
-      lost_job_rows += tag.job_rows;
+      lost_job_chunk = true;
       continue;
     }
     ++metrics_.total.dropped;
@@ -613,7 +614,7 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
     in_system_ -= count;
     selection_->AddWaiting(i, -count);
   }
-  if (lost_job_rows > 0) OnJobChunkLost(lost_job_rows);
+  if (lost_job_chunk) OnJobChunkLost();
 }
 
 void Simulator::Pop(SimInstance& inst, int32_t count) {

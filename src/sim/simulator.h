@@ -452,7 +452,7 @@ class Simulator {
   void RunJobs();                // every report: the throttle, then the next chunk
   void SendJobChunk();           // the head job's next chunk, when one may go
   void OnJobChunkDone(int32_t rows);
-  void OnJobChunkLost(int32_t rows);  // dropped or lost with its worker: sent again
+  void OnJobChunkLost();  // dropped or lost with its worker: sent again
 
   // Data path (simulator.cc).
   void FetchArrival();

@@ -184,7 +184,7 @@ void Simulator::OnWorkerLost(int32_t loss) {
         const int32_t n = static_cast<int32_t>(rep.batch.size());
         for (const InFlight& q : rep.batch) {
           if (q.tag.job_rows > 0) {
-            OnJobChunkLost(q.tag.job_rows);
+            OnJobChunkLost();
             continue;
           }
           ++metrics_.total.dropped;

@@ -85,8 +85,8 @@ void Simulator::OnJobChunkDone(int32_t rows) {
   SendJobChunk();
 }
 
-void Simulator::OnJobChunkLost(int32_t rows) {
-  (void)rows;  // nothing of it is done: the same rows go again
+void Simulator::OnJobChunkLost() {
+  // Nothing of it is done: the same rows go again.
   job_chunk_in_flight_ = false;
 }
 
