@@ -174,22 +174,26 @@ TEST(InterferenceTest, AnInterferedInstanceMovesToTheOtherWorkerWithoutAFailedQu
       },
       300))
       << "still on:" << trace << "\n" << server->Log();
+  // Queries keep being served after the move, first by the worker the model
+  // moved to. Later the whole host may look slow, so selection may load
+  // another copy anywhere; only the answers right after the move are its.
+  const std::string moved_to = *serving.begin();
   const int64_t served_at_move = load.served();
-  // Queries keep being served after the move, by the new worker.
-  ASSERT_TRUE(testing::WaitUntil([&] { return load.served() > served_at_move + 50; }, 300));
+  const int64_t moved_to_at_move = load.served_by(moved_to);
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        return load.served() > served_at_move + 50 && load.served_by(moved_to) > moved_to_at_move;
+      },
+      300));
   load.Stop();
-  std::cerr << "served " << load.served() << ", failed " << load.failed() << "\n";
+  std::cerr << "served " << load.served() << " (" << load.served_by(moved_to) << " by "
+            << moved_to << "), failed " << load.failed() << "\n";
   for (absl::string_view line : absl::StrSplit(server->Log(), '\n')) {
     if (absl::StrContains(line, "migrat") || absl::StrContains(line, "interfered")) {
       std::cerr << line << "\n";
     }
   }
   EXPECT_EQ(load.failed(), 0) << load.first_failure();
-  auto answer = server->Post(absl::StrCat("/v2/models/", kVariant, "/infer"),
-                             testing::ImageRequest(*valset, 0, nullptr));
-  ASSERT_TRUE(answer.ok());
-  ASSERT_EQ(answer->status, 200) << answer->body;
-  EXPECT_NE(json::parse(answer->body)["parameters"]["worker"], first);
   EXPECT_TRUE(server->Stop().ok());
 }
 

@@ -3,8 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor.h"
 #include "http/client.h"
+#include "nlohmann/json.hpp"
 
 namespace maitre::testing {
+
+using nlohmann::json;
 
 OnlineLoad::OnlineLoad(const std::string& url, const std::string& model, const Valset& valset,
                        int threads, int rows) {
@@ -24,6 +27,13 @@ OnlineLoad::OnlineLoad(const std::string& url, const std::string& model, const V
         auto r = client->Send("POST", absl::StrCat("/v2/models/", model, "/infer"), body);
         if (r.ok() && r->status == 200) {
           served_.fetch_add(1);
+          const json answer = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+          if (answer.is_object() && answer.contains("parameters") &&
+              answer["parameters"].contains("worker") &&
+              answer["parameters"]["worker"].is_string()) {
+            absl::MutexLock lock(&mu_);
+            ++served_by_[answer["parameters"]["worker"].get<std::string>()];
+          }
           continue;
         }
         failed_.fetch_add(1);
@@ -41,6 +51,12 @@ void OnlineLoad::Stop() {
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
+}
+
+int64_t OnlineLoad::served_by(const std::string& worker) const {
+  absl::MutexLock lock(&mu_);
+  auto it = served_by_.find(worker);
+  return it == served_by_.end() ? 0 : it->second;
 }
 
 std::string OnlineLoad::first_failure() const {

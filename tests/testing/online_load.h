@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,8 @@ class OnlineLoad {
   void Stop();
   int64_t served() const { return served_.load(); }
   int64_t failed() const { return failed_.load(); }
+  // Answers the worker `worker` gave (the answer's parameters.worker).
+  int64_t served_by(const std::string& worker) const;
   // The first failure's status and body, for messages ("" while none).
   std::string first_failure() const;
 
@@ -35,6 +38,7 @@ class OnlineLoad {
   std::atomic<int64_t> served_{0}, failed_{0};
   mutable absl::Mutex mu_;
   std::string first_failure_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> served_by_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
 };
 
