@@ -194,7 +194,7 @@ TEST(ControlSeamsTest, ATestOnlyRouterAndAllocatorServeInTheController) {
   controller::Cluster::Options cluster_options;
   cluster_options.types = WorkerTypeTable({{"small", 2, 4096, 3.6}});
   cluster_options.clock = &clock;
-  cluster_options.connect = [&loads](const std::string&) {
+  cluster_options.connect = [&loads](const std::string&, const std::string&) {
     return std::unique_ptr<controller::WorkerApi>(new InstantWorker(&loads));
   };
   auto router = control::CreateQueryRouter("fewest-waiting", {});

@@ -301,7 +301,7 @@ class ControllerWorld {
     controller::Cluster::Options cluster;
     cluster.types = WorkerTypeTable(types);
     cluster.clock = &clock_;
-    cluster.connect = [this](const std::string&) {
+    cluster.connect = [this](const std::string&, const std::string&) {
       return std::unique_ptr<controller::WorkerApi>(new FakeWorker(&gate_));
     };
     auto router = control::CreateQueryRouter(setup.control.router, {});

@@ -149,14 +149,9 @@ TEST(InterferenceTest, AnInterferedInstanceMovesToTheOtherWorkerWithoutAFailedQu
       << trace << "\n" << server->Log();
   ASSERT_EQ(load.failed(), 0) << load.first_failure();
 
-  pid_t first_pid = 0;
-  auto index = server->RepositoryIndex();
-  ASSERT_TRUE(index.ok());
-  for (const json& w : (*index)["workers"]) {
-    if (w["id"] == first) first_pid = w["pid"].get<pid_t>();
-  }
-  ASSERT_GT(first_pid, 0) << index->dump();
-  CoreHogs hogs(first_pid, /*per_core=*/2);
+  absl::StatusOr<pid_t> first_pid = server->WorkerPid(first);
+  ASSERT_TRUE(first_pid.ok()) << first_pid.status();
+  CoreHogs hogs(*first_pid, /*per_core=*/2);
   ASSERT_GT(hogs.count(), 0u);
   std::cerr << "instance on " << first << ", spinning " << hogs.count() << " processes on core "
             << hogs.cores()[0] << "\n";

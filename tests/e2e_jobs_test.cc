@@ -94,16 +94,27 @@ class JobsTest : public ::testing::Test {
     return zoo_->front();
   }
 
+  // A server whose jobs read and write beneath `jobs_dir` only.
   std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir,
+                                             const std::string& jobs_dir,
                                              const std::string& workers = "cpu-1:1,cpu-2:1",
                                              std::vector<std::string> extra_args = {}) {
     ServerOptions options;
     options.data_dir = data_dir;
     options.workers = workers;
     options.extra_args = std::move(extra_args);
+    options.extra_args.insert(options.extra_args.end(), {"--jobs-dir", jobs_dir});
     auto server = ServerProcess::Start(options);
     EXPECT_TRUE(server.ok()) << server.status();
     return server.ok() ? *std::move(server) : nullptr;
+  }
+
+  // The validation set, copied into the jobs directory `work` as a job's
+  // input; its path.
+  std::string StageInput(const ScopedTempDir& work) {
+    const std::string input = work.path() + "/valset.npz";
+    std::filesystem::copy_file(valset_path_, input);
+    return input;
   }
 
   void RegisterOk(ServerProcess& server, const std::string& name, const std::string& valset) {
@@ -184,8 +195,9 @@ std::string JobsTest::small_valset_;
 
 TEST_F(JobsTest, AJobOverTheValidationSetHasTheModelsAccuracy) {
   ScopedTempDir data, work;
-  auto server = StartServer(data.path());
+  auto server = StartServer(data.path(), work.path());
   ASSERT_NE(server, nullptr);
+  const std::string input = StageInput(work);
   // Registered with the full validation set, so the measured accuracy is
   // over the same 10,000 images the job classifies.
   RegisterOk(*server, "fmnist-mlp", valset_path_);
@@ -202,7 +214,7 @@ TEST_F(JobsTest, AJobOverTheValidationSetHasTheModelsAccuracy) {
   int status = 0;
   std::string printed =
       RunCommand(absl::StrCat(testing::MaitreBinary(), " job submit --server ", server->url(),
-                              " --app fashion --model fmnist-mlp --input ", valset_path_,
+                              " --app fashion --model fmnist-mlp --input ", input,
                               " --output ", output, " --wait 2>&1"),
                  &status);
   EXPECT_EQ(status, 0) << printed;
@@ -240,15 +252,18 @@ TEST_F(JobsTest, AJobOverTheValidationSetHasTheModelsAccuracy) {
     int status;
   };
   const Bad bad[] = {
-      {"nope", {{"input", valset_path_}, {"output", work.path() + "/o1"}}, 404},
+      {"nope", {{"input", input}, {"output", work.path() + "/o1"}}, 404},
       {"fashion", {{"input", work.path() + "/missing.npz"}, {"output", work.path() + "/o1"}}, 400},
       {"fashion", {{"input", work.path() + "/file"}, {"output", work.path() + "/o1"}}, 400},
       {"fashion",
-       {{"input", valset_path_}, {"output", work.path() + "/o1"}, {"model", "fmnist-resnet"}},
+       {{"input", input}, {"output", work.path() + "/o1"}, {"model", "fmnist-resnet"}},
        404},
-      {"fashion", {{"input", valset_path_}, {"output", work.path() + "/file/o1"}}, 400},
-      {"fashion", {{"input", valset_path_}, {"output", output}}, 409},  // would overwrite
+      {"fashion", {{"input", input}, {"output", work.path() + "/file/o1"}}, 400},
+      {"fashion", {{"input", input}, {"output", output}}, 409},  // would overwrite
       {"fashion", {{"output", output}}, 400},
+      // Outside the jobs directory: the zoo's own copy, and the host's files.
+      {"fashion", {{"input", valset_path_}, {"output", work.path() + "/o1"}}, 403},
+      {"fashion", {{"input", input}, {"output", "/etc"}}, 403},
   };
   for (const Bad& b : bad) {
     auto r = server->Post(absl::StrCat("/v2/apps/", b.app, "/jobs"), b.body.dump());
@@ -267,7 +282,7 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
   // busy worker, and the job would rightly resume while the load goes on.
   // Profiles are measured once and finished before the job starts: while a
   // sweep holds the core, the online load cannot keep it busy.
-  auto server = StartServer(data.path(), "cpu-1:1",
+  auto server = StartServer(data.path(), work.path(), "cpu-1:1",
                             {"--model-autoscaler", "off", "--cluster-autoscaler", "false",
                              "--profile-sweeps", "1"});
   ASSERT_NE(server, nullptr);
@@ -283,7 +298,7 @@ TEST_F(JobsTest, AJobPausesWhileOnlineLoadKeepsAWorkerBusyAndThenResumes) {
     ASSERT_TRUE(WaitUntil([&] { return warm.served() > 0; }, 300));
   }
   // Small chunks make the job last long enough to be caught running.
-  json job = Submit(*server, {{"input", valset_path_},
+  json job = Submit(*server, {{"input", StageInput(work)},
                               {"output", work.path() + "/out"},
                               {"model", "fmnist-mlp"},
                               {"batch_size", 4}});
@@ -337,11 +352,11 @@ TEST_F(JobsTest, AJobResumesAfterAControllerRestartWithoutRedoingChunks) {
   std::string id;
   int64_t done_before_stop = 0;
   {
-    auto server = StartServer(data.path());
+    auto server = StartServer(data.path(), work.path());
     ASSERT_NE(server, nullptr);
     RegisterOk(*server, "fmnist-mlp", small_valset_);
     // Small chunks make the job last long enough to stop it half way.
-    json job = Submit(*server, {{"input", valset_path_},
+    json job = Submit(*server, {{"input", StageInput(work)},
                                 {"output", work.path() + "/out"},
                                 {"model", "fmnist-mlp"},
                                 {"batch_size", 4}});
@@ -358,7 +373,7 @@ TEST_F(JobsTest, AJobResumesAfterAControllerRestartWithoutRedoingChunks) {
     ASSERT_NE(job["state"], "succeeded") << "the job finished before the restart";
     EXPECT_TRUE(server->Stop().ok());
   }
-  auto server = StartServer(data.path());
+  auto server = StartServer(data.path(), work.path());
   ASSERT_NE(server, nullptr);
   json job = Job(*server, id);
   std::cerr << "after the restart: " << job.dump() << "\n";

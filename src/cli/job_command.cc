@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -43,12 +42,6 @@ std::string ProgressLine(const json& job) {
 std::string AccuracyText(const json& job) {
   if (!job.contains("accuracy")) return "-";
   return Percent(job["accuracy"].get<double>());
-}
-
-std::string AbsolutePath(const std::string& path) {
-  std::error_code ec;
-  auto absolute = std::filesystem::absolute(path, ec);
-  return ec ? path : absolute.lexically_normal().string();
 }
 
 void PrintJob(const json& job) {
@@ -105,7 +98,8 @@ absl::StatusOr<json> Follow(ApiClient& api, const std::string& id, bool quiet) {
 int RunJobSubmit(const JobSubmitArgs& args) {
   auto api = ApiClient::Connect(args.server);
   if (!api.ok()) return Fail(api.status());
-  json body{{"input", AbsolutePath(args.input)}, {"output", AbsolutePath(args.output)}};
+  // As given: the server takes a relative path from its jobs directory.
+  json body{{"input", args.input}, {"output", args.output}};
   if (!args.model.empty()) body["model"] = args.model;
   json parameters = json::object();
   if (args.latency_ms > 0) parameters["latency_ms"] = args.latency_ms;
@@ -196,9 +190,12 @@ void AddJobCommands(CLI::App& app, int* exit_code, const std::string& default_se
   s->add_option("--server", submit->server, "Server URL")->capture_default_str();
   s->add_option("--app", submit->app, "App whose models serve the job")->required();
   s->add_option("--input", submit->input,
-                ".npz (inputs, optional labels) or a directory of them, on the controller")
+                ".npz (inputs, optional labels) or a directory of them, in the controller's "
+                "jobs directory (a path relative to it, or beneath it)")
       ->required();
-  s->add_option("--output", submit->output, "Directory for the result .npz files")->required();
+  s->add_option("--output", submit->output,
+                "Directory for the result .npz files, in the controller's jobs directory")
+      ->required();
   s->add_option("--model", submit->model, "Model, or model:variant (default: Maitre chooses)");
   s->add_option("--latency-ms", submit->latency_ms, "Latency objective of each chunk");
   s->add_option("--min-accuracy", submit->min_accuracy, "Minimum accuracy (fraction)");

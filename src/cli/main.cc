@@ -85,6 +85,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "~/.local/share/maitre)");
   serve_cmd->add_option("--http", serve.http, "HTTP listen address")->capture_default_str();
   serve_cmd->add_option("--grpc", serve.grpc, "gRPC listen address")->capture_default_str();
+  serve_cmd->add_option("--control", serve.control,
+                        "Listen address for workers (joining, reports, model files)")
+      ->capture_default_str();
   serve_cmd->add_option("--workers", serve.workers,
                         "Local workers to keep running, type:count,... (\"\" for none)")
       ->capture_default_str();
@@ -118,6 +121,19 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "Move instances that stay Interfered to a less-loaded worker "
                         "(true/false)")
       ->capture_default_str();
+  serve_cmd->add_option("--jobs-dir", serve.jobs_dir,
+                        "Offline jobs read and write beneath this directory only (default: "
+                        "<data-dir>/jobs)");
+  serve_cmd->add_option("--join-token-file", serve.join_token_file,
+                        "File holding the secret workers join with (default: "
+                        "<data-dir>/join-token, made on first start)");
+  serve_cmd->add_option("--sandbox", serve.sandbox,
+                        "Confinement of uploaded model code in workers and variant generators: "
+                        "off, best-effort or required (docs/operations.md)")
+      ->capture_default_str();
+  serve_cmd->add_option("--sandbox-user", serve.sandbox_user,
+                        "Unprivileged user model code runs as when started as root")
+      ->capture_default_str();
   serve_cmd->add_option("--max-workers", serve.max_workers,
                         "Most local workers of each type, type:n,... (default: what the free "
                         "cores allow)");
@@ -139,7 +155,8 @@ void AddWorkerCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<Flags>();
   maitre::worker::WorkerOptions& worker = flags->worker;
   CLI::App* worker_cmd = app.add_subcommand("worker", "Run a worker process");
-  worker_cmd->add_option("--controller", worker.controller, "Controller gRPC address")
+  worker_cmd->add_option("--controller", worker.controller,
+                         "The controller's address for workers (maitre serve --control)")
       ->capture_default_str();
   worker_cmd->add_option("--type", worker.type, "Worker type")->capture_default_str();
   worker_cmd->add_option("--listen", worker.listen, "Listen address (port 0: any free port)")
@@ -151,6 +168,15 @@ void AddWorkerCommand(CLI::App& app, int* exit_code) {
   worker_cmd->add_option("--host-speed-file", worker.host_speed_file,
                          "File keeping the profiler's host-speed baseline across restarts "
                          "(one per worker type and host)");
+  worker_cmd->add_option("--join-token-file", worker.join_token_file,
+                         "File holding the cluster's join token (the controller's data "
+                         "directory has it, as join-token; default: $MAITRE_JOIN_TOKEN)");
+  worker_cmd->add_option("--sandbox", worker.sandbox,
+                         "Confinement of model code: off, best-effort or required")
+      ->capture_default_str();
+  worker_cmd->add_option("--sandbox-user", worker.sandbox_user,
+                         "Unprivileged user model code runs as when started as root")
+      ->capture_default_str();
   worker_cmd->add_option("--launch-token", worker.launch_token)->group("");
   worker_cmd->callback([flags, exit_code] {
     flags->worker.cores = ParseCores(flags->cores);

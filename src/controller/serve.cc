@@ -34,6 +34,8 @@
 #include "core/stop_signal.h"
 #include "controller/models/variant_pipeline.h"
 #include "core/file_util.h"
+#include "core/sandbox.h"
+#include "core/secret_token.h"
 #include "core/status_macros.h"
 #include "core/work_queue.h"
 #include "http/server.h"
@@ -101,16 +103,29 @@ class Controller {
     if (!options.router.empty()) {
       MAITRE_RETURN_IF_ERROR(control::CheckQueryRouterName(options.router));
     }
+    MAITRE_ASSIGN_OR_RETURN(sandbox_mode_, ParseSandboxMode(options.sandbox));
+    if (sandbox_mode_ != SandboxMode::kOff && LandlockAbi() == 0) {
+      if (sandbox_mode_ == SandboxMode::kRequired) {
+        return absl::FailedPreconditionError(
+            "--sandbox required, but this kernel offers no Landlock to confine model code with");
+      }
+      spdlog::warn("sandbox: this kernel offers no Landlock; model code is confined only by "
+                   "no_new_privs and the sandbox user");
+    }
 
+    MAITRE_ASSIGN_OR_RETURN(join_token_, options.join_token_file.empty()
+                                             ? ReadOrCreateTokenFile(data_dir + "/join-token")
+                                             : ReadTokenFile(options.join_token_file));
     MAITRE_RETURN_IF_ERROR(OpenStores(data_dir));
     MAITRE_RETURN_IF_ERROR(LoadCatalog(options, types));
     MAITRE_RETURN_IF_ERROR(BuildServingPath(options));
     MAITRE_RETURN_IF_ERROR(BuildModelLifecycleAndJobs(options, data_dir));
     MAITRE_ASSIGN_OR_RETURN(std::string grpc_host, StartGrpc(options));
     std::string grpc_address = absl::StrCat(grpc_host, ":", grpc_port_);
+    MAITRE_ASSIGN_OR_RETURN(std::string control_host, StartControl(options));
     MAITRE_RETURN_IF_ERROR(StartHttp(options));
     if (!worker_counts.empty()) {
-      StartLocalWorkers(options, types, worker_counts, data_dir, grpc_host);
+      StartLocalWorkers(options, types, worker_counts, data_dir, control_host);
     }
 
     pipeline_->Start();
@@ -118,7 +133,8 @@ class Controller {
     pipeline_->Kick();  // resume whatever a previous run left unfinished
     MAITRE_RETURN_IF_ERROR(StartScalingLoop(options, types, worker_counts));
     StartMaintenance();
-    return WriteEndpoints(options, data_dir, grpc_address);
+    return WriteEndpoints(options, data_dir, grpc_address,
+                          absl::StrCat(control_host, ":", control_port_));
   }
 
   ~Controller() {
@@ -130,6 +146,9 @@ class Controller {
     if (provider_ != nullptr) provider_->Stop();
     if (grpc_server_ != nullptr) {
       grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    }
+    if (control_server_ != nullptr) {
+      control_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     }
     control_.reset();  // finishes queued control work while the rest exists
   }
@@ -199,6 +218,7 @@ class Controller {
     jobs::JobRunner::Options jobs_options;
     jobs_options.store = &registry_->jobs();
     jobs_options.catalog = &catalog_;
+    jobs_options.jobs_dir = options.jobs_dir.empty() ? data_dir + "/jobs" : options.jobs_dir;
     jobs_options.infer = [this](InferTarget target, InferRequest request, Nanos received,
                                 InferDone done) {
       dispatcher_->Infer(std::move(target), std::move(request), received, std::move(done));
@@ -210,7 +230,8 @@ class Controller {
     pipeline_options.blobs = blobs_.get();
     pipeline_options.catalog = &catalog_;
     pipeline_options.cluster = cluster_.get();
-    pipeline_options.generators = PythonGenerators(absl::StrCat(data_dir, "/generator"));
+    pipeline_options.generators = PythonGenerators(absl::StrCat(data_dir, "/generator"),
+                                                   sandbox_mode_, options.sandbox_user);
     pipeline_options.measurement_mu = &measurement_mu_;
     pipeline_options.profiling.sweeps = SweepRule::ForMinimum(options.profile_sweeps);
     pipeline_options.profiling.sweeps.settle_within = FromSeconds(options.profile_settle_s);
@@ -227,19 +248,9 @@ class Controller {
     return absl::OkStatus();
   }
 
-  // gRPC: the public inference service and the workers' registry service.
-  // Returns the host part of the listen address (the port is grpc_port_).
+  // gRPC for clients: the inference service. Returns the host part of the
+  // listen address (the port is grpc_port_).
   absl::StatusOr<std::string> StartGrpc(const ServeOptions& options) {
-    MembershipService::Options membership_options;
-    membership_options.cluster = cluster_.get();
-    membership_options.blobs = blobs_.get();
-    membership_options.report_interval = kReportInterval;
-    membership_options.batching_policy = options.batching;
-    membership_options.on_join = [this](const std::string& id, const std::string& token) {
-      if (provider_ != nullptr && !token.empty()) provider_->OnJoin(id, token);
-      pipeline_->Kick();  // a new worker type may unblock profiling
-    };
-    membership_service_ = std::make_unique<MembershipService>(membership_options);
     GrpcFrontend::Options grpc_frontend;
     grpc_frontend.catalog = &catalog_;
     grpc_frontend.cluster = cluster_.get();
@@ -251,13 +262,40 @@ class Controller {
     builder.AddListeningPort(options.grpc, grpc::InsecureServerCredentials(), &grpc_port_);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_body_bytes));
     builder.SetMaxSendMessageSize(-1);
-    builder.RegisterService(membership_service_.get());
     builder.RegisterService(grpc_frontend_.get());
     grpc_server_ = builder.BuildAndStart();
     if (grpc_server_ == nullptr || grpc_port_ == 0) {
       return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options.grpc));
     }
     return options.grpc.substr(0, options.grpc.rfind(':'));
+  }
+
+  // gRPC for workers: joining, reports and model files, on a server of its
+  // own, so that client traffic can neither reach it through the public
+  // port nor starve its threads (docs/operations.md, "Security"). Returns
+  // the host part of the listen address (the port is control_port_).
+  absl::StatusOr<std::string> StartControl(const ServeOptions& options) {
+    MembershipService::Options membership_options;
+    membership_options.cluster = cluster_.get();
+    membership_options.blobs = blobs_.get();
+    membership_options.report_interval = kReportInterval;
+    membership_options.batching_policy = options.batching;
+    membership_options.join_token = join_token_;
+    membership_options.on_join = [this](const std::string& id, const std::string& token) {
+      if (provider_ != nullptr && !token.empty()) provider_->OnJoin(id, token);
+      pipeline_->Kick();  // a new worker type may unblock profiling
+    };
+    membership_service_ = std::make_unique<MembershipService>(membership_options);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options.control, grpc::InsecureServerCredentials(), &control_port_);
+    builder.SetMaxSendMessageSize(-1);
+    builder.RegisterService(membership_service_.get());
+    control_server_ = builder.BuildAndStart();
+    if (control_server_ == nullptr || control_port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen for workers on ", options.control));
+    }
+    return options.control.substr(0, options.control.rfind(':'));
   }
 
   // HTTP: the inference, management and job routes.
@@ -283,17 +321,20 @@ class Controller {
   }
 
   // The local provider, keeping `worker_counts` worker processes running;
-  // they join over gRPC at `grpc_host`:grpc_port_.
+  // they join over gRPC at `control_host`:control_port_.
   void StartLocalWorkers(const ServeOptions& options, const WorkerTypeTable& types,
                          const WorkerCounts& worker_counts, const std::string& data_dir,
-                         const std::string& grpc_host) {
+                         const std::string& control_host) {
     LocalProvider::Options provider_options;
     provider_options.binary = options.binary.empty() ? SelfExecutable() : options.binary;
     // Workers reach the controller on loopback when it listens everywhere.
     provider_options.controller =
-        absl::StrCat(grpc_host == "0.0.0.0" ? "127.0.0.1" : grpc_host, ":", grpc_port_);
+        absl::StrCat(control_host == "0.0.0.0" ? "127.0.0.1" : control_host, ":", control_port_);
     provider_options.log_dir = absl::StrCat(data_dir, "/logs");
     provider_options.cache_dir = absl::StrCat(data_dir, "/worker-cache");
+    provider_options.sandbox = options.sandbox;
+    provider_options.sandbox_user = options.sandbox_user;
+    provider_options.join_token = join_token_;
     provider_ = std::make_unique<LocalProvider>(provider_options);
     provider_->OnEvent([this](const WorkerEvent& e) {
       const bool ended = e.kind == WorkerEvent::Kind::kLost || e.kind == WorkerEvent::Kind::kRetired;
@@ -356,16 +397,18 @@ class Controller {
   // endpoints.json in the data dir tells clients and tests where this
   // controller listens.
   absl::Status WriteEndpoints(const ServeOptions& options, const std::string& data_dir,
-                              const std::string& grpc_address) {
+                              const std::string& grpc_address,
+                              const std::string& control_address) {
     nlohmann::json endpoints{{"http", absl::StrCat("http://", options.http.substr(
                                                                   0, options.http.rfind(':')),
                                                    ":", http_server_->port())},
                              {"grpc", grpc_address},
+                             {"control", control_address},
                              {"pid", getpid()}};
     MAITRE_RETURN_IF_ERROR(
         WriteFileAtomically(absl::StrCat(data_dir, "/endpoints.json"), endpoints.dump()));
-    spdlog::info("maitre serving: HTTP {} gRPC {} data {}", endpoints["http"].get<std::string>(),
-                 grpc_address, data_dir);
+    spdlog::info("maitre serving: HTTP {} gRPC {} workers {} data {}",
+                 endpoints["http"].get<std::string>(), grpc_address, control_address, data_dir);
     return absl::OkStatus();
   }
 
@@ -386,7 +429,11 @@ class Controller {
   std::unique_ptr<MembershipService> membership_service_;
   std::unique_ptr<GrpcFrontend> grpc_frontend_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<grpc::Server> control_server_;
+  SandboxMode sandbox_mode_ = SandboxMode::kBestEffort;
+  std::string join_token_;
   int grpc_port_ = 0;
+  int control_port_ = 0;
   std::unique_ptr<http::Server> http_server_;
   std::unique_ptr<LocalProvider> provider_;
   std::unique_ptr<ScalingLoop> scaling_;

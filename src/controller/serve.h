@@ -16,6 +16,9 @@ struct ServeOptions {
   std::string data_dir;
   std::string http = "127.0.0.1:8000";  // port 0 picks a free port
   std::string grpc = "127.0.0.1:8001";
+  // Where workers join and report: a port apart from the clients' (loopback
+  // by default; docs/operations.md, "Security", before opening it wider).
+  std::string control = "127.0.0.1:8002";
   // Local workers to start and keep running, "type:count,...". The embedded
   // default starts one of each type so both exist. "" starts none (workers
   // then join from elsewhere with `maitre worker --controller`).
@@ -62,6 +65,18 @@ struct ServeOptions {
   // less-loaded worker (docs/policies.md, "Interference migration").
   bool migrate_interfered = true;
   std::string max_workers;
+  // Offline jobs read their inputs and write their results beneath this
+  // directory only. Empty: <data_dir>/jobs.
+  std::string jobs_dir;
+  // The file holding the secret workers join with (docs/operations.md,
+  // "Security"). Empty: <data_dir>/join-token, made on first start.
+  std::string join_token_file;
+  // How uploaded model code is confined, in the workers and the variant
+  // generators' children (core/sandbox.h; docs/operations.md, "Sandbox"):
+  // "off", "best-effort" or "required". Started as root, both run as
+  // `sandbox_user`.
+  std::string sandbox = "best-effort";
+  std::string sandbox_user = "nobody";
   // The maitre executable the local provider launches workers from.
   // Empty: this process's own executable.
   std::string binary;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "absl/strings/strip.h"
 #include "core/clock.h"
 #include "core/file_util.h"
+#include "core/sandbox.h"
 #include "core/status_macros.h"
 #include "generator/variant_generator_scripts.h"  // generated from scripts/*.py
 
@@ -109,8 +111,10 @@ struct ChildResult {
 // The child's environment: ours, with thread counts pinned to one. The
 // controller's workers share this machine, and OpenBLAS and OpenMP threads
 // spinning beside torch's cost more than they give on a small conversion.
-std::vector<std::string> ChildEnvironment() {
+std::vector<std::string> ChildEnvironment(const std::string& scratch) {
   const std::vector<std::pair<std::string, std::string>> pinned = {
+      // A confined child may write only in its scratch directory.
+      {"HOME", scratch}, {"TMPDIR", scratch},
       {"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"},  {"MKL_NUM_THREADS", "1"},
       {"OMP_WAIT_POLICY", "PASSIVE"}, {"PYTHONUNBUFFERED", "1"},
       // The scratch directory is removed anyway; do not litter it, or a
@@ -147,16 +151,29 @@ void AppendKeepingEnd(std::string* output, const char* data, size_t n) {
 // than fork: the controller is multi-threaded and may be large, and nothing
 // may run between fork and exec that is not async-signal-safe anyway.
 absl::StatusOr<ChildResult> RunChild(std::vector<std::string> argv, const std::string& cwd,
-                                     Nanos timeout) {
+                                     Nanos timeout, const SandboxOptions& sandbox) {
   // A child runs on real time whatever clock the caller uses, so the
   // deadline is kept on the steady clock.
   const Clock* clock = SteadyClock::Get();
   const Nanos deadline = clock->Now() + timeout;
 
+  // The sandbox user may not see why a path fails; say it as this process
+  // sees it.
+  if (absl::StrContains(argv[0], '/') && access(argv[0].c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot run ", argv[0], ": ", std::strerror(errno)));
+  }
+  // Entered by descriptor: the sandbox user may not pass through the
+  // directories above it.
+  const int cwd_fd = open(cwd.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (cwd_fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", cwd, ": ", std::strerror(errno)));
+  }
   int pipe_fds[2];
   // O_CLOEXEC: other threads spawning at the same time must not inherit the
   // write end, or this side would wait for their children to close it.
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    close(cwd_fd);
     return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
   }
   posix_spawn_file_actions_t actions;
@@ -164,7 +181,7 @@ absl::StatusOr<ChildResult> RunChild(std::vector<std::string> argv, const std::s
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  posix_spawn_file_actions_addfchdir_np(&actions, cwd_fd);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;
@@ -182,18 +199,33 @@ absl::StatusOr<ChildResult> RunChild(std::vector<std::string> argv, const std::s
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF);
 
-  std::vector<std::string> env = ChildEnvironment();
+  std::vector<std::string> env = ChildEnvironment(cwd);
   std::vector<char*> c_argv = CStrings(argv);
   std::vector<char*> c_env = CStrings(env);
   pid_t pid = -1;
-  int rc = absl::StrContains(argv[0], '/')
-               ? posix_spawn(&pid, argv[0].c_str(), &actions, &attr, c_argv.data(), c_env.data())
-               : posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, c_argv.data(), c_env.data());
+  int rc = 0;
+  absl::Status confined;
+  // The child inherits its parent thread's confinement (core/sandbox.h), and
+  // this process runs other work on its threads: a thread of its own is
+  // confined and starts the child, then ends.
+  std::thread spawner([&] {
+    absl::StatusOr<SandboxReport> report = ConfineCallingThread(sandbox);
+    if (!report.ok()) {
+      confined = report.status();
+      return;
+    }
+    rc = absl::StrContains(argv[0], '/')
+             ? posix_spawn(&pid, argv[0].c_str(), &actions, &attr, c_argv.data(), c_env.data())
+             : posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, c_argv.data(), c_env.data());
+  });
+  spawner.join();
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(pipe_fds[1]);
-  if (rc != 0) {
+  close(cwd_fd);
+  if (!confined.ok() || rc != 0) {
     close(pipe_fds[0]);
+    if (!confined.ok()) return confined;
     return absl::FailedPreconditionError(
         absl::StrCat("cannot run ", argv[0], ": ", std::strerror(rc)));
   }
@@ -315,8 +347,27 @@ absl::Status StepStatus(absl::string_view step, const std::string& python, Nanos
   }
 }
 
+// What a step's child may do: read the system (python and torch live in
+// /usr), execute from /usr, and read and write its scratch directory, which
+// the sandbox user is given. It may connect nowhere.
+absl::StatusOr<SandboxOptions> ChildSandbox(const ScratchDir& dir, const std::string& python,
+                                            const GeneratorOptions& options) {
+  SandboxOptions sandbox;
+  sandbox.mode = options.sandbox;
+  sandbox.user = options.sandbox_user;
+  sandbox.read_paths = SystemReadPaths();
+  sandbox.exec_paths = {"/usr"};
+  if (absl::StrContains(python, '/')) sandbox.exec_paths.push_back(python);
+  sandbox.write_paths = {dir.path()};
+  if (sandbox.mode != SandboxMode::kOff && geteuid() == 0 && !sandbox.user.empty()) {
+    MAITRE_RETURN_IF_ERROR(HandTreeTo(dir.path(), sandbox.user));
+  }
+  return sandbox;
+}
+
 // Writes the shared module and `script` into a scratch directory, runs it
-// with `args` and returns its exit as a status.
+// with `args` (names in that directory, where it starts) and returns its
+// exit as a status.
 absl::Status RunScript(absl::string_view step, absl::string_view script,
                        const std::vector<std::string>& args, const ScratchDir& dir,
                        const GeneratorOptions& options) {
@@ -334,9 +385,24 @@ absl::Status RunScript(absl::string_view step, absl::string_view script,
     std::error_code error;
     python = std::filesystem::absolute(python, error).string();
   }
-  std::vector<std::string> argv = {python, dir.File(script)};
+  // The scripts are read by names relative to the scratch directory, where
+  // the child starts: `python3 script.py` and `import` open files by
+  // absolute paths, through directories the sandbox user may not enter. So
+  // the shared module is loaded by hand and the script run from its text.
+  std::vector<std::string> argv = {
+      python, "-c",
+      "import sys, types\n"
+      "common = types.ModuleType('maitre_common')\n"
+      "exec(compile(open('maitre_common.py').read(), 'maitre_common.py', 'exec'), "
+      "common.__dict__)\n"
+      "sys.modules['maitre_common'] = common\n"
+      "sys.argv = sys.argv[1:]\n"
+      "exec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'))\n",
+      std::string(script)};
   argv.insert(argv.end(), args.begin(), args.end());
-  absl::StatusOr<ChildResult> child = RunChild(std::move(argv), dir.path(), options.timeout);
+  MAITRE_ASSIGN_OR_RETURN(SandboxOptions sandbox, ChildSandbox(dir, python, options));
+  absl::StatusOr<ChildResult> child =
+      RunChild(std::move(argv), dir.path(), options.timeout, sandbox);
   if (!child.ok()) {
     return absl::Status(child.status().code(), absl::StrCat(step, ": ", child.status().message()));
   }
@@ -365,7 +431,8 @@ absl::StatusOr<std::string> RunModelStep(absl::string_view step, absl::string_vi
   std::string out = dir.File(out_name);
   MAITRE_RETURN_IF_ERROR(WriteFileAtomically(model, torchscript));
   MAITRE_RETURN_IF_ERROR(WriteFileAtomically(spec_json, ModelSpecToJson(spec)));
-  MAITRE_RETURN_IF_ERROR(RunScript(step, script, {model, spec_json, out}, dir, options));
+  MAITRE_RETURN_IF_ERROR(
+      RunScript(step, script, {"model.pt", "spec.json", std::string(out_name)}, dir, options));
   absl::StatusOr<std::string> result = ReadFileToString(out);
   if (!result.ok()) {
     return absl::InternalError(absl::StrCat(step, " exited cleanly but wrote no output: ",

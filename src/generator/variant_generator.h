@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/model_spec.h"
+#include "core/sandbox.h"
 #include "core/time.h"
 
 namespace maitre::generator {
@@ -52,6 +53,11 @@ struct GeneratorOptions {
   std::string work_dir;
   // Per step. Past it the child's whole process group is killed.
   Nanos timeout = 300 * kSecond;
+  // The child loads and runs the uploaded model, so it is confined
+  // (core/sandbox.h): it may read the system, write its scratch directory,
+  // and nothing else; started as root, it runs as `sandbox_user`.
+  SandboxMode sandbox = SandboxMode::kBestEffort;
+  std::string sandbox_user = "nobody";
 };
 
 // Dynamically quantises the Linear layers of the TorchScript model whose

@@ -90,6 +90,8 @@ class VariantGeneratorTest : public ::testing::Test {
   // An executable shell script standing in for python, to drive the child
   // process handling without torch.
   std::string FakePython(const std::string& name, const std::string& body) const {
+    // Run as root, the step runs as the sandbox user, who must reach it.
+    chmod(tmp_.path().c_str(), 0711);
     std::string path = tmp_.path() + "/" + name;
     EXPECT_TRUE(WriteFileAtomically(path, "#!/bin/sh\n" + body).ok());
     chmod(path.c_str(), 0755);
@@ -311,9 +313,10 @@ TEST_F(VariantGeneratorTest, CrashedPythonIsInternalWithItsLastWords) {
 }
 
 TEST_F(VariantGeneratorTest, ConcurrentStepsKeepTheirOwnFiles) {
-  // A stand-in step that copies the model (argument 2) to the output path
-  // (argument 4) after a pause, so the calls overlap.
-  options_.python = FakePython("copying-python", "sleep 0.2\ncp \"$2\" \"$4\"\n");
+  // A stand-in step that copies the model to the output path after a
+  // pause, so the calls overlap. It is called as `python -c CODE script
+  // model spec output`.
+  options_.python = FakePython("copying-python", "sleep 0.2\ncp \"$4\" \"$6\"\n");
   constexpr int kCalls = 4;
   std::vector<absl::StatusOr<std::string>> results(kCalls, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
@@ -328,6 +331,57 @@ TEST_F(VariantGeneratorTest, ConcurrentStepsKeepTheirOwnFiles) {
     EXPECT_EQ(*results[i], absl::StrCat("model number ", i));
   }
   ExpectWorkDirEmpty();
+}
+
+// Models that read and write host files through torch.from_file, as an
+// uploaded model may. The step runs the model, so it must run confined.
+TEST_F(VariantGeneratorTest, AModelThatTouchesHostFilesFailsTheStepAndTouchesNothing) {
+  // A directory anyone may write, so that only the sandbox stands between
+  // the model and the file it plants there.
+  const std::string open_dir = tmp_.path() + "/open";
+  ASSERT_TRUE(MakeDirectories(open_dir).ok());
+  chmod(tmp_.path().c_str(), 0711);
+  chmod(open_dir.c_str(), 0777);
+  const std::string planted = open_dir + "/planted";
+  ASSERT_TRUE(testing::RunPython(tmp_.path(), absl::StrCat(R"(
+import torch
+class Reader(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(784, 10)
+    def forward(self, x):
+        leak = torch.from_file("/etc/passwd", shared=False, size=16, dtype=torch.uint8)
+        return self.fc(x.flatten(1)) + leak.float().sum()
+class Writer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(784, 10)
+    def forward(self, x):
+        t = torch.from_file(")", planted, R"(", shared=True, size=16, dtype=torch.uint8)
+        t.fill_(65)
+        return self.fc(x.flatten(1)) + t.float().sum() * 0
+torch.jit.script(Reader()).save("reader.pt")
+torch.jit.script(Writer()).save("writer.pt")
+)")).ok());
+  for (const char* name : {"reader.pt", "writer.pt"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::string> model = ReadFileToString(tmp_.path() + "/" + name);
+    ASSERT_TRUE(model.ok());
+    absl::StatusOr<std::string> int8 = QuantizeInt8(*model, testing::FmnistSpec(), options_);
+    EXPECT_EQ(int8.status().code(), absl::StatusCode::kInvalidArgument) << int8.status();
+    EXPECT_THAT(std::string(int8.status().message()), HasSubstr("Permission denied"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(planted));
+  ExpectWorkDirEmpty();
+
+  // The same writer, unconfined, does plant its file: the test's model
+  // really tries what the sandbox stops.
+  GeneratorOptions unconfined = options_;
+  unconfined.sandbox = SandboxMode::kOff;
+  absl::StatusOr<std::string> writer = ReadFileToString(tmp_.path() + "/writer.pt");
+  ASSERT_TRUE(writer.ok());
+  (void)QuantizeInt8(*writer, testing::FmnistSpec(), unconfined);
+  EXPECT_TRUE(std::filesystem::exists(planted));
 }
 
 }  // namespace

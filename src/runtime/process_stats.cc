@@ -1,5 +1,6 @@
 #include "runtime/process_stats.h"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -8,6 +9,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace maitre::runtime {
 namespace {
@@ -20,33 +22,40 @@ double SecondsOn(clockid_t clock) {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// The /proc files are opened once and re-read with pread: a worker confines
+// itself (core/sandbox.h) after its first reading, and may then no longer
+// open anything under /proc.
+int ProcSelfFile(const char* name) {
+  static const int statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  static const int status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  return std::strcmp(name, "statm") == 0 ? statm : status;
+}
+
+// The file's current contents, up to 4 KiB ("" when unreadable).
+std::string ReadProcSelf(const char* name) {
+  const int fd = ProcSelfFile(name);
+  if (fd < 0) return "";
+  char buf[4096];
+  const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
 }  // namespace
 
 double ResidentMemoryMb() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
+  const std::string statm = ReadProcSelf("statm");
   long long size_pages = 0, resident_pages = 0;
-  int got = std::fscanf(f, "%lld %lld", &size_pages, &resident_pages);
-  std::fclose(f);
-  if (got != 2) return 0;
+  if (std::sscanf(statm.c_str(), "%lld %lld", &size_pages, &resident_pages) != 2) return 0;
   return static_cast<double>(resident_pages) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
          kBytesPerMb;
 }
 
 double PeakResidentMemoryMb() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  double mb = 0;
-  while (std::fgets(line, sizeof(line), f) != nullptr) {
-    long long kb = 0;
-    if (std::strncmp(line, "VmHWM:", 6) == 0 && std::sscanf(line + 6, "%lld", &kb) == 1) {
-      mb = static_cast<double>(kb) / 1024.0;
-      break;
-    }
-  }
-  std::fclose(f);
-  return mb;
+  const std::string status = ReadProcSelf("status");
+  const size_t at = status.find("\nVmHWM:");
+  long long kb = 0;
+  if (at == std::string::npos || std::sscanf(status.c_str() + at + 7, "%lld", &kb) != 1) return 0;
+  return static_cast<double>(kb) / 1024.0;
 }
 
 double HeapInUseMb() {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/file_util.h"
+#include "core/secret_token.h"
 #include "core/sha256.h"
 #include "rpc/convert.h"
 #include "core/logging.h"
@@ -40,9 +41,11 @@ absl::StatusOr<Registration> ControllerLink::Register(const std::string& address
     request.set_address(address);
     request.set_pid(static_cast<int32_t>(getpid()));
     request.set_launch_token(options_.launch_token);
+    request.set_call_token(options_.call_token);
     v1::RegisterWorkerResponse response;
     grpc::ClientContext context;
     SetTimeout(&context, 2 * kSecond);
+    context.AddMetadata(kAuthorizationHeader, BearerValue(options_.join_token));
     last = rpc::FromGrpc(stub_->RegisterWorker(&context, request, &response));
     if (last.ok()) {
       Registration r;
@@ -55,10 +58,15 @@ absl::StatusOr<Registration> ControllerLink::Register(const std::string& address
       r.batching_policy = response.batching_policy();
       absl::MutexLock lock(&mu_);
       worker_id_ = r.worker_id;
+      session_token_ = response.session_token();
       return r;
     }
-    // A refusal (unknown type, say) will not change by retrying.
-    if (last.code() == absl::StatusCode::kInvalidArgument) return last;
+    // A refusal (unknown type, a wrong join token) will not change by
+    // retrying.
+    if (last.code() == absl::StatusCode::kInvalidArgument ||
+        last.code() == absl::StatusCode::kUnauthenticated) {
+      return last;
+    }
     if (options_.clock->SleepUntil(options_.clock->Now() + backoff, stop)) break;
     backoff = std::min<Nanos>(backoff * 2, kSecond);
   }
@@ -67,13 +75,18 @@ absl::StatusOr<Registration> ControllerLink::Register(const std::string& address
                    last.message()));
 }
 
+std::string ControllerLink::Authenticate(grpc::ClientContext* context, Nanos timeout) {
+  SetTimeout(context, timeout);
+  absl::MutexLock lock(&mu_);
+  context->AddMetadata(kAuthorizationHeader, BearerValue(session_token_));
+  return worker_id_;
+}
+
 absl::Status ControllerLink::Report(InstanceManager& manager, double cpu_utilisation,
                                     double memory_mb) {
   v1::ReportRequest request;
-  {
-    absl::MutexLock lock(&mu_);
-    request.set_worker_id(worker_id_);
-  }
+  grpc::ClientContext context;
+  request.set_worker_id(Authenticate(&context, 2 * kSecond));
   request.set_cpu_utilisation(cpu_utilisation);
   request.set_memory_mb(memory_mb);
   for (const InstanceReport& r : manager.TakeReports()) {
@@ -93,8 +106,6 @@ absl::Status ControllerLink::Report(InstanceManager& manager, double cpu_utilisa
     out->set_dropped_qps(r.interval.dropped / seconds);
   }
   v1::ReportResponse response;
-  grpc::ClientContext context;
-  SetTimeout(&context, 2 * kSecond);
   absl::Status status = rpc::FromGrpc(stub_->Report(&context, request, &response));
   if (!status.ok()) return status;
   if (!response.known()) return absl::NotFoundError("the controller does not know this worker");
@@ -105,7 +116,7 @@ absl::Status ControllerLink::Fetch(const std::string& hash, const std::string& p
   v1::FetchBlobRequest request;
   request.set_blob(hash);
   grpc::ClientContext context;
-  SetTimeout(&context, 300 * kSecond);
+  request.set_worker_id(Authenticate(&context, 300 * kSecond));
   auto reader = stub_->FetchBlob(&context, request);
   std::string data;
   v1::BlobChunk chunk;

@@ -30,6 +30,11 @@ class ControllerLink final : public BlobSource {
     std::string controller;    // host:port of the controller's gRPC endpoint
     std::string worker_type;
     std::string launch_token;  // set by the controller's local provider
+    // The cluster's join token, presented when registering; the session
+    // token the controller answers with is presented after that.
+    std::string join_token;
+    // What the controller's calls to this worker must carry.
+    std::string call_token;
     const Clock* clock = SteadyClock::Get();
   };
   explicit ControllerLink(Options options);
@@ -46,10 +51,14 @@ class ControllerLink final : public BlobSource {
   absl::Status Fetch(const std::string& hash, const std::string& path) override;
 
  private:
+  // The worker's id, and a context carrying its session token.
+  std::string Authenticate(grpc::ClientContext* context, Nanos timeout);
+
   const Options options_;
   std::unique_ptr<v1::Membership::Stub> stub_;
   absl::Mutex mu_;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  std::string session_token_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace maitre::worker

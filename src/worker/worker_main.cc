@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -12,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/cores.h"
+#include "core/sandbox.h"
+#include "core/secret_token.h"
 #include "core/stop_signal.h"
 #include "core/work_queue.h"
 #include "runtime/executor.h"
@@ -19,6 +22,7 @@
 #include "core/logging.h"
 #include "worker/controller_link.h"
 #include "worker/instance_manager.h"
+#include "worker/worker_sandbox.h"
 #include "worker/worker_service.h"
 
 namespace maitre::worker {
@@ -52,6 +56,42 @@ class SignalWatcher {
   std::thread thread_;
 };
 
+// Takes a secret from the environment and overwrites it there: the
+// environment stays readable in /proc/<pid>/environ for the process's life.
+std::string TakeSecretFromEnvironment(const char* name) {
+  char* value = getenv(name);
+  if (value == nullptr) return "";
+  std::string secret(value);
+  std::fill(value, value + secret.size(), 'x');
+  unsetenv(name);
+  return secret;
+}
+
+struct Secrets {
+  std::string launch_token;
+  std::string join_token;
+};
+
+// The tokens this worker joins with: from the flags, else from the
+// environment the local provider started it with.
+absl::StatusOr<Secrets> TakeSecrets(const WorkerOptions& options) {
+  Secrets secrets;
+  secrets.launch_token = TakeSecretFromEnvironment("MAITRE_LAUNCH_TOKEN");
+  if (!options.launch_token.empty()) secrets.launch_token = options.launch_token;
+  secrets.join_token = TakeSecretFromEnvironment("MAITRE_JOIN_TOKEN");
+  if (!options.join_token_file.empty()) {
+    absl::StatusOr<std::string> from_file = ReadTokenFile(options.join_token_file);
+    if (!from_file.ok()) return from_file.status();
+    secrets.join_token = *from_file;
+  }
+  if (secrets.join_token.empty()) {
+    return absl::FailedPreconditionError(
+        "no join token (--join-token-file or $MAITRE_JOIN_TOKEN); the controller keeps it "
+        "in its data directory, file join-token");
+  }
+  return secrets;
+}
+
 std::string HostOf(const std::string& address) {
   return address.substr(0, address.rfind(':'));
 }
@@ -61,27 +101,47 @@ std::string HostOf(const std::string& address) {
 int RunWorker(const WorkerOptions& options) {
   // OpenBLAS threads fight torch's own; the worker's parallelism is torch's.
   setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
-  SignalWatcher signals;
+  absl::StatusOr<Secrets> secrets = TakeSecrets(options);
+  if (!secrets.ok()) {
+    spdlog::error("worker: {}", secrets.status().message());
+    return 1;
+  }
   if (absl::Status s = PinCallingThread(options.cores); !s.ok()) {
     spdlog::warn("worker: {}", s.message());
   }
-
   std::string cache_dir = options.cache_dir;
   if (cache_dir.empty()) {
     cache_dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/maitre-worker-",
                              getpid());
   }
+  // Confined before its first thread, so that every thread it ever runs a
+  // model on is confined too.
+  absl::StatusOr<SandboxMode> mode = ParseSandboxMode(options.sandbox);
+  if (!mode.ok()) {
+    spdlog::error("worker: {}", mode.status().message());
+    return 2;
+  }
+  absl::StatusOr<ConfinedPaths> confined = ConfineWorker(
+      {*mode, options.sandbox_user, cache_dir, options.host_speed_file, options.controller});
+  if (!confined.ok()) {
+    spdlog::error("worker: {}", confined.status().message());
+    return 1;
+  }
+  SignalWatcher signals;
   const Clock* clock = SteadyClock::Get();
 
-  ControllerLink link({options.controller, options.type, options.launch_token, clock});
+  const std::string call_token = RandomToken();
+  ControllerLink link(
+      {options.controller, options.type, secrets->launch_token, secrets->join_token, call_token,
+       clock});
   InstanceManager::Options manager_options;
-  manager_options.cache_dir = cache_dir;
-  manager_options.host_speed_file = options.host_speed_file;
+  manager_options.cache_dir = confined->cache_dir;
+  manager_options.host_speed_file = confined->host_speed_file;
   manager_options.blobs = &link;
   manager_options.clock = clock;
   InstanceManager manager(manager_options);
   WorkQueue control(/*threads=*/1);
-  WorkerService service(&manager, clock, &control);
+  WorkerService service(&manager, clock, &control, call_token);
 
   int port = 0;
   grpc::ServerBuilder builder;
@@ -114,8 +174,9 @@ int RunWorker(const WorkerOptions& options) {
   if (!registration->batching_policy.empty()) {
     manager.SetBatchingPolicy(registration->batching_policy);
   }
-  spdlog::info("worker {} ({}, {} core(s)) serving on {}", registration->worker_id, options.type,
-               registration->cores, address);
+  spdlog::info("worker {} ({}, {} core(s)) serving on {}; model code: {}",
+               registration->worker_id, options.type, registration->cores, address,
+               confined->report.Describe());
 
   // Report until told to stop. CPU utilisation is this process's CPU time
   // over the interval, less what profiling and evaluation took, as a

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "core/secret_token.h"
 #include "rpc/convert.h"
 
 namespace maitre::worker {
@@ -64,6 +65,11 @@ class WorkerService::Call final : public Tag {
       return;
     }
     service_->Await(request_method_, handler_);  // one call of each kind is always awaited
+    if (!service_->Authorised(context_)) {
+      Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "this worker takes calls from its controller only"));
+      return;
+    }
     (service_->*handler_)(this);
   }
 
@@ -79,6 +85,14 @@ class WorkerService::Call final : public Tag {
 };
 
 WorkerService::~WorkerService() { Stop(); }
+
+bool WorkerService::Authorised(const grpc::ServerContext& context) const {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kAuthorizationHeader);
+  if (it == metadata.end()) return false;
+  return TokensMatch(BearerToken(absl::string_view(it->second.data(), it->second.size())),
+                     call_token_);
+}
 
 void WorkerService::AddTo(grpc::ServerBuilder& builder) {
   builder.RegisterService(&service_);

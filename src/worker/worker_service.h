@@ -39,8 +39,12 @@ namespace maitre::worker {
 
 class WorkerService {
  public:
-  WorkerService(InstanceManager* manager, const Clock* clock, WorkQueue* control)
-      : manager_(manager), clock_(clock), control_(control) {}
+  // Only calls carrying `call_token` ("authorization: Bearer <token>") are
+  // served: the controller's (docs/operations.md, "Security"); others get
+  // UNAUTHENTICATED.
+  WorkerService(InstanceManager* manager, const Clock* clock, WorkQueue* control,
+                std::string call_token)
+      : manager_(manager), clock_(clock), control_(control), call_token_(std::move(call_token)) {}
   ~WorkerService();
 
   // Registers the service and its completion queue; before BuildAndStart.
@@ -66,6 +70,7 @@ class WorkerService {
 
  private:
   void Loop();
+  bool Authorised(const grpc::ServerContext& context) const;
   // Asks gRPC for the next call that `request_method` receives, for `handler`.
   template <typename Request, typename Response>
   void Await(RequestMethod<Request, Response> request_method, Handler<Request, Response> handler);
@@ -79,6 +84,7 @@ class WorkerService {
   InstanceManager* const manager_;
   const Clock* const clock_;
   WorkQueue* const control_;
+  const std::string call_token_;
   RegistrationCpu registration_cpu_{{runtime::ProcessCpuSeconds, runtime::CallingThreadCpuClock,
                                      runtime::CallingThreadCores}};
   v1::Worker::AsyncService service_;

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::vector<std::string> args = {MaitreBinary(),     "serve", "--data-dir", options.data_dir,
                                    "--http",           "127.0.0.1:0",
                                    "--grpc",           "127.0.0.1:0",
+                                   "--control",        "127.0.0.1:0",
                                    "--workers",        options.workers};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   std::vector<char*> argv;
@@ -77,6 +78,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
           if (!j.is_discarded()) {
             server->url_ = j.value("http", "");
             server->grpc_address_ = j.value("grpc", "");
+            server->control_address_ = j.value("control", "");
           }
         }
         return !server->url_.empty();
@@ -234,8 +236,29 @@ absl::StatusOr<std::vector<pid_t>> ServerProcess::WorkerPids() {
   auto index = RepositoryIndex();
   if (!index.ok()) return index.status();
   std::vector<pid_t> pids;
-  for (const auto& w : (*index)["workers"]) pids.push_back(w["pid"].get<pid_t>());
+  for (const auto& w : (*index)["workers"]) {
+    absl::StatusOr<pid_t> pid = WorkerPid(w["id"].get<std::string>());
+    if (!pid.ok()) return pid.status();
+    pids.push_back(*pid);
+  }
   return pids;
+}
+
+absl::StatusOr<pid_t> ServerProcess::WorkerPid(const std::string& worker_id) const {
+  // The cluster logs "worker <id> joined: <type> at <address> (pid <pid>)";
+  // a worker that joined again under the same id logs it again, last wins.
+  const std::string prefix = absl::StrCat("worker ", worker_id, " joined: ");
+  pid_t pid = 0;
+  for (absl::string_view line : absl::StrSplit(Log(), '\n')) {
+    const size_t at = line.find(prefix);
+    const size_t open = line.rfind("(pid ");
+    if (at == absl::string_view::npos || open == absl::string_view::npos) continue;
+    pid = static_cast<pid_t>(std::atoi(std::string(line.substr(open + 5)).c_str()));
+  }
+  if (pid <= 0) {
+    return absl::NotFoundError(absl::StrCat("no join of worker ", worker_id, " in the log"));
+  }
+  return pid;
 }
 
 }  // namespace maitre::testing

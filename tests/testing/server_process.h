@@ -38,6 +38,8 @@ class ServerProcess {
   const std::string& url() const { return url_; }
   // host:port of the gRPC front-end.
   const std::string& grpc_address() const { return grpc_address_; }
+  // host:port where workers join (maitre serve --control).
+  const std::string& control_address() const { return control_address_; }
   pid_t pid() const { return pid_; }
   http::Client& client() { return *client_; }
 
@@ -64,8 +66,12 @@ class ServerProcess {
   // The server's log so far (its stderr and stdout), for failure messages.
   std::string Log() const;
 
-  // Pids of this server's worker processes, from the repository index.
+  // Pids of this server's worker processes: the workers the repository
+  // index lists, their pids from the operator's log (clients are not shown
+  // them).
   absl::StatusOr<std::vector<pid_t>> WorkerPids();
+  // The pid the worker `worker_id` joined with, from the log.
+  absl::StatusOr<pid_t> WorkerPid(const std::string& worker_id) const;
 
  private:
   ServerProcess() = default;
@@ -74,6 +80,7 @@ class ServerProcess {
   pid_t pid_ = 0;
   std::string url_;
   std::string grpc_address_;
+  std::string control_address_;
   std::unique_ptr<http::Client> client_;
 };
 

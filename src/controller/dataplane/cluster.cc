@@ -49,7 +49,8 @@ Cluster::Cluster(Options options) : options_(std::move(options)), router_(option
 
 absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
                                                const std::string& address, int pid,
-                                               const std::string& launch_token) {
+                                               const std::string& launch_token,
+                                               const std::string& call_token) {
   const WorkerType* worker_type = options_.types.Find(type);
   if (worker_type == nullptr) {
     std::string known;
@@ -58,7 +59,7 @@ absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
         absl::StrCat("unknown worker type \"", type, "\"; this controller knows:", known));
   }
   if (address.empty()) return absl::InvalidArgumentError("a worker needs an address");
-  std::shared_ptr<WorkerApi> api = options_.connect(address);
+  std::shared_ptr<WorkerApi> api = options_.connect(address, call_token);
   absl::MutexLock lock(&mu_);
   std::string id = absl::StrCat("w", next_worker_++);
   Worker& w = workers_[id];

@@ -135,9 +135,10 @@ class Cluster {
     // What chooses each query's instance from the live view (null: the
     // selection policy, "infaas").
     std::shared_ptr<const control::QueryRouter> router;
-    // How a WorkerApi is made for a worker's address.
-    std::function<std::unique_ptr<WorkerApi>(const std::string& address)> connect =
-        NewGrpcWorkerApi;
+    // How a WorkerApi is made for a worker's address and call token.
+    std::function<std::unique_ptr<WorkerApi>(const std::string& address,
+                                             const std::string& call_token)>
+        connect = NewGrpcWorkerApi;
   };
 
   explicit Cluster(Options options);
@@ -145,9 +146,11 @@ class Cluster {
   const WorkerTypeTable& types() const { return options_.types; }
 
   // ---- membership ----
-  // Registers a worker; InvalidArgument for a type not in the table.
+  // Registers a worker, whose service accepts calls carrying `call_token`;
+  // InvalidArgument for a type not in the table.
   absl::StatusOr<std::string> AddWorker(const std::string& type, const std::string& address,
-                                        int pid, const std::string& launch_token);
+                                        int pid, const std::string& launch_token,
+                                        const std::string& call_token = "");
   // Updates a worker's figures; false when the worker is unknown.
   bool ApplyReport(const WorkerReport& report);
   // Forgets a worker. Its loading instances' waiters get UNAVAILABLE.

@@ -21,7 +21,9 @@ class ClusterUnreachableTest : public ::testing::Test {
     Cluster::Options options;
     options.types = WorkerTypeTable({{"small", 2, 4096, 0.1}});
     options.clock = &clock_;
-    options.connect = [](const std::string&) { return std::unique_ptr<WorkerApi>(); };
+    options.connect = [](const std::string&, const std::string&) {
+      return std::unique_ptr<WorkerApi>();
+    };
     cluster_ = std::make_unique<Cluster>(options);
     // A selection index with one app, one model, one variant on "small".
     policy::SelectionCatalogue catalogue;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/dataplane/worker_api.h"
 #include "maitre/worker.grpc.pb.h"
+#include "core/secret_token.h"
 #include "rpc/convert.h"
 
 namespace maitre::controller {
@@ -19,13 +20,10 @@ namespace v1 = ::maitre::worker::v1;
 constexpr Nanos kLoadTimeout = 120 * kSecond;
 constexpr Nanos kProfileTimeout = 600 * kSecond;
 
-void SetTimeout(grpc::ClientContext* context, Nanos timeout) {
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout));
-}
-
 class GrpcWorkerApi final : public WorkerApi {
  public:
-  explicit GrpcWorkerApi(const std::string& address) : address_(address) {
+  GrpcWorkerApi(const std::string& address, const std::string& call_token)
+      : address_(address), authorization_(BearerValue(call_token)) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
@@ -50,7 +48,7 @@ class GrpcWorkerApi final : public WorkerApi {
     call->request.set_reply_margin_us(options.reply_margin / kMicrosecond);
     call->request.set_objective_us(std::max<Nanos>(options.objective, 0) / kMicrosecond);
     for (const Tensor& t : *inputs) rpc::ToProto(Tensor(t), call->request.add_inputs());
-    SetTimeout(&call->context, std::max<Nanos>(options.timeout, kMillisecond));
+    Prepare(&call->context, std::max<Nanos>(options.timeout, kMillisecond));
     stub_->async()->Infer(&call->context, &call->request, &call->response,
                           [call](grpc::Status status) {
                             std::unique_ptr<Call> owned(call);
@@ -80,7 +78,7 @@ class GrpcWorkerApi final : public WorkerApi {
     rpc::ToProto(profile, request.mutable_profile());
     v1::LoadResponse response;
     grpc::ClientContext context;
-    SetTimeout(&context, kLoadTimeout);
+    Prepare(&context, kLoadTimeout);
     absl::Status status = rpc::FromGrpc(stub_->Load(&context, request, &response));
     if (!status.ok()) return status;
     return LoadResult{response.load_ms(), response.memory_mb()};
@@ -92,7 +90,7 @@ class GrpcWorkerApi final : public WorkerApi {
     request.set_variant(key.variant);
     v1::UnloadResponse response;
     grpc::ClientContext context;
-    SetTimeout(&context, kLoadTimeout);
+    Prepare(&context, kLoadTimeout);
     return rpc::FromGrpc(stub_->Unload(&context, request, &response));
   }
 
@@ -109,7 +107,7 @@ class GrpcWorkerApi final : public WorkerApi {
     for (Tensor t : profile_request.sample) rpc::ToProto(std::move(t), request.add_sample());
     v1::ProfileResponse response;
     grpc::ClientContext context;
-    SetTimeout(&context, kProfileTimeout);
+    Prepare(&context, kProfileTimeout);
     absl::Status status = rpc::FromGrpc(stub_->Profile(&context, request, &response));
     if (!status.ok()) return status;
     return Profile::Create(rpc::FromProto(response.latencies()), response.load_ms(),
@@ -124,21 +122,30 @@ class GrpcWorkerApi final : public WorkerApi {
     request.set_batch_size(batch_size);
     v1::EvaluateResponse response;
     grpc::ClientContext context;
-    SetTimeout(&context, kProfileTimeout);
+    Prepare(&context, kProfileTimeout);
     absl::Status status = rpc::FromGrpc(stub_->Evaluate(&context, request, &response));
     if (!status.ok()) return status;
     return Evaluation{response.accuracy(), response.examples()};
   }
 
  private:
+  // Every call has a deadline and carries the token the worker accepts its
+  // controller's calls with.
+  void Prepare(grpc::ClientContext* context, Nanos timeout) const {
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout));
+    context->AddMetadata(kAuthorizationHeader, authorization_);
+  }
+
   const std::string address_;
+  const std::string authorization_;
   std::unique_ptr<v1::Worker::Stub> stub_;
 };
 
 }  // namespace
 
-std::unique_ptr<WorkerApi> NewGrpcWorkerApi(const std::string& address) {
-  return std::make_unique<GrpcWorkerApi>(address);
+std::unique_ptr<WorkerApi> NewGrpcWorkerApi(const std::string& address,
+                                            const std::string& call_token) {
+  return std::make_unique<GrpcWorkerApi>(address, call_token);
 }
 
 }  // namespace maitre::controller

@@ -23,7 +23,9 @@ class PlaceReplicasTest : public ::testing::Test {
 
   static Cluster::Options ClusterOptions() {
     Cluster::Options o;
-    o.connect = [](const std::string&) { return std::unique_ptr<WorkerApi>(); };
+    o.connect = [](const std::string&, const std::string&) {
+      return std::unique_ptr<WorkerApi>();
+    };
     return o;
   }
   Placer::Options PlacerOptions() {

@@ -78,7 +78,9 @@ class WorkerApi {
                                               int batch_size) = 0;
 };
 
-// A WorkerApi over gRPC to the worker listening at `address`.
-std::unique_ptr<WorkerApi> NewGrpcWorkerApi(const std::string& address);
+// A WorkerApi over gRPC to the worker listening at `address`, whose calls
+// carry `call_token` (the worker refuses calls without it).
+std::unique_ptr<WorkerApi> NewGrpcWorkerApi(const std::string& address,
+                                            const std::string& call_token);
 
 }  // namespace maitre::controller

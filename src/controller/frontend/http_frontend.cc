@@ -342,7 +342,6 @@ class Frontend {
       worker_list.push_back({{"id", w.id},
                              {"type", w.type.name},
                              {"address", w.address},
-                             {"pid", w.pid},
                              {"cpu_utilisation", w.cpu_utilisation},
                              {"memory_mb", w.memory_mb}});
     }

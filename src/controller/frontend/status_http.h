@@ -13,6 +13,10 @@ inline int HttpStatusFor(const absl::Status& status) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange:
       return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
     case absl::StatusCode::kNotFound:
       return 404;
     case absl::StatusCode::kAlreadyExists:

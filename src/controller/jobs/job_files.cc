@@ -145,6 +145,27 @@ absl::Status CheckWritableDirectory(const std::string& dir) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ResolveUnder(const std::string& root, const std::string& path,
+                                         const std::string& what) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("the job's \"", what, "\" is empty"));
+  }
+  std::error_code error;
+  const fs::path base = fs::weakly_canonical(root, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("the jobs directory cannot be resolved: ",
+                                            error.message()));
+  }
+  const fs::path resolved = fs::weakly_canonical(base / path, error);
+  const fs::path inside = resolved.lexically_relative(base);
+  if (error || inside.empty() || *inside.begin() == "..") {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the job's \"", what, "\" must lie in the jobs directory (maitre serve --jobs-dir), "
+        "given as a path relative to it or beneath it; \"", path, "\" does not"));
+  }
+  return resolved.string();
+}
+
 std::string ResultPath(const std::string& output_dir, const std::string& input_path) {
   return (fs::path(output_dir) / fs::path(input_path).filename()).string();
 }

@@ -28,6 +28,13 @@
 
 namespace maitre::jobs {
 
+// `path` as a path beneath `root`, the jobs directory: a relative path is
+// taken from `root`, and symbolic links are followed before the check, so
+// nothing outside `root` can be named. PermissionDenied naming `what` (the
+// job's "input" or "output") when it lies outside.
+absl::StatusOr<std::string> ResolveUnder(const std::string& root, const std::string& path,
+                                         const std::string& what);
+
 // `input` is a .npz file or a directory; a directory contributes its .npz
 // files (not recursively), sorted by name. InvalidArgument, naming the path,
 // when it does not exist, is neither, or holds no .npz file.

@@ -2,6 +2,7 @@
 // answers at once.
 #include "controller/jobs/job_http.h"
 
+#include <filesystem>
 #include <future>
 
 #include <gmock/gmock.h>
@@ -35,6 +36,7 @@ class JobHttpTest : public ::testing::Test {
     JobRunner::Options o;
     o.store = &registry_->jobs();
     o.catalog = &catalog_;
+    o.jobs_dir = dir_.path();
     o.infer = [](controller::InferTarget, controller::InferRequest request, Nanos,
                  controller::InferDone done) {
       controller::InferResponse response;
@@ -156,7 +158,17 @@ TEST_F(JobHttpTest, BadRequestsGetTheRightStatus) {
        "does not exist"},
       {"/v2/apps/fashion/jobs", json{{"input", input_}, {"output", input_}}.dump(), 400,
        "not a directory"},
+      // Nothing outside the jobs directory, however it is named.
+      {"/v2/apps/fashion/jobs", json{{"input", "/etc/passwd"}, {"output", out}}.dump(), 403,
+       "jobs directory"},
+      {"/v2/apps/fashion/jobs", json{{"input", "../../etc/passwd"}, {"output", out}}.dump(), 403,
+       "jobs directory"},
+      {"/v2/apps/fashion/jobs", json{{"input", input_}, {"output", "/tmp/elsewhere"}}.dump(), 403,
+       "jobs directory"},
+      {"/v2/apps/fashion/jobs", json{{"input", "link-out/passwd"}, {"output", out}}.dump(), 403,
+       "jobs directory"},
   };
+  std::filesystem::create_directory_symlink("/etc", dir_.path() + "/link-out");
   for (const Row& row : rows) {
     http::Response r = Send("POST", row.path, row.body);
     EXPECT_EQ(r.status, row.status) << row.body << " -> " << r.body;

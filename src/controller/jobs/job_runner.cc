@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/file_util.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "core/valset.h"
@@ -91,9 +92,11 @@ JobRunner::~JobRunner() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(Options options) {
   if (options.store == nullptr || options.catalog == nullptr || !options.infer ||
-      options.clock == nullptr) {
-    return absl::InvalidArgumentError("the job runner needs a job store, a catalog and infer");
+      options.clock == nullptr || options.jobs_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "the job runner needs a job store, a catalog, infer and a jobs directory");
   }
+  MAITRE_RETURN_IF_ERROR(MakeDirectories(options.jobs_dir));
   if (options.default_batch_size < 1 || options.max_batch_size < options.default_batch_size) {
     return absl::InvalidArgumentError("the job runner's batch sizes are inconsistent");
   }
@@ -202,17 +205,12 @@ absl::StatusOr<registry::JobRecord> JobRunner::Prepare(const JobSubmission& sub)
   }
   record.requirements = r;
 
-  for (auto [what, path] : {std::pair{"input", &sub.input}, std::pair{"output", &sub.output}}) {
-    if (path->empty() || !fs::path(*path).is_absolute()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the job's \"", what, "\" must be an absolute path on the controller's filesystem",
-          path->empty() ? "" : absl::StrCat(", got \"", *path, "\"")));
-    }
-  }
-  record.input = fs::path(sub.input).lexically_normal().string();
-  record.output = fs::path(sub.output).lexically_normal().string();
+  MAITRE_ASSIGN_OR_RETURN(record.input, ResolveUnder(options_.jobs_dir, sub.input, "input"));
+  MAITRE_ASSIGN_OR_RETURN(record.output, ResolveUnder(options_.jobs_dir, sub.output, "output"));
   MAITRE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ListInputFiles(record.input));
-  for (const std::string& path : paths) {
+  for (const std::string& listed : paths) {
+    // A file in an input directory may itself be a link out of it.
+    MAITRE_ASSIGN_OR_RETURN(std::string path, ResolveUnder(options_.jobs_dir, listed, "input"));
     MAITRE_ASSIGN_OR_RETURN(InputFile file, ReadInputFile(path));
     absl::Status fits;
     for (const controller::CatalogModel* model : models) {

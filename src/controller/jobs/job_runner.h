@@ -103,6 +103,9 @@ class JobRunner {
     // Wall-clock milliseconds since the epoch for the records' timestamps
     // (the Clock's epoch is arbitrary). Null: the system clock.
     std::function<int64_t()> unix_ms;
+    // Jobs read their inputs and write their results beneath this
+    // directory only (job_files.h, ResolveUnder); required.
+    std::string jobs_dir;
     int32_t default_batch_size = 64;
     int32_t max_batch_size = 4096;
     Nanos tick = 100 * kMillisecond;  // how often the loop looks again
@@ -130,7 +133,8 @@ class JobRunner {
   // Checks and stores a new job (state queued). Errors say what to fix:
   // NotFound for an unknown app, model or variant; InvalidArgument for a
   // missing, unreadable or ill-fitting input, an output that cannot be
-  // written, or bad parameters; AlreadyExists when a result file would
+  // written, or bad parameters; PermissionDenied for an input or output
+  // outside the jobs directory; AlreadyExists when a result file would
   // overwrite an existing file.
   absl::StatusOr<JobStatus> Submit(const JobSubmission& submission);
   absl::StatusOr<JobStatus> Get(absl::string_view id) const;  // NotFound

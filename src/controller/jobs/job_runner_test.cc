@@ -59,6 +59,7 @@ class JobRunnerTest : public ::testing::Test {
     JobRunner::Options o;
     o.store = &registry_->jobs();
     o.catalog = &catalog_;
+    o.jobs_dir = dir_.path();
     o.infer = [this](controller::InferTarget target, controller::InferRequest request, Nanos,
                      controller::InferDone done) {
       calls_.push_back({std::move(target), std::move(request), std::move(done)});
@@ -485,8 +486,12 @@ TEST_F(JobRunnerTest, SubmissionsAreCheckedWithClearErrors) {
   s = Submission(in_ + "/missing.npz");
   EXPECT_EQ(code(s), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(message(s), HasSubstr("does not exist"));
+  // A relative path is taken from the jobs directory; nothing outside it.
   s = Submission("relative/a.npz");
-  EXPECT_THAT(message(s), HasSubstr("absolute path"));
+  EXPECT_THAT(message(s), HasSubstr(dir_.path() + "/relative/a.npz does not exist"));
+  s = Submission("../a.npz");
+  EXPECT_EQ(code(s), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(message(s), HasSubstr("jobs directory"));
   s = Submission(input);
   s.app = "audio";
   s.model = "";

@@ -5,9 +5,12 @@
 
 namespace maitre::controller {
 
-VariantGenerators PythonGenerators(const std::string& work_dir) {
+VariantGenerators PythonGenerators(const std::string& work_dir, SandboxMode sandbox,
+                                   const std::string& sandbox_user) {
   generator::GeneratorOptions options;
   options.work_dir = work_dir;
+  options.sandbox = sandbox;
+  options.sandbox_user = sandbox_user;
   VariantGenerators g;
   g.available = [options] { return generator::CheckOptimizerAvailable(options); };
   g.quantize_int8 = [options](absl::string_view model, const ModelSpec& spec) {

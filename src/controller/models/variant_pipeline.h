@@ -29,6 +29,7 @@
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
 #include "core/clock.h"
+#include "core/sandbox.h"
 
 namespace maitre::controller {
 
@@ -42,7 +43,8 @@ struct VariantGenerators {
 };
 
 // The real generators, running /usr/bin/python3 with scratch under work_dir.
-VariantGenerators PythonGenerators(const std::string& work_dir);
+VariantGenerators PythonGenerators(const std::string& work_dir, SandboxMode sandbox,
+                                   const std::string& sandbox_user);
 
 struct ProfilingOptions {
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64};

@@ -110,7 +110,7 @@ class VariantPipelineTest : public ::testing::Test {
   void StartCluster(ScriptedProfiler* profiler) {
     Cluster::Options cluster;
     cluster.clock = &clock_;
-    cluster.connect = [profiler](const std::string&) {
+    cluster.connect = [profiler](const std::string&, const std::string&) {
       return std::make_unique<ScriptedWorker>(profiler);
     };
     cluster_ = std::make_unique<Cluster>(cluster);

@@ -3,17 +3,16 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/file_util.h"
 #include "core/logging.h"
+#include "core/secret_token.h"
 
 extern char** environ;
 
@@ -23,17 +22,6 @@ namespace {
 // A worker that exits sooner than this after starting counts as dying young.
 constexpr Nanos kYoungDeath = 10 * kSecond;
 constexpr Nanos kGracePeriod = 3 * kSecond;
-
-// `bytes` random bytes from the kernel, as hex.
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  return absl::BytesToHexString(raw);
-}
 
 }  // namespace
 
@@ -129,7 +117,7 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
   w.name = absl::StrCat("L", next_token_++);
   // The worker proves with this that it is the process we started; anyone
   // who could guess it could take the worker's place (docs/operations.md).
-  w.token = absl::StrCat(w.name, "-", RandomHex(16));
+  w.token = absl::StrCat(w.name, "-", RandomToken(16));
   w.type = type.name;
   w.cores = ChooseCoresLocked(type.cores);
   w.started = options_.clock->Now();
@@ -144,19 +132,25 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
                                    type.name,
                                    "--cores",
                                    absl::StrJoin(w.cores, ","),
-                                   "--launch-token",
-                                   w.token,
                                    "--cache-dir",
                                    absl::StrCat(options_.cache_dir, "/", w.name),
+                                   // A directory of their own: a confined worker may
+                                   // write only there and in its cache.
                                    "--host-speed-file",
-                                   absl::StrCat(options_.cache_dir, "/host-speed-", type.name)};
+                                   absl::StrCat(options_.cache_dir, "/host-speed/", type.name),
+                                   "--sandbox",
+                                   options_.sandbox,
+                                   "--sandbox-user",
+                                   options_.sandbox_user};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env_storage = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"};
+  std::vector<std::string> env_storage = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
+                                           absl::StrCat("MAITRE_LAUNCH_TOKEN=", w.token),
+                                           absl::StrCat("MAITRE_JOIN_TOKEN=", options_.join_token)};
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::strncmp(*e, "OPENBLAS_NUM_THREADS=", 21) != 0 &&
-        std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0) {
+        std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0 && std::strncmp(*e, "MAITRE_", 7) != 0) {
       env_storage.emplace_back(*e);
     }
   }

@@ -35,6 +35,13 @@ class LocalProvider : public WorkerProvider {
     std::string log_dir;     // each worker logs to log_dir/worker-<token>.log
     std::string cache_dir;   // each worker caches blobs under cache_dir/<token>
     int cpus = 0;            // 0: this machine's count
+    // How workers confine model code: `maitre worker --sandbox` and
+    // `--sandbox-user` (core/sandbox.h).
+    std::string sandbox = "best-effort";
+    std::string sandbox_user = "nobody";
+    // The cluster's join token, handed to each worker in its environment
+    // (not its command line, which every local user can read).
+    std::string join_token;
     const Clock* clock = SteadyClock::Get();
   };
 

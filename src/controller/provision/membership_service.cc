@@ -1,16 +1,55 @@
 #include "controller/provision/membership_service.h"
 
+#include "core/secret_token.h"
 #include "rpc/convert.h"
 
 namespace maitre::controller {
 
 namespace v1 = ::maitre::worker::v1;
+namespace {
+
+// The bearer token the caller sent ("" when none).
+std::string PresentedToken(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kAuthorizationHeader);
+  if (it == metadata.end()) return "";
+  return std::string(BearerToken(absl::string_view(it->second.data(), it->second.size())));
+}
+
+}  // namespace
+
+MembershipService::MembershipService(Options options) : options_(std::move(options)) {}
+
+grpc::Status MembershipService::CheckSession(const grpc::ServerContext& context,
+                                             const std::string& worker_id) {
+  std::string expected;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(worker_id);
+    if (it != sessions_.end()) expected = it->second;
+  }
+  if (!TokensMatch(PresentedToken(context), expected)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the call does not carry the session token of the worker it names");
+  }
+  return grpc::Status::OK;
+}
 
 grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
                                              const v1::RegisterWorkerRequest* request,
                                              v1::RegisterWorkerResponse* response) {
+  if (!TokensMatch(PresentedToken(*context), options_.join_token)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the worker's join token is missing or wrong (maitre worker "
+                        "--join-token-file; docs/operations.md, \"Security\")");
+  }
+  if (request->call_token().size() < 16) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a worker must send the call token its service accepts");
+  }
   auto id = options_.cluster->AddWorker(request->worker_type(), request->address(),
-                                        request->pid(), request->launch_token());
+                                        request->pid(), request->launch_token(),
+                                        request->call_token());
   if (!id.ok()) return rpc::ToGrpc(id.status());
   const WorkerType* type = options_.cluster->types().Find(request->worker_type());
   response->set_worker_id(*id);
@@ -18,6 +57,12 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
   response->set_cores(type->cores);
   response->set_memory_mb(type->memory_mb);
   response->set_batching_policy(options_.batching_policy);
+  const std::string session = RandomToken();
+  response->set_session_token(session);
+  {
+    absl::MutexLock lock(&mu_);
+    sessions_[*id] = session;
+  }
   if (options_.on_join) options_.on_join(*id, request->launch_token());
   return grpc::Status::OK;
 }
@@ -25,6 +70,18 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
 grpc::Status MembershipService::Report(grpc::ServerContext* context,
                                      const v1::ReportRequest* request,
                                      v1::ReportResponse* response) {
+  bool known = false;
+  {
+    absl::MutexLock lock(&mu_);
+    known = sessions_.count(request->worker_id()) > 0;
+  }
+  // A worker this controller never admitted (it restarted since) is told
+  // so, and joins again with the join token.
+  if (!known) {
+    response->set_known(false);
+    return grpc::Status::OK;
+  }
+  if (grpc::Status s = CheckSession(*context, request->worker_id()); !s.ok()) return s;
   WorkerReport report;
   report.worker_id = request->worker_id();
   report.cpu_utilisation = request->cpu_utilisation();
@@ -50,6 +107,7 @@ grpc::Status MembershipService::Report(grpc::ServerContext* context,
 grpc::Status MembershipService::FetchBlob(grpc::ServerContext* context,
                                         const v1::FetchBlobRequest* request,
                                         grpc::ServerWriter<v1::BlobChunk>* writer) {
+  if (grpc::Status s = CheckSession(*context, request->worker_id()); !s.ok()) return s;
   auto bytes = options_.blobs->Read(request->blob());
   if (!bytes.ok()) return rpc::ToGrpc(bytes.status());
   // 1 MiB chunks stay well under gRPC's default message limit.

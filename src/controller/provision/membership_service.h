@@ -2,12 +2,20 @@
 // and fetch model files here. It is control-path traffic, so it uses gRPC's
 // synchronous API.
 //
+// Every call is authenticated (docs/operations.md, "Security"): a worker
+// joins with the cluster's join token and is given a session token of its
+// own, which its reports and blob fetches must carry; so nobody without the
+// join token can join, report as a worker or read a model file, and no
+// worker can report as another.
+//
 // Thread-safety: thread-safe.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/registry/blob_store.h"
 #include "maitre/worker.grpc.pb.h"
@@ -21,10 +29,12 @@ class MembershipService final : public ::maitre::worker::v1::Membership::Service
     registry::BlobStore* blobs = nullptr;
     Nanos report_interval = 500 * kMillisecond;
     std::string batching_policy;
+    // The secret a worker must present to join (core/secret_token.h).
+    std::string join_token;
     // Told when a worker joins (the local provider matches launch tokens).
     std::function<void(const std::string& worker_id, const std::string& launch_token)> on_join;
   };
-  explicit MembershipService(Options options) : options_(std::move(options)) {}
+  explicit MembershipService(Options options);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const worker::v1::RegisterWorkerRequest* request,
@@ -36,7 +46,12 @@ class MembershipService final : public ::maitre::worker::v1::Membership::Service
                          grpc::ServerWriter<worker::v1::BlobChunk>* writer) override;
 
  private:
+  // OK when the call carries the session token of `worker_id`.
+  grpc::Status CheckSession(const grpc::ServerContext& context, const std::string& worker_id);
+
   const Options options_;
+  absl::Mutex mu_;
+  std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);  // worker id -> token
 };
 
 }  // namespace maitre::controller

@@ -48,7 +48,9 @@ class ConsolidationLoopTest : public ::testing::Test {
 
     Cluster::Options cluster;
     cluster.clock = &clock_;
-    cluster.connect = [](const std::string&) { return std::unique_ptr<WorkerApi>(); };
+    cluster.connect = [](const std::string&, const std::string&) {
+      return std::unique_ptr<WorkerApi>();
+    };
     cluster_ = std::make_unique<Cluster>(cluster);
     Placer::Options placer;
     placer.cluster = cluster_.get();

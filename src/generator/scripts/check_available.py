@@ -23,7 +23,7 @@ def main(argv):
         import torch.onnx  # noqa: F401
     except ImportError as e:
         mc.fail(mc.EXIT_UNAVAILABLE, "torch %s lacks a generator step: %s"
-                % (torch.__version__, mc.first_line(e)))
+                % (torch.__version__, mc.error_reason(e)))
     print("python %s, torch %s, quantized engines %s"
           % (sys.version.split()[0], torch.__version__, ", ".join(engines)))
 

@@ -39,7 +39,7 @@ def check_onnx_file(path, spec):
         model = onnx.load(path)
         onnx.checker.check_model(model)
     except Exception as e:
-        mc.fail(mc.EXIT_STEP_FAILED, "the exported file is not valid ONNX: %s" % mc.first_line(e))
+        mc.fail(mc.EXIT_STEP_FAILED, "the exported file is not valid ONNX: %s" % mc.error_reason(e))
     initializers = {i.name for i in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
     for role, graph_tensors, declared in (("input", graph_inputs, spec["inputs"]),
@@ -82,7 +82,7 @@ def main(argv):
                 dynamic_axes=dynamic_axes(spec), do_constant_folding=True)
     except Exception as e:
         mc.fail(mc.EXIT_STEP_FAILED, "torch.onnx.export (opset %d) failed: %s"
-                % (OPSET, mc.first_line(e)))
+                % (OPSET, mc.error_reason(e)))
     check_onnx_file(out_path, spec)
     print("exported ONNX opset %d" % OPSET)
 

@@ -39,13 +39,17 @@ def fail(code, message):
     raise StepError(code, message)
 
 
-def first_line(error):
-    """The first non-empty line of an exception's text: torch's messages run
-    on for pages (C++ stack traces), the first line says what went wrong."""
-    for line in str(error).splitlines():
-        if line.strip():
-            return line.strip()
-    return type(error).__name__
+def error_reason(error):
+    """One line of an exception's text that says what went wrong: torch's
+    messages run on for pages (C++ stack traces). That is the first line,
+    except for the TorchScript interpreter's, which ends with the error the
+    failing operation raised."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0].startswith("The following operation failed in the TorchScript interpreter"):
+        return lines[-1]
+    return lines[0]
 
 
 def run_step(main):
@@ -67,7 +71,7 @@ def import_torch():
     try:
         import torch
     except Exception as e:  # ImportError, or a broken install raising anything
-        fail(EXIT_UNAVAILABLE, "cannot import torch with %s: %s" % (sys.executable, first_line(e)))
+        fail(EXIT_UNAVAILABLE, "cannot import torch with %s: %s" % (sys.executable, error_reason(e)))
     # The controller's workers share this small machine: one thread is plenty
     # for a one-off conversion of a model.
     torch.set_num_threads(1)
@@ -98,7 +102,7 @@ def load_torchscript(torch, path):
     try:
         model = torch.jit.load(path, map_location="cpu")
     except Exception as e:
-        fail(EXIT_BAD_MODEL, "not a TorchScript model file: %s" % first_line(e))
+        fail(EXIT_BAD_MODEL, "not a TorchScript model file: %s" % error_reason(e))
     model.eval()
     return model
 
@@ -119,7 +123,7 @@ def run_and_check(torch, model, spec, batch, what, code):
             outputs = as_output_list(model(*inputs))
     except Exception as e:
         fail(code, "%s fails on zeros shaped like the declared inputs (batch %d): %s"
-             % (what, batch, first_line(e)))
+             % (what, batch, error_reason(e)))
     if len(outputs) != len(spec["outputs"]):
         fail(code, "%s returns %d output(s), the spec declares %d"
              % (what, len(outputs), len(spec["outputs"])))

@@ -40,7 +40,7 @@ def main(argv):
         from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic_jit
     except ImportError as e:
         mc.fail(mc.EXIT_UNAVAILABLE, "torch %s cannot quantise TorchScript dynamically: %s"
-                % (torch.__version__, mc.first_line(e)))
+                % (torch.__version__, mc.error_reason(e)))
 
     spec = mc.load_spec(spec_path)
     model = mc.load_torchscript(torch, model_path)
@@ -52,7 +52,7 @@ def main(argv):
     try:
         quantized = quantize_dynamic_jit(model, {"": per_channel_dynamic_qconfig})
     except Exception as e:
-        mc.fail(mc.EXIT_STEP_FAILED, "dynamic quantisation failed: %s" % mc.first_line(e))
+        mc.fail(mc.EXIT_STEP_FAILED, "dynamic quantisation failed: %s" % mc.error_reason(e))
     layers = count_dynamic_linears(quantized)
     if layers == 0:
         mc.fail(mc.EXIT_NOTHING_TO_DO,
@@ -64,7 +64,7 @@ def main(argv):
         reloaded = torch.jit.load(out_path, map_location="cpu")
     except Exception as e:
         mc.fail(mc.EXIT_STEP_FAILED, "the quantised model does not save and load again: %s"
-                % mc.first_line(e))
+                % mc.error_reason(e))
     for batch in mc.check_batches(spec):
         mc.run_and_check(torch, reloaded, spec, batch, "the quantised model", mc.EXIT_STEP_FAILED)
     print("quantised %d Linear layer(s) to int8 for the oneDNN engine" % layers)
