@@ -18,7 +18,14 @@ std::string PresentedToken(const grpc::ServerContext& context) {
 
 }  // namespace
 
-MembershipService::MembershipService(Options options) : options_(std::move(options)) {}
+MembershipService::MembershipService(Options options) : options_(std::move(options)) {
+  // A removed worker's session ends with it: its next report is told so,
+  // and it joins again with the join token.
+  options_.cluster->OnWorkerRemoved([this](const WorkerView& w) {
+    absl::MutexLock lock(&mu_);
+    sessions_.erase(w.id);
+  });
+}
 
 grpc::Status MembershipService::CheckSession(const grpc::ServerContext& context,
                                              const std::string& worker_id) {

@@ -34,6 +34,7 @@ class MembershipService final : public ::maitre::worker::v1::Membership::Service
     // Told when a worker joins (the local provider matches launch tokens).
     std::function<void(const std::string& worker_id, const std::string& launch_token)> on_join;
   };
+  // Outlived by options.cluster, which it asks to tell it of removed workers.
   explicit MembershipService(Options options);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
