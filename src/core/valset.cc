@@ -70,6 +70,19 @@ absl::Status CheckValsetFits(const Valset& valset, const ModelSpec& spec) {
         " but the model's input '", in.name, "' takes ", DataTypeName(in.dtype), " ",
         ShapeToString(in.shape), " (-1 = any size)"));
   }
+  // A label the model cannot output would be scored as a miss: the
+  // accuracy recorded would be wrong, not the model.
+  const int64_t classes =
+      spec.outputs.empty() || spec.outputs[0].shape.empty() ? -1 : spec.outputs[0].shape.back();
+  const int64_t* labels = valset.labels.As<int64_t>();
+  for (int64_t i = 0; i < valset.labels.NumElements(); ++i) {
+    if (labels[i] < 0 || (classes > 0 && labels[i] >= classes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the validation set's label ", labels[i], " (row ", i, ") is not a class the model's "
+          "output '", spec.outputs[0].name, "' can name",
+          classes > 0 ? absl::StrCat(" (0 to ", classes - 1, ")") : " (negative)"));
+    }
+  }
   return absl::OkStatus();
 }
 

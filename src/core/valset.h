@@ -27,8 +27,10 @@ struct Valset {
 // InvalidArgument and name what is wrong.
 absl::StatusOr<Valset> ParseValset(absl::string_view npz_bytes);
 
-// OK when the model's single input accepts the valset's inputs: same dtype,
-// same rank, and every non-batch dimension equal where the spec fixes it.
+// OK when the model's single input accepts the valset's inputs (same dtype,
+// same rank, and every non-batch dimension equal where the spec fixes it)
+// and every label is a class its first output can name: at least 0, and
+// below the output's last dimension where the spec fixes it.
 // A model with several inputs cannot be evaluated on a valset.
 absl::Status CheckValsetFits(const Valset& valset, const ModelSpec& spec);
 

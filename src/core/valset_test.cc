@@ -93,6 +93,22 @@ TEST(ValsetTest, ChecksFitAgainstTheModelInput) {
   EXPECT_THAT(CheckValsetFits(ok, two_inputs).message(), HasSubstr("one input"));
 }
 
+TEST(ValsetTest, RefusesLabelsTheModelCannotOutput) {
+  for (int64_t bad : {int64_t{10}, int64_t{-1}, int64_t{1} << 40}) {
+    Valset v{Zeros("inputs", DataType::kFp32, {3, 1, 28, 28}), Labels(3)};
+    v.labels.MutableAs<int64_t>()[2] = bad;
+    absl::Status s = CheckValsetFits(v, ImageSpec());
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("label ", bad, " (row 2)")));
+  }
+  // Classes the spec leaves open: only negative labels are refused.
+  ModelSpec open_classes = ImageSpec();
+  open_classes.outputs[0].shape = {-1, -1};
+  Valset many{Zeros("inputs", DataType::kFp32, {1, 1, 28, 28}), Labels(1)};
+  many.labels.MutableAs<int64_t>()[0] = 500;
+  EXPECT_TRUE(CheckValsetFits(many, open_classes).ok());
+}
+
 TEST(ValsetTest, SliceRowsCopiesTheRange) {
   Tensor t = Zeros("inputs", DataType::kInt32, {5, 2});
   for (int i = 0; i < 10; ++i) t.MutableAs<int32_t>()[i] = i;
