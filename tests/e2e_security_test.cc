@@ -4,6 +4,7 @@
 // forward pass. Each is refused with a clear error, and the server keeps
 // serving its honest clients throughout (docs/operations.md, "Security"
 // and "Sandbox").
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "maitre/worker.grpc.pb.h"
 #include "runtime/testing/zoo.h"
 #include "testing/server_process.h"
+#include "testing/wait.h"
 #include "testing/zoo_requests.h"
 
 namespace maitre {
@@ -240,6 +242,31 @@ class Model(torch.nn.Module):
   ASSERT_TRUE(pids_after.ok());
   EXPECT_EQ(*pids_after, *pids_before) << "a worker died";
   ExpectServing();
+}
+
+// Switching to the sandbox user clears the parent-death signal; a worker
+// re-arms it, so a controller killed outright leaves no worker behind.
+TEST(ConfinedWorkerTest, DiesWithItsControllerEvenWhenKilled) {
+  ScopedTempDir dir;
+  ServerOptions options;
+  options.data_dir = dir.path() + "/data";
+  options.workers = "cpu-1:1";
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  auto pids = server->WorkerPids();
+  ASSERT_TRUE(pids.ok() && !pids->empty()) << pids.status();
+  kill(server->pid(), SIGKILL);
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        for (pid_t pid : *pids) {
+          if (kill(pid, 0) == 0) return false;
+        }
+        return true;
+      },
+      60))
+      << "a worker outlived its controller";
+  EXPECT_TRUE(server->Stop().ok());  // reaps the controller, finds nothing left
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "worker/worker_sandbox.h"
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,6 +73,12 @@ absl::StatusOr<ConfinedPaths> ConfineWorker(const WorkerSandboxOptions& options)
   runtime::ResidentMemoryMb();
   runtime::PeakResidentMemoryMb();
 
+  // Switching user clears the parent-death signal the local provider set,
+  // which a worker must keep so that it never outlives its controller.
+  int parent_death_signal = 0;
+  prctl(PR_GET_PDEATHSIG, &parent_death_signal);
+  const pid_t parent = getppid();
+
   SandboxOptions sandbox;
   sandbox.mode = options.mode;
   sandbox.user = options.user;
@@ -86,6 +93,12 @@ absl::StatusOr<ConfinedPaths> ConfineWorker(const WorkerSandboxOptions& options)
   sandbox.connect_ports = {*port};
   auto report = ConfineCallingThread(sandbox);
   if (!report.ok()) return report.status();
+  if (parent_death_signal != 0) {
+    prctl(PR_SET_PDEATHSIG, parent_death_signal);
+    if (getppid() != parent) {
+      return absl::AbortedError("sandbox: the controller ended while this worker started");
+    }
+  }
   paths.report = *report;
   return paths;
 }
