@@ -62,7 +62,8 @@ class GrpcConformance(unittest.TestCase):
         data_dir = os.path.join(cls.tmp, "data")
         cls.server = subprocess.Popen(
             [BINARY, "serve", "--data-dir", data_dir, "--http", "127.0.0.1:0", "--grpc",
-             "127.0.0.1:0", "--workers", "cpu-1:1", "--max-body-mb", str(MAX_BODY_MB)],
+             "127.0.0.1:0", "--control", "127.0.0.1:0", "--workers", "cpu-1:1",
+             "--max-body-mb", str(MAX_BODY_MB)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         endpoints = os.path.join(data_dir, "endpoints.json")
         # Limits of minutes for what takes a second: a busy host is slow.

@@ -87,7 +87,7 @@ class Server:
         self.proc = subprocess.Popen(
             [maitre, "serve", "--data-dir", data_dir,
              "--http", "127.0.0.1:%d" % self.http_port,
-             "--grpc", "127.0.0.1:%d" % self.grpc_port,
+             "--grpc", "127.0.0.1:%d" % self.grpc_port, "--control", "127.0.0.1:0",
              "--cluster-autoscaler", "false", "--profile-sweeps", "1",
              "--workers", WORKERS] + extra,
             stdout=self.log_file, stderr=subprocess.STDOUT, env=env,
