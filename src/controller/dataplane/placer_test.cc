@@ -61,6 +61,15 @@ TEST_F(PlaceReplicasTest, SeveralReplicasSpreadOnlyWhenTheyMustAndStayOnTheType)
 }
 
 
+// An on-demand load goes neither to a worker a call found unreachable nor to
+// one the query was already lost on.
+TEST_F(PlaceReplicasTest, OnDemandLoadsSkipUnreachableAndAvoidedWorkers) {
+  EXPECT_EQ(placer_.ChooseWorker(variant_), a_);  // idle and empty
+  cluster_.MarkUnreachable(a_);
+  EXPECT_EQ(placer_.ChooseWorker(variant_), small_);
+  EXPECT_EQ(placer_.ChooseWorker(variant_, {small_}), b_);
+  EXPECT_EQ(placer_.ChooseWorker(variant_, {small_, b_}), "");
+}
 
 TEST_F(PlaceReplicasTest, CountsReplicasAlreadyHeldThere) {
   const VariantKey key = variant_.spec.key;
