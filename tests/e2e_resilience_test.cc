@@ -162,15 +162,12 @@ TEST_F(ResilienceTest, KillingWorkersUnderLoadFailsNoQuery) {
   // Then the worker serving most, once a second of answers came after that.
   const int64_t answered_at_first_kill = answered.load();
   std::pair<std::string, pid_t> server;
-  const bool found = killed_loader && testing::WaitUntil(
-                                          [&] {
-                                            if (answered.load() < answered_at_first_kill + 200) {
-                                              return false;
-                                            }
-                                            server = BusiestWorker(kSlowLoadingModel);
-                                            return server.second > 0;
-                                          },
-                                          300);
+  auto serving_again = [&] {
+    if (answered.load() < answered_at_first_kill + 200) return false;
+    server = BusiestWorker(kSlowLoadingModel);
+    return server.second > 0;
+  };
+  const bool found = killed_loader && testing::WaitUntil(serving_again, 300);
   const bool killed_server = found && loading.load() && kill(server.second, SIGKILL) == 0;
   load.join();
   ASSERT_TRUE(killed_loader) << "no worker was seen loading " << kSlowLoadingModel << "\n"
@@ -249,15 +246,13 @@ TEST_F(ResilienceTest, SigtermAnswersEveryQueryInFlight) {
       60);
   const bool signalled = all_sent && kill(server_->pid(), SIGTERM) == 0;
   // While the drain waits for them, a new connection is refused.
-  const bool refused = signalled && testing::WaitUntil(
-                                        [&] {
-                                          http::ClientOptions options;
-                                          options.base_url = server_->url();
-                                          auto client = http::Client::Create(options);
-                                          return client.ok() &&
-                                                 !(*client)->Send("GET", "/v2/health/ready").ok();
-                                        },
-                                        60);
+  auto new_connection_refused = [&] {
+    http::ClientOptions options;
+    options.base_url = server_->url();
+    auto client = http::Client::Create(options);
+    return client.ok() && !(*client)->Send("GET", "/v2/health/ready").ok();
+  };
+  const bool refused = signalled && testing::WaitUntil(new_connection_refused, 60);
   frozen.Thaw();
   for (std::thread& t : clients) t.join();
   ASSERT_TRUE(all_sent) << in_flight << " of " << kInFlight << " in flight";

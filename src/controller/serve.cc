@@ -147,9 +147,7 @@ class Controller {
     grpc_frontend_->BeginDrain();
   }
 
-  int Unanswered() const {
-    return http_server_->open_connections() + grpc_frontend_->in_flight();
-  }
+  int Unanswered() const { return http_server_->open_connections() + grpc_frontend_->in_flight(); }
 
  private:
   using WorkerCounts = std::vector<std::pair<std::string, int>>;
@@ -297,9 +295,10 @@ class Controller {
     http_options.idle_timeout = FromSeconds(options.idle_timeout_s);
     MAITRE_ASSIGN_OR_RETURN(http_server_, http::Server::Create(http_options, std::move(router)));
     if (http_server_->max_connections() < options.max_connections) {
-      spdlog::warn("HTTP: at most {} open connections, half the descriptor limit (--max-connections "
-                   "asked for {}; raise the limit with ulimit -n)",
-                   http_server_->max_connections(), options.max_connections);
+      spdlog::warn(
+          "HTTP: at most {} open connections, half the descriptor limit (--max-connections "
+          "asked for {}; raise the limit with ulimit -n)",
+          http_server_->max_connections(), options.max_connections);
     }
     http_server_->Start();
     return absl::OkStatus();
@@ -456,16 +455,17 @@ void Drain(ControllerHandle& controller, const sigset_t& signals, double grace_s
   for (int left = controller.Unanswered(); left > 0; left = controller.Unanswered()) {
     const Nanos now = clock->Now();
     if (now >= give_up) {
-      spdlog::warn("maitre serve: the drain grace of {} s passed with {} request(s) unanswered; "
-                   "stopping anyway",
-                   grace_s, left);
+      spdlog::warn(
+          "maitre serve: the drain grace of {} s passed with {} request(s) unanswered; "
+          "stopping anyway",
+          grace_s, left);
       return;
     }
     const Nanos wait = std::min<Nanos>(give_up - now, 10 * kMillisecond);
     const timespec timeout{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
     if (const int sig = sigtimedwait(&signals, nullptr, &timeout); sig > 0) {
-      spdlog::warn("maitre serve: signal {} again, stopping now with {} request(s) unanswered",
-                   sig, left);
+      spdlog::warn("maitre serve: signal {} again, stopping now with {} request(s) unanswered", sig,
+                   left);
       return;
     }
   }

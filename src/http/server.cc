@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -12,7 +13,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <sys/resource.h>
@@ -21,10 +24,6 @@
 #include <unistd.h>
 #include <unordered_map>
 #include <utility>
-
-#include <atomic>
-#include <cerrno>
-#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -146,9 +145,9 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
         accept_strand(asio::make_strand(ioc)),
         acceptor(accept_strand),
         accept_retry(accept_strand) {
-    Response refusal = Response::Error(
-        503, absl::StrCat("the server has its limit of ", max_connections,
-                          " open connections; retry shortly"));
+    Response refusal =
+        Response::Error(503, absl::StrCat("the server has its limit of ", max_connections,
+                                          " open connections; retry shortly"));
     FormatHead(refusal, /*close=*/true, /*http10=*/false, &over_cap_answer);
     over_cap_answer.append(refusal.body);
   }
@@ -159,6 +158,10 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   void RetryAcceptLater();
   // Makes a connection of an accepted descriptor, or refuses it.
   void Admit(int fd);
+  // Closes the listener on its strand: nothing is accepted after.
+  void CloseListener();
+  // Runs `action` on each connection still alive, on the connection's strand.
+  void PostToEachSession(void (Session::*action)()) ABSL_LOCKS_EXCLUDED(mu);
 
   const ServerOptions options;
   const Router router;
@@ -472,8 +475,8 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   // Makes `response` the one to write next, its head formatted in head_.
   void Prepare(Response response) {
     response_ = std::move(response);
-    close_after_write_ =
-        FormatHead(response_, !keep_alive_ || drain_after_write_ || CloseForDrain(), http10_, &head_);
+    close_after_write_ = FormatHead(
+        response_, !keep_alive_ || drain_after_write_ || CloseForDrain(), http10_, &head_);
   }
 
   // While the server drains, a connection closes after its answer unless
@@ -624,8 +627,8 @@ void ServerCore::OnListenerReady(beast::error_code ec) {
     return RetryAcceptLater();
   }
   for (int accepted = 0; accepted < kAcceptBatch;) {
-    const int fd = accept4(acceptor.native_handle(), nullptr, nullptr,
-                           SOCK_CLOEXEC | SOCK_NONBLOCK);
+    const int fd =
+        accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd >= 0) {
       Admit(fd);
       ++accepted;
@@ -681,6 +684,32 @@ void ServerCore::Admit(int fd) {
     (void)send(fd, over_cap_answer.data(), over_cap_answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
   session->Close();  // not yet shared with any other thread
+}
+
+void ServerCore::CloseListener() {
+  asio::post(accept_strand, [this] {
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    accept_retry.cancel();
+  });
+}
+
+void ServerCore::PostToEachSession(void (Session::*action)()) {
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    absl::MutexLock lock(&mu);
+    for (auto& entry : sessions) {
+      if (std::shared_ptr<Session> session = entry.second.lock()) {
+        live.push_back(std::move(session));
+      }
+    }
+  }
+  // Posted outside the lock: dropping the last reference to a session
+  // destroys it, which takes the lock.
+  for (std::shared_ptr<Session>& session : live) {
+    Strand strand = session->strand();
+    asio::post(strand, [session = std::move(session), action] { (session.get()->*action)(); });
+  }
 }
 
 }  // namespace internal
@@ -776,26 +805,12 @@ void Server::Start() {
 void Server::BeginDrain() {
   absl::MutexLock lock(&lifecycle_mu_);
   if (!started_ || stopped_) return;
-  ServerCore* core = core_.get();
-  std::vector<std::shared_ptr<Session>> sessions;
   {
-    absl::MutexLock core_lock(&core->mu);
-    if (core->draining.exchange(true)) return;
-    for (auto& entry : core->sessions) {
-      if (std::shared_ptr<Session> session = entry.second.lock()) {
-        sessions.push_back(std::move(session));
-      }
-    }
+    absl::MutexLock core_lock(&core_->mu);
+    if (core_->draining.exchange(true)) return;
   }
-  asio::post(core->accept_strand, [core] {
-    beast::error_code ignored;
-    core->acceptor.close(ignored);
-    core->accept_retry.cancel();
-  });
-  for (std::shared_ptr<Session>& session : sessions) {
-    Strand strand = session->strand();
-    asio::post(strand, [session = std::move(session)] { session->OnDrain(); });
-  }
+  core_->CloseListener();
+  core_->PostToEachSession(&Session::OnDrain);
 }
 
 int Server::open_connections() const {
@@ -810,18 +825,10 @@ void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
   ServerCore* core = core_.get();
-  std::vector<std::shared_ptr<Session>> sessions;
-  {
-    absl::MutexLock core_lock(&core->mu);
-    core->stopped = true;
-    for (auto& entry : core->sessions) {
-      if (std::shared_ptr<Session> session = entry.second.lock()) {
-        sessions.push_back(std::move(session));
-      }
-    }
-  }
   if (!started_) {
     // No io thread ever ran, so nothing else can touch the acceptor.
+    absl::MutexLock core_lock(&core->mu);
+    core->stopped = true;
     beast::error_code ignored;
     core->acceptor.close(ignored);
     return;
@@ -830,16 +837,12 @@ void Server::Stop() {
   // work: cancelled operations complete, and nothing new is posted because
   // `stopped` is set. No forced io_context::stop(), so no handler is left
   // queued holding a connection.
-  asio::post(core->accept_strand, [core] {
-    beast::error_code ignored;
-    core->acceptor.close(ignored);
-    core->accept_retry.cancel();
-  });
-  for (std::shared_ptr<Session>& session : sessions) {
-    Strand strand = session->strand();
-    asio::post(strand, [session = std::move(session)] { session->Close(); });
+  {
+    absl::MutexLock core_lock(&core->mu);
+    core->stopped = true;
   }
-  sessions.clear();
+  core->CloseListener();
+  core->PostToEachSession(&Session::Close);
   core->work.reset();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();

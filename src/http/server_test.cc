@@ -599,8 +599,8 @@ TEST_F(ServerTest, DrainAnswersWhatItHoldsAndRefusesTheRest) {
   ASSERT_TRUE(idle->Send("GET", "/headers").ok());
   int busy = Connect(server_->port());
   ASSERT_GE(busy, 0);
-  ASSERT_TRUE(SendAll(busy,
-                      "GET /hang HTTP/1.1\r\nHost: x\r\n\r\nGET /headers HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(SendAll(
+      busy, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\nGET /headers HTTP/1.1\r\nHost: x\r\n\r\n"));
   parked_notification_.WaitForNotification();
   ASSERT_EQ(server_->open_connections(), 2);
 

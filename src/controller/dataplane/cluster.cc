@@ -170,8 +170,8 @@ void Cluster::NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> wait
   if (view.id.empty()) return;
   spdlog::warn("worker {} ({}) removed: {}", view.id, view.address, reason);
   for (LoadWaiter& w : waiters) {
-    std::move(w)(WorkerLostError(
-        absl::StrCat("worker ", view.id, " was lost while loading: ", reason)));
+    std::move(w)(
+        WorkerLostError(absl::StrCat("worker ", view.id, " was lost while loading: ", reason)));
   }
   std::vector<std::function<void(const WorkerView&)>> callbacks;
   {

@@ -176,8 +176,7 @@ class Cluster {
   // The ready instance of `key` with the fewest queries in flight, counting
   // this query, on a reachable worker not in `avoid` (those the query was
   // already lost on); nullopt when none is ready.
-  std::optional<Route> PickReady(const VariantKey& key,
-                                 const std::vector<std::string>& avoid = {});
+  std::optional<Route> PickReady(const VariantKey& key, const std::vector<std::string>& avoid = {});
   void Release(const std::string& worker_id, const VariantKey& key);
 
   // ---- loading ----

@@ -151,7 +151,7 @@ void Cluster::SetRouteWeights(const std::vector<control::RouteWeight>& weights) 
 }
 
 SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWaiter& waiter,
-                               const std::vector<std::string>& avoid) {
+                                const std::vector<std::string>& avoid) {
   absl::MutexLock lock(&mu_);
   SelectionResult result;
   if (index_ == nullptr) {

@@ -242,7 +242,7 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
     case SelectionOutcome::kUnavailable:
       if (result.decision.unavailable == policy::UnavailableReason::kNoRoom &&
           WorkersOnTheirWay()) {
-        return AwaitWorkers(std::move(query));
+        return AttemptLater(std::move(query), options_.worker_wait_poll);
       }
       CountRefused(*query);
       return Finish(query, result.decision.unavailable == policy::UnavailableReason::kDeadline
@@ -296,12 +296,12 @@ void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
   if (options_.placer->EnsureLoaded(*query->variant, waiter, query->lost_on)) return;
   if (WorkersOnTheirWay()) {
     query->waited_for_load = false;  // it waits for a worker, not a load
-    return AwaitWorkers(std::move(query));
+    return AttemptLater(std::move(query), options_.worker_wait_poll);
   }
-  Finish(query, absl::UnavailableError(absl::StrCat(
-                    "no worker can take ", key.ToString(),
-                    options_.cluster->worker_count() == 0 ? ": no workers are registered yet"
-                                                          : ": every worker is full")));
+  Finish(query, absl::UnavailableError(absl::StrCat("no worker can take ", key.ToString(),
+                                                    options_.cluster->worker_count() == 0
+                                                        ? ": no workers are registered yet"
+                                                        : ": every worker is full")));
 }
 
 bool Dispatcher::WorkersOnTheirWay() const {
@@ -309,8 +309,8 @@ bool Dispatcher::WorkersOnTheirWay() const {
          options_.cluster->reachable_worker_count() < static_cast<size_t>(options_.min_workers);
 }
 
-void Dispatcher::AwaitWorkers(std::shared_ptr<Query> query) {
-  deadline_timer_->Schedule(options_.clock->Now() + options_.worker_wait_poll,
+void Dispatcher::AttemptLater(std::shared_ptr<Query> query, Nanos after) {
+  deadline_timer_->Schedule(options_.clock->Now() + after,
                             [this, query]() mutable { Attempt(std::move(query)); });
 }
 
@@ -318,7 +318,10 @@ void Dispatcher::OnLoadDone(std::shared_ptr<Query> query, absl::Status status) {
   if (status.ok()) return Attempt(std::move(query));
   if (IsWorkerLost(status) && query->retries_left-- > 0) {
     query->waited_for_load = false;  // that load is gone, not loaded and gone again
-    return Attempt(std::move(query));
+    // Not from here: a waiter may be told under its caller's lock (the
+    // placer's, when the chosen worker left before its load began), which
+    // choosing again would take once more.
+    return AttemptLater(std::move(query), 0);
   }
   Finish(query, status);
 }

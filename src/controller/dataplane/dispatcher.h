@@ -97,17 +97,17 @@ class Dispatcher {
   void Send(std::shared_ptr<Query> query, Route route);
   // The worker's call for `query` failed: choose again where another
   // instance may succeed, else answer the failure.
-  void OnSendFailed(std::shared_ptr<Query> query, const VariantKey& key,
-                    const std::string& worker, const absl::Status& status);
+  void OnSendFailed(std::shared_ptr<Query> query, const VariantKey& key, const std::string& worker,
+                    const absl::Status& status);
   // A load `query` waited for ended: choose again if it succeeded, or if it
   // was lost with its worker while a retry is left; else answer its error.
   void OnLoadDone(std::shared_ptr<Query> query, absl::Status status);
   // Whether workers the provider keeps running are missing (lost, and their
   // replacements not yet joined).
   bool WorkersOnTheirWay() const;
-  // Attempts `query` again after worker_wait_poll (the deadline still
-  // answers it if no worker comes in time).
-  void AwaitWorkers(std::shared_ptr<Query> query);
+  // Attempts `query` again `after` from now, on a timer thread (its
+  // deadline still answers it if nothing can take it in time).
+  void AttemptLater(std::shared_ptr<Query> query, Nanos after);
   // Answers `query` unless it was answered already (the deadline timer and
   // the worker's reply race; the first wins).
   void Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result);

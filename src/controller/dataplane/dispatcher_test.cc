@@ -40,7 +40,7 @@ class StandInApi final : public WorkerApi {
     ++worker_->infers;
     if (worker_->dead) return std::move(done)(absl::UnavailableError("Socket closed"));
     WorkerReply reply;
-    reply.outputs.push_back({"y", DataType::kFp32, {1, 2}, std::string(8, '\0')});
+    reply.outputs.push_back({"logits", DataType::kFp32, {1, 10}, std::string(40, '\0')});
     std::move(done)(std::move(reply));
   }
   absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
@@ -68,22 +68,12 @@ class DispatcherWorkerLossTest : public ::testing::Test {
     ASSERT_TRUE(registry.ok()) << registry.status();
     registry_ = *std::move(registry);
     ASSERT_TRUE(registry_->PutApp({"a", {}}).ok());
-    registry::ModelRecord model;
-    model.app = "a";
-    model.name = kKey.model;
-    model.spec.inputs = {{"x", DataType::kFp32, {-1, 4}}};
-    model.spec.outputs = {{"y", DataType::kFp32, {-1, 2}}};
-    model.source_blob = std::string(64, 'a');
-    registry::VariantRecord variant;
-    variant.key = kKey;
-    variant.runtime = Runtime::kOpenCv;
-    variant.blob = model.source_blob;
-    variant.accuracy = 0.9;
-    variant.state = registry::VariantState::kReady;
-    ASSERT_TRUE(registry_->RegisterModel(model, {variant}).ok());
-    auto profile = Profile::Create({{1, 1.0, 1.1}, {8, 4.0, 4.4}}, 10, 50);
-    ASSERT_TRUE(profile.ok());
-    ASSERT_TRUE(registry_->PutProfile({kKey, "small", 0.9, *profile}).ok());
+    namespace util = registry::test_util;
+    ASSERT_TRUE(registry_
+                    ->RegisterModel(util::MakeModel("a", kKey.model, "m"),
+                                    {util::MakeVariant(kKey.model, kKey.variant, Runtime::kOpenCv)})
+                    .ok());
+    ASSERT_TRUE(registry_->PutProfile(util::MakeProfile(kKey.model, kKey.variant, "small")).ok());
     ASSERT_TRUE(catalog_.Reload(*registry_).ok());
 
     Cluster::Options cluster;
@@ -121,17 +111,23 @@ class DispatcherWorkerLossTest : public ::testing::Test {
     return *id;
   }
 
-  // Sends one query for model m and waits for its answer.
-  absl::StatusOr<InferResponse> Query() {
+  // Sends one query (an image) for model m; `done` gets its answer.
+  void Send(InferDone done) {
     InferRequest request;
-    request.inputs.push_back({"x", DataType::kFp32, {1, 4}, std::string(16, '\0')});
+    request.inputs.push_back(
+        {"input", DataType::kFp32, {1, 1, 28, 28}, std::string(784 * 4, '\0')});
+    dispatcher_->Infer({"", kKey.model, ""}, std::move(request), SteadyClock::Get()->Now(),
+                       std::move(done));
+  }
+
+  // Sends one query and waits for its answer.
+  absl::StatusOr<InferResponse> Query() {
     absl::Notification answered;
     absl::StatusOr<InferResponse> result;
-    dispatcher_->Infer({"", kKey.model, ""}, std::move(request), SteadyClock::Get()->Now(),
-                       [&](absl::StatusOr<InferResponse> r) {
-                         result = std::move(r);
-                         answered.Notify();
-                       });
+    Send([&](absl::StatusOr<InferResponse> r) {
+      result = std::move(r);
+      answered.Notify();
+    });
     answered.WaitForNotification();
     return result;
   }
@@ -174,7 +170,8 @@ TEST_F(DispatcherWorkerLossTest, AQueryLostWithItsWorkerIsServedElsewhereAndNeve
   EXPECT_EQ(workers_["lost"].infers, 1);
 }
 
-TEST_F(DispatcherWorkerLossTest, ALoadLostWithItsWorkerIsTriedElsewhereAndNotHeldAgainstTheVariant) {
+TEST_F(DispatcherWorkerLossTest,
+       ALoadLostWithItsWorkerIsTriedElsewhereAndNotHeldAgainstTheVariant) {
   MakeDispatcher();
   const std::string lost = AddWorker("lost", /*loaded=*/false);  // the first choice: lowest id
   const std::string other = AddWorker("other", /*loaded=*/false);
@@ -195,13 +192,10 @@ TEST_F(DispatcherWorkerLossTest, WithNoWorkerLeftAQueryWaitsForTheReplacement) {
   workers_["lost"].dead = true;
   absl::Notification answered;
   absl::StatusOr<InferResponse> answer;
-  InferRequest request;
-  request.inputs.push_back({"x", DataType::kFp32, {1, 4}, std::string(16, '\0')});
-  dispatcher_->Infer({"", kKey.model, ""}, std::move(request), SteadyClock::Get()->Now(),
-                     [&](absl::StatusOr<InferResponse> r) {
-                       answer = std::move(r);
-                       answered.Notify();
-                     });
+  Send([&](absl::StatusOr<InferResponse> r) {
+    answer = std::move(r);
+    answered.Notify();
+  });
   // The stand-in fails at once, so by now the query was lost there and,
   // with nothing else to take it, waits rather than being answered.
   EXPECT_EQ(workers_["lost"].infers, 1);

@@ -60,7 +60,6 @@ TEST_F(PlaceReplicasTest, SeveralReplicasSpreadOnlyWhenTheyMustAndStayOnTheType)
   EXPECT_EQ(Place(5), (std::map<std::string, int>{{a_, 2}, {b_, 1}}));
 }
 
-
 // An on-demand load goes neither to a worker a call found unreachable nor to
 // one the query was already lost on.
 TEST_F(PlaceReplicasTest, OnDemandLoadsSkipUnreachableAndAvoidedWorkers) {
