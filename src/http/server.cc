@@ -180,7 +180,7 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   // Set by BeginDrain(); read on every request.
   std::atomic<bool> draining{false};
 
-  mutable absl::Mutex mu;
+  absl::Mutex mu;
   // Once set, nothing new is posted to the io_context, so the io threads can
   // drain it and exit.
   bool stopped ABSL_GUARDED_BY(mu) = false;
