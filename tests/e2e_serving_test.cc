@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -26,24 +25,6 @@ using nlohmann::json;
 using runtime::testing::ScopedTempDir;
 using testing::ServerOptions;
 using testing::ServerProcess;
-
-// Whether every thread of `pid` has stopped (state 't' or 'T'). kill(SIGSTOP)
-// returns before a multi-threaded process has stopped: a thread running on
-// another core finishes what it is doing first.
-bool AllThreadsStopped(pid_t pid) {
-  std::error_code ec;
-  for (const auto& task :
-       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
-    absl::StatusOr<std::string> stat = ReadFileToString(task.path().string() + "/stat");
-    if (!stat.ok()) return false;
-    // The state follows the command name, which is in parentheses.
-    const size_t paren = stat->rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
-    const char state = (*stat)[paren + 2];
-    if (state != 'T' && state != 't') return false;
-  }
-  return !ec;
-}
 
 // A v2 JSON request with validation images [begin, end).
 std::string ImageRequest(const Valset& valset, int64_t begin, int64_t end) {
@@ -355,7 +336,7 @@ TEST_F(ServingTest, AQueryOnAFrozenWorkerIsAnsweredAtItsDeadline) {
   ASSERT_TRUE(pids.ok());
   for (pid_t pid : *pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
   for (pid_t pid : *pids) {
-    ASSERT_TRUE(testing::WaitUntil([&] { return AllThreadsStopped(pid); }, 120))
+    ASSERT_TRUE(testing::WaitUntil([&] { return testing::AllThreadsStopped(pid); }, 120))
         << "worker " << pid << " did not stop within 120 s";
   }
   body.insert(1, R"("parameters":{"latency_ms":200},)");

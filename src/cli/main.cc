@@ -100,6 +100,24 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->capture_default_str();
+  serve_cmd->add_option("--max-connections", serve.max_connections,
+                        "Most open HTTP connections (at most half the descriptor limit); one "
+                        "more is answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve_cmd->add_option("--header-timeout", serve.header_timeout_s,
+                        "Seconds an HTTP request's header may take to arrive")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve_cmd->add_option("--idle-timeout", serve.idle_timeout_s,
+                        "Seconds an HTTP connection may wait on its client without progress")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve_cmd->add_option("--drain-grace", serve.drain_grace_s,
+                        "On SIGTERM or SIGINT, seconds the requests already received may take "
+                        "before the workers stop (a second signal stops at once)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   serve_cmd->add_option("--serving-allowance-ms", serve.serving_allowance_ms,
                         "Added to a latency objective to make the deadline (network hops)")
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "controller/serve.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -118,7 +119,7 @@ class Controller {
                                              : ReadTokenFile(options.join_token_file));
     MAITRE_RETURN_IF_ERROR(OpenStores(data_dir));
     MAITRE_RETURN_IF_ERROR(LoadCatalog(options, types));
-    MAITRE_RETURN_IF_ERROR(BuildServingPath(options));
+    MAITRE_RETURN_IF_ERROR(BuildServingPath(options, worker_counts));
     MAITRE_RETURN_IF_ERROR(BuildModelLifecycleAndJobs(options, data_dir));
     MAITRE_ASSIGN_OR_RETURN(std::string grpc_host, StartGrpc(options));
     std::string grpc_address = absl::StrCat(grpc_host, ":", grpc_port_);
@@ -156,6 +157,16 @@ class Controller {
   int http_port() const { return http_server_->port(); }
   int grpc_port() const { return grpc_port_; }
 
+  // See ControllerHandle::BeginDrain. Offline jobs stop sending chunks:
+  // theirs are durable and sent again after a restart. The allocator goes
+  // on: its unloads and retired workers answer what they hold first.
+  void BeginDrain() {
+    jobs_->Stop();
+    http_server_->BeginDrain();
+    grpc_frontend_->BeginDrain();
+  }
+
+  int Unanswered() const { return http_server_->open_connections() + grpc_frontend_->in_flight(); }
 
  private:
   using WorkerCounts = std::vector<std::pair<std::string, int>>;
@@ -192,7 +203,7 @@ class Controller {
 
   // What one query goes through: control work queue, metrics, placer and
   // dispatcher.
-  absl::Status BuildServingPath(const ServeOptions& options) {
+  absl::Status BuildServingPath(const ServeOptions& options, const WorkerCounts& worker_counts) {
     // Two control threads: a long validation must not hold up every load.
     control_ = std::make_unique<WorkQueue>(2);
     MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metric_set_, cluster_.get()));
@@ -205,6 +216,8 @@ class Controller {
     dispatcher_options.refused = &refused_;
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
+    // The local provider replaces a lost worker: queries wait for it.
+    for (const auto& [type, count] : worker_counts) dispatcher_options.min_workers += count;
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
     return absl::OkStatus();
   }
@@ -315,7 +328,16 @@ class Controller {
     http_options.address = options.http;
     http_options.threads = options.http_threads;
     http_options.max_body_bytes = options.max_body_bytes;
+    http_options.max_connections = options.max_connections;
+    http_options.header_timeout = FromSeconds(options.header_timeout_s);
+    http_options.idle_timeout = FromSeconds(options.idle_timeout_s);
     MAITRE_ASSIGN_OR_RETURN(http_server_, http::Server::Create(http_options, std::move(router)));
+    if (http_server_->max_connections() < options.max_connections) {
+      spdlog::warn(
+          "HTTP: at most {} open connections, half the descriptor limit (--max-connections "
+          "asked for {}; raise the limit with ulimit -n)",
+          http_server_->max_connections(), options.max_connections);
+    }
     http_server_->Start();
     return absl::OkStatus();
   }
@@ -446,12 +468,58 @@ ControllerHandle::ControllerHandle(std::unique_ptr<Controller> controller)
 ControllerHandle::~ControllerHandle() = default;
 int ControllerHandle::http_port() const { return controller_->http_port(); }
 int ControllerHandle::grpc_port() const { return controller_->grpc_port(); }
+void ControllerHandle::BeginDrain() { controller_->BeginDrain(); }
+int ControllerHandle::Unanswered() const { return controller_->Unanswered(); }
 
 absl::StatusOr<std::unique_ptr<ControllerHandle>> StartController(const ServeOptions& options) {
   auto controller = std::make_unique<Controller>();
   MAITRE_RETURN_IF_ERROR(controller->Start(options));
   return std::make_unique<ControllerHandle>(std::move(controller));
 }
+
+namespace {
+
+// Raises the soft descriptor limit to the hard one: each HTTP connection,
+// worker channel and registry file takes a descriptor, and the HTTP
+// connection cap is half of what this allows.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    spdlog::warn("maitre serve: cannot raise the descriptor limit to {}", limit.rlim_max);
+  }
+}
+
+// After the first SIGTERM or SIGINT: no new requests, and up to the grace
+// period for those already received (docs/architecture.md, "Shutting
+// down"). Waiting on the signals between checks lets a second one cut the
+// drain short.
+void Drain(ControllerHandle& controller, const sigset_t& signals, double grace_s) {
+  controller.BeginDrain();
+  const Clock* clock = SteadyClock::Get();
+  const Nanos give_up = clock->Now() + FromSeconds(grace_s);
+  for (int left = controller.Unanswered(); left > 0; left = controller.Unanswered()) {
+    const Nanos now = clock->Now();
+    if (now >= give_up) {
+      spdlog::warn(
+          "maitre serve: the drain grace of {} s passed with {} request(s) unanswered; "
+          "stopping anyway",
+          grace_s, left);
+      return;
+    }
+    const Nanos wait = std::min<Nanos>(give_up - now, 10 * kMillisecond);
+    const timespec timeout{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
+    if (const int sig = sigtimedwait(&signals, nullptr, &timeout); sig > 0) {
+      spdlog::warn("maitre serve: signal {} again, stopping now with {} request(s) unanswered", sig,
+                   left);
+      return;
+    }
+  }
+  spdlog::info("maitre serve: every request received was answered");
+}
+
+}  // namespace
 
 int RunServe(const ServeOptions& options) {
   // Signals are taken synchronously; block them before any thread starts so
@@ -461,6 +529,7 @@ int RunServe(const ServeOptions& options) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  RaiseDescriptorLimit();
   auto controller = StartController(options);
   if (!controller.ok()) {
     spdlog::error("maitre serve: {}", controller.status().message());
@@ -468,7 +537,9 @@ int RunServe(const ServeOptions& options) {
   }
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("maitre serve: signal {}, shutting down", sig);
+  spdlog::info("maitre serve: signal {}, draining: no new requests, up to {} s for those in flight",
+               sig, options.drain_grace_s);
+  Drain(**controller, signals, options.drain_grace_s);
   controller->reset();
   spdlog::info("maitre serve: stopped");
   return 0;

@@ -30,6 +30,17 @@ struct ServeOptions {
   std::string batching = "proteus";
   size_t max_body_bytes = size_t{256} << 20;
   int http_threads = 1;
+  // What one HTTP peer can hold (http::ServerOptions; docs/operations.md,
+  // "Connection limits"): open connections at most (at most half the
+  // descriptor limit), seconds a request's header may take to arrive, and
+  // seconds a connection may wait on its peer without progress.
+  int max_connections = 4096;
+  double header_timeout_s = 10;
+  double idle_timeout_s = 60;
+  // On SIGTERM or SIGINT, seconds the requests already received may take to
+  // be answered before the workers are stopped (docs/operations.md,
+  // "Stopping"); a second signal cuts it short.
+  double drain_grace_s = 5;
   double default_timeout_s = 30;
   // The fewest sweeps per profile, a minute or more apart; it takes up to
   // twice as many until its fastest is seen twice (SweepRule). 1 measures
@@ -91,6 +102,15 @@ class ControllerHandle {
   ~ControllerHandle();
   int http_port() const;
   int grpc_port() const;
+  // The start of a graceful stop: the front doors take no new requests
+  // (HTTP refuses new connections and answers 503, gRPC answers
+  // UNAVAILABLE) and offline jobs stop; requests already received are
+  // served as usual. Idempotent.
+  void BeginDrain();
+  // Requests received and not yet answered (HTTP connections still open,
+  // which after BeginDrain() are those with a request in progress, and gRPC
+  // inferences in flight): the drain is done at 0.
+  int Unanswered() const;
 
  private:
   std::unique_ptr<Controller> controller_;

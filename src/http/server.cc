@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -12,17 +13,22 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <optional>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 #include <unordered_map>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/clock.h"
 #include "http/host_port.h"
 
 namespace maitre::http {
@@ -48,6 +54,11 @@ constexpr size_t kReadBufferBytes = 64 << 10;
 // which can destroy the error response before the client reads it.
 constexpr size_t kDrainLimit = 8 << 20;
 constexpr Nanos kAcceptRetryDelay = 10 * kMillisecond;
+// Connections accepted per wake-up of the listener, so that a flood of them
+// does not hold the accepting thread from the requests of others.
+constexpr int kAcceptBatch = 64;
+constexpr absl::string_view kDrainingMessage =
+    "the server is shutting down and takes no new requests; send this one to another server";
 constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 std::chrono::nanoseconds Chrono(Nanos ns) { return std::chrono::nanoseconds(ns); }
@@ -95,6 +106,15 @@ bool FormatHead(const Response& response, bool close, bool http10, std::string* 
   return close;
 }
 
+// The connection cap in force: what the options ask for, but at most half
+// the process's descriptor limit, so that connections alone cannot take the
+// descriptors the rest of the process needs.
+int ConnectionCap(int wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+  return static_cast<int>(std::min<rlim_t>(wanted, std::max<rlim_t>(1, limit.rlim_cur / 2)));
+}
+
 void RunIoContext(asio::io_context* ioc) {
   for (;;) {
     try {
@@ -118,58 +138,93 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   ServerCore(ServerOptions options_in, Router router_in)
       : options(std::move(options_in)),
         router(std::move(router_in)),
+        max_connections(ConnectionCap(options.max_connections)),
+        tick(std::max<Nanos>(kMillisecond,
+                             std::min(options.idle_timeout, options.header_timeout) / 2)),
         ioc(options.threads),
         accept_strand(asio::make_strand(ioc)),
         acceptor(accept_strand),
-        accept_retry(accept_strand) {}
+        accept_retry(accept_strand) {
+    Response refusal =
+        Response::Error(503, absl::StrCat("the server has its limit of ", max_connections,
+                                          " open connections; retry shortly"));
+    FormatHead(refusal, /*close=*/true, /*http10=*/false, &over_cap_answer);
+    over_cap_answer.append(refusal.body);
+  }
 
+  // Waits for the listener to have connections to accept.
   void Accept();
-  void OnAccept(beast::error_code ec, tcp::socket socket, Strand strand);
+  void OnListenerReady(beast::error_code ec);
+  void RetryAcceptLater();
+  // Makes a connection of an accepted descriptor, or refuses it.
+  void Admit(int fd);
+  // Closes the listener on its strand: nothing is accepted after.
+  void CloseListener();
+  // Runs `action` on each connection still alive, on the connection's strand.
+  void PostToEachSession(void (Session::*action)()) ABSL_LOCKS_EXCLUDED(mu);
 
   const ServerOptions options;
   const Router router;
+  const int max_connections;
+  // How often each connection's timer checks it for the idle and header
+  // timeouts.
+  const Nanos tick;
+  // The whole answer to a connection over the cap.
+  std::string over_cap_answer;
   asio::io_context ioc;
   Strand accept_strand;
   tcp::acceptor acceptor;           // used on accept_strand only
+  tcp protocol = tcp::v4();         // the listener's (set before Start)
   asio::steady_timer accept_retry;  // used on accept_strand only
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  // Set by BeginDrain(); read on every request.
+  std::atomic<bool> draining{false};
 
   absl::Mutex mu;
   // Once set, nothing new is posted to the io_context, so the io threads can
   // drain it and exit.
   bool stopped ABSL_GUARDED_BY(mu) = false;
+  // Connections admitted and not yet closed (each holds a descriptor).
+  int open ABSL_GUARDED_BY(mu) = 0;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions ABSL_GUARDED_BY(mu);
 };
 
 // One connection. Everything but Deliver() runs on the connection's strand.
 //
-// Idle connections are found by a coarse timer rather than a deadline per
+// Timeouts are found by a coarse timer rather than a deadline per
 // operation: re-arming a deadline costs a timerfd system call on every read
 // and write, which is a measurable share of a ~40 us round trip. The timer
-// fires once per idle_timeout and closes the connection if no I/O completed
-// since the previous firing while it waited on the peer, so a silent peer is
-// dropped after between one and two idle_timeouts. Time spent in the handler
-// never counts.
+// fires every ServerCore::tick and closes the connection when no I/O has
+// completed for idle_timeout while it waited on the peer (time spent in the
+// handler never counts), or when the request header it is reading has taken
+// header_timeout.
 class Session final : public ResponseSink, public std::enable_shared_from_this<Session> {
  public:
   Session(std::shared_ptr<ServerCore> core, tcp::socket socket, Strand strand)
       : core_(std::move(core)),
         strand_(std::move(strand)),
         socket_(std::move(socket)),
-        idle_timer_(strand_) {}
+        timer_(strand_) {}
 
   ~Session() override {
     absl::MutexLock lock(&core_->mu);
     core_->sessions.erase(this);
+    if (holds_slot_) --core_->open;
   }
 
   const Strand& strand() const { return strand_; }
 
+  // Counts the connection against the cap until it closes; called under
+  // core->mu before the session is shared.
+  void TakeSlot() { holds_slot_ = true; }
+
   void Start() {
     if (state_ == State::kClosed) return;
     buffer_.reserve(kReadBufferBytes);
-    ArmIdleTimer();
+    quiet_since_ = SteadyClock::Get()->Now();
+    ArmTimer();
     ReadHeader();
+    header_since_ = quiet_since_;  // a new connection's first header counts from now
   }
 
   void Close() {
@@ -182,7 +237,21 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
       awaiting_answer_ = false;
       socket_.close(ignored);  // cancels pending operations
     }
-    idle_timer_.cancel();
+    timer_.cancel();
+    if (holds_slot_) {
+      absl::MutexLock lock(&core_->mu);
+      holds_slot_ = false;
+      --core_->open;
+    }
+  }
+
+  // BeginDrain() has begun: a connection idle between requests closes now;
+  // one reading a request, handling or writing one goes on, and closes
+  // after its answer (see Dispatch and OnWrite).
+  void OnDrain() {
+    if ((state_ == State::kReading && buffer_.size() == 0) || state_ == State::kDraining) {
+      Close();
+    }
   }
 
   // Any thread. Answers that arrive on the strand (the usual inline answer)
@@ -201,25 +270,42 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   }
 
  private:
-  enum class State { kReading, kHandling, kWriting, kDraining, kClosed };
+  // kReading: a request's header; kReadingBody: its body.
+  enum class State { kReading, kReadingBody, kHandling, kWriting, kDraining, kClosed };
 
-  void ArmIdleTimer() {
-    idle_timer_.expires_after(Chrono(core_->options.idle_timeout));
+  void ArmTimer() {
+    timer_.expires_after(Chrono(core_->tick));
     // A weak reference: the timer alone must not keep a connection alive.
-    idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
       std::shared_ptr<Session> self = weak.lock();
       if (!self || ec || self->state_ == State::kClosed) return;
-      if (self->state_ != State::kHandling && self->activity_ == self->activity_seen_) {
-        return self->Close();
-      }
-      self->activity_seen_ = self->activity_;
-      self->ArmIdleTimer();
+      if (self->TimedOut()) return self->Close();
+      self->ArmTimer();
     });
+  }
+
+  // At a tick of the timer: whether the connection has waited on its peer
+  // for idle_timeout without progress, or spent header_timeout on a header.
+  bool TimedOut() {
+    const Nanos now = SteadyClock::Get()->Now();
+    if (activity_ != activity_seen_ || state_ == State::kHandling) {
+      activity_seen_ = activity_;
+      quiet_since_ = now;
+    } else if (now - quiet_since_ >= core_->options.idle_timeout) {
+      return true;
+    }
+    if (state_ != State::kReading) return false;
+    // A kept-alive connection's next header counts from its first byte
+    // (Beast parses a header only once it is whole, so a partial one stays
+    // in the buffer); the timer sees that byte at the tick after it came.
+    if (header_since_ == 0 && buffer_.size() > 0) header_since_ = now;
+    return header_since_ != 0 && now - header_since_ >= core_->options.header_timeout;
   }
 
   void ReadHeader() {
     if (state_ == State::kClosed) return;
     state_ = State::kReading;
+    header_since_ = 0;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(core_->options.max_body_bytes));
@@ -231,6 +317,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     if (state_ == State::kClosed) return;
     ++activity_;
     if (ec) return OnReadError(ec);
+    state_ = State::kReadingBody;
     if (parser_->is_done()) return Dispatch();
     if (absl::EqualsIgnoreCase(Sv(parser_->get()[bhttp::field::expect]), "100-continue")) {
       // curl waits (a second) for this before sending a large upload.
@@ -313,6 +400,10 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     keep_alive_ = message.keep_alive();
     http10_ = message.version() == 10;
     state_ = State::kHandling;
+    if (core_->draining.load(std::memory_order_relaxed)) {
+      keep_alive_ = false;
+      return Write(Response::Error(503, kDrainingMessage));
+    }
 
     absl::StatusOr<std::string> path = PercentDecode(raw_path, /*plus_is_space=*/false);
     if (!path.ok()) {
@@ -384,7 +475,17 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   // Makes `response` the one to write next, its head formatted in head_.
   void Prepare(Response response) {
     response_ = std::move(response);
-    close_after_write_ = FormatHead(response_, !keep_alive_ || drain_after_write_, http10_, &head_);
+    close_after_write_ = FormatHead(
+        response_, !keep_alive_ || drain_after_write_ || CloseForDrain(), http10_, &head_);
+  }
+
+  // While the server drains, a connection closes after its answer unless
+  // the next request is already in the buffer (it is answered 503 first:
+  // closing with unread input would reset the connection, and could destroy
+  // the answer before the client reads it). No read is pending while an
+  // answer is prepared or written, so the buffer holds still.
+  bool CloseForDrain() const {
+    return core_->draining.load(std::memory_order_relaxed) && buffer_.size() == 0;
   }
   bool HasBody() const { return response_.status != 204 && response_.status != 304; }
 
@@ -454,7 +555,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     std::string().swap(response_.body);
     response_.headers.clear();
     if (drain_after_write_) return StartDrain();
-    if (close_after_write_) {
+    if (close_after_write_ || CloseForDrain()) {
       beast::error_code ignored;
       socket_.shutdown(tcp::socket::shutdown_send, ignored);
       return Close();
@@ -487,9 +588,12 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   std::shared_ptr<ServerCore> core_;
   Strand strand_;
   tcp::socket socket_;
-  asio::steady_timer idle_timer_;
+  asio::steady_timer timer_;
+  bool holds_slot_ = false;     // counted in core_->open (under core_->mu)
   uint64_t activity_ = 0;       // completed I/O operations
-  uint64_t activity_seen_ = 0;  // activity_ when the idle timer last fired
+  uint64_t activity_seen_ = 0;  // activity_ when the timer last fired
+  Nanos quiet_since_ = 0;       // when the timer last saw progress (or the handler busy)
+  Nanos header_since_ = 0;      // when the header being read began (0: not yet seen)
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   State state_ = State::kReading;
@@ -508,39 +612,104 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   Response response_;  // the one being written
 };
 
+// Connections are accepted with accept4 rather than Asio's accept, which
+// cannot ask for SOCK_CLOEXEC: a descriptor is then never open without it,
+// not even between accept and a later fcntl while another thread forks.
 void ServerCore::Accept() {
-  Strand strand = asio::make_strand(ioc);
-  acceptor.async_accept(strand, [this, strand](beast::error_code ec, tcp::socket socket) {
-    OnAccept(ec, std::move(socket), strand);
+  acceptor.async_wait(tcp::acceptor::wait_read,
+                      [this](beast::error_code ec) { OnListenerReady(ec); });
+}
+
+void ServerCore::OnListenerReady(beast::error_code ec) {
+  if (!acceptor.is_open()) return;  // Stop() or BeginDrain() closed it
+  if (ec) {
+    if (ec == asio::error::operation_aborted) return;
+    return RetryAcceptLater();
+  }
+  for (int accepted = 0; accepted < kAcceptBatch;) {
+    const int fd =
+        accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      Admit(fd);
+      ++accepted;
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    // The peer gave up before its connection was accepted, or a signal.
+    if (errno == ECONNABORTED || errno == EINTR || errno == EPROTO) continue;
+    return RetryAcceptLater();  // out of descriptors and the like
+  }
+  Accept();
+}
+
+// Retries shortly rather than spin while accept fails (EMFILE, ENOBUFS).
+void ServerCore::RetryAcceptLater() {
+  accept_retry.expires_after(Chrono(kAcceptRetryDelay));
+  accept_retry.async_wait([this](beast::error_code wait_ec) {
+    if (!wait_ec && acceptor.is_open()) Accept();
   });
 }
 
-void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket, Strand strand) {
-  if (!acceptor.is_open()) return;  // Stop() closed it
+void ServerCore::Admit(int fd) {
+  Strand strand = asio::make_strand(ioc);
+  tcp::socket socket(strand);
+  beast::error_code ec;
+  socket.assign(protocol, fd, ec);
   if (ec) {
-    if (ec == asio::error::operation_aborted) return;
-    // Out of descriptors and the like: retry shortly rather than spin.
-    accept_retry.expires_after(Chrono(kAcceptRetryDelay));
-    accept_retry.async_wait([this](beast::error_code wait_ec) {
-      if (!wait_ec && acceptor.is_open()) Accept();
-    });
+    ::close(fd);
     return;
   }
-  beast::error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
+  socket.set_option(tcp::no_delay(true), ec);
   auto session = std::make_shared<Session>(shared_from_this(), std::move(socket), strand);
-  bool refused = false;
+  enum class Verdict { kAdmit, kOverCap, kStopping } verdict = Verdict::kAdmit;
   {
     absl::MutexLock lock(&mu);
-    refused = stopped;
-    if (!refused) sessions.emplace(session.get(), session);
+    if (stopped || draining.load(std::memory_order_relaxed)) {
+      verdict = Verdict::kStopping;
+    } else if (open >= max_connections) {
+      verdict = Verdict::kOverCap;
+    } else {
+      ++open;
+      session->TakeSlot();
+      sessions.emplace(session.get(), session);
+    }
   }
-  if (refused) {
-    session->Close();  // not yet shared with any other thread
-  } else {
+  if (verdict == Verdict::kAdmit) {
     asio::post(strand, [session] { session->Start(); });
+    return;
   }
-  Accept();
+  if (verdict == Verdict::kOverCap) {
+    // As much of the answer as the socket takes now; the connection is
+    // closed either way, so it costs no descriptor past this call.
+    (void)send(fd, over_cap_answer.data(), over_cap_answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  session->Close();  // not yet shared with any other thread
+}
+
+void ServerCore::CloseListener() {
+  asio::post(accept_strand, [this] {
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    accept_retry.cancel();
+  });
+}
+
+void ServerCore::PostToEachSession(void (Session::*action)()) {
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    absl::MutexLock lock(&mu);
+    for (auto& entry : sessions) {
+      if (std::shared_ptr<Session> session = entry.second.lock()) {
+        live.push_back(std::move(session));
+      }
+    }
+  }
+  // Posted outside the lock: dropping the last reference to a session
+  // destroys it, which takes the lock.
+  for (std::shared_ptr<Session>& session : live) {
+    Strand strand = session->strand();
+    asio::post(strand, [session = std::move(session), action] { (session.get()->*action)(); });
+  }
 }
 
 }  // namespace internal
@@ -559,6 +728,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options, Ro
   }
   if (options.idle_timeout <= 0) {
     return absl::InvalidArgumentError("ServerOptions.idle_timeout must be positive");
+  }
+  if (options.header_timeout <= 0) {
+    return absl::InvalidArgumentError("ServerOptions.header_timeout must be positive");
+  }
+  if (options.max_connections < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ServerOptions.max_connections must be at least 1, got ", options.max_connections));
   }
   if (!router.status().ok()) return router.status();
   std::string host;
@@ -579,7 +755,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options, Ro
     }
     tcp::endpoint endpoint = endpoints.begin()->endpoint();
     tcp::acceptor& acceptor = core->acceptor;
-    acceptor.open(endpoint.protocol(), ec);
+    core->protocol = endpoint.protocol();
+    // Opened here rather than by Asio, which cannot ask for SOCK_CLOEXEC.
+    const int fd = ::socket(endpoint.protocol().family(),
+                            SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_TCP);
+    if (fd < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot open a socket to listen on ", address, ": ", std::strerror(errno)));
+    }
+    acceptor.assign(endpoint.protocol(), fd, ec);
+    if (ec) ::close(fd);
     // Lets a restarted server bind while old connections sit in TIME_WAIT;
     // on Linux it still refuses a port another socket listens on.
     if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -617,23 +802,33 @@ void Server::Start() {
   }
 }
 
+void Server::BeginDrain() {
+  absl::MutexLock lock(&lifecycle_mu_);
+  if (!started_ || stopped_) return;
+  {
+    absl::MutexLock core_lock(&core_->mu);
+    if (core_->draining.exchange(true)) return;
+  }
+  core_->CloseListener();
+  core_->PostToEachSession(&Session::OnDrain);
+}
+
+int Server::open_connections() const {
+  absl::MutexLock lock(&core_->mu);
+  return core_->open;
+}
+
+int Server::max_connections() const { return core_->max_connections; }
+
 void Server::Stop() {
   absl::MutexLock lock(&lifecycle_mu_);
   if (stopped_) return;
   stopped_ = true;
   ServerCore* core = core_.get();
-  std::vector<std::shared_ptr<Session>> sessions;
-  {
-    absl::MutexLock core_lock(&core->mu);
-    core->stopped = true;
-    for (auto& entry : core->sessions) {
-      if (std::shared_ptr<Session> session = entry.second.lock()) {
-        sessions.push_back(std::move(session));
-      }
-    }
-  }
   if (!started_) {
     // No io thread ever ran, so nothing else can touch the acceptor.
+    absl::MutexLock core_lock(&core->mu);
+    core->stopped = true;
     beast::error_code ignored;
     core->acceptor.close(ignored);
     return;
@@ -642,16 +837,12 @@ void Server::Stop() {
   // work: cancelled operations complete, and nothing new is posted because
   // `stopped` is set. No forced io_context::stop(), so no handler is left
   // queued holding a connection.
-  asio::post(core->accept_strand, [core] {
-    beast::error_code ignored;
-    core->acceptor.close(ignored);
-    core->accept_retry.cancel();
-  });
-  for (std::shared_ptr<Session>& session : sessions) {
-    Strand strand = session->strand();
-    asio::post(strand, [session = std::move(session)] { session->Close(); });
+  {
+    absl::MutexLock core_lock(&core->mu);
+    core->stopped = true;
   }
-  sessions.clear();
+  core->CloseListener();
+  core->PostToEachSession(&Session::Close);
   core->work.reset();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();

@@ -9,6 +9,14 @@
 // closed; bodies over max_body_bytes get 413 (refused from Content-Length,
 // before the body is read); handlers that throw get 500.
 //
+// What one peer can hold is bounded (docs/operations.md, "Connection
+// limits"): at most max_connections are open (one more is answered 503 and
+// closed at once), a request's header must arrive within header_timeout, and
+// a connection that makes no progress is closed after idle_timeout. Every
+// descriptor the server opens is close-on-exec, so no child process (a
+// worker, a variant generator) inherits the listening socket or a client's
+// connection.
+//
 // Thread-safety: Start(), Stop() and port() may be called from any thread,
 // but not from inside a handler (Stop() joins the io threads).
 #pragma once
@@ -38,9 +46,21 @@ struct ServerOptions {
   size_t max_body_bytes = 64 << 20;  // larger bodies -> 413, connection closed
   // A connection that makes no read or write progress while waiting on its
   // peer (an idle keep-alive connection, a stalled upload or download) is
-  // closed after between one and two idle_timeouts. Time a request spends
-  // in its handler does not count.
+  // closed after idle_timeout (checked by the connection's timer, so up to
+  // half a header_timeout or idle_timeout, whichever is shorter, later).
+  // Time a request spends in its handler does not count.
   Nanos idle_timeout = 60 * kSecond;
+  // A request's header must be complete this long after the connection was
+  // accepted (its first request) or after the header's first byte arrived
+  // (a later request on a kept-alive connection), or the connection is
+  // closed: a peer that trickles a header, or connects and sends nothing,
+  // holds its descriptor no longer. Checked by the same timer.
+  Nanos header_timeout = 10 * kSecond;
+  // Connections open at once, at most. One accepted beyond it is answered
+  // 503 and closed at once, so idle or half-open connections cannot use up
+  // the process's descriptors. Create() lowers it to half the descriptor
+  // limit (RLIMIT_NOFILE), keeping the rest for everything else.
+  int max_connections = 4096;
 };
 
 class Server {
@@ -58,6 +78,16 @@ class Server {
   // nothing after Stop().
   void Start();
 
+  // Stops taking new work, for a graceful shutdown (docs/architecture.md,
+  // "Shutting down"): the listener closes, so new connections are refused;
+  // connections idle between requests are closed; a request that arrives
+  // from now on is answered 503 and its connection closed; every other
+  // connection closes once the answer it is waiting for is written. Returns
+  // at once: open_connections() falling to 0 says the requests received
+  // before it are all answered. Stop() afterwards closes what is left.
+  // Idempotent; does nothing before Start() or after Stop().
+  void BeginDrain();
+
   // Stops accepting, closes every connection, and joins the io threads.
   // Requests still waiting for their handler are abandoned: a later answer
   // is dropped. Idempotent.
@@ -65,6 +95,11 @@ class Server {
 
   // The bound port (useful with port 0).
   int port() const { return port_; }
+  // Connections accepted and not yet closed.
+  int open_connections() const;
+  // The connection cap in force (ServerOptions::max_connections, or half the
+  // descriptor limit if that is lower).
+  int max_connections() const;
 
  private:
   Server(std::shared_ptr<internal::ServerCore> core, int port);

@@ -2,12 +2,17 @@
 #include "http/server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -17,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "http/client.h"
@@ -54,6 +60,61 @@ std::string RawExchange(int port, const std::string& bytes, size_t read_limit = 
   }
   close(fd);
   return out;
+}
+
+// A plain socket connected to the server on `port`; -1 if refused.
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, absl::string_view bytes) {
+  return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+}
+
+// Reads from `fd` until the server closes it (*closed) or nothing comes for
+// `limit`.
+std::string ReadUntilClosed(int fd, Nanos limit, bool* closed) {
+  timeval wait{static_cast<time_t>(limit / kSecond),
+               static_cast<suseconds_t>(limit % kSecond / kMicrosecond)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  std::string out;
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n > 0) {
+      out.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    *closed = n == 0 || errno == ECONNRESET;
+    return out;
+  }
+}
+
+// Reads one answer's head (for answers without a body).
+std::string ReadHead(int fd) {
+  std::string out;
+  char c;
+  while (!absl::EndsWith(out, "\r\n\r\n") && recv(fd, &c, 1, 0) == 1) out.push_back(c);
+  return out;
+}
+
+// Polls `done` until it holds; false after 20 s (far beyond a working host).
+bool Eventually(const std::function<bool()>& done) {
+  const Nanos give_up = SteadyClock::Get()->Now() + 20 * kSecond;
+  while (!done()) {
+    if (SteadyClock::Get()->Now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 std::string PatternBody(size_t bytes) {
@@ -426,6 +487,149 @@ TEST_F(ServerTest, IdleTimeoutClosesSilentAndStalledConnections) {
             "");
 }
 
+// A peer that connects and sends nothing, or half a header, is closed after
+// the header timeout, long before the idle timeout; a kept-alive connection
+// waiting between requests is not, until its next header starts and stalls.
+TEST_F(ServerTest, HeaderTimeoutClosesStalledHeadersOnly) {
+  ServerOptions options;
+  options.header_timeout = 200 * kMillisecond;  // idle_timeout stays 60 s
+  StartServer(options);
+  const Clock* clock = SteadyClock::Get();
+  for (const std::string sent : {"", "GET /headers HTTP/1.1\r\nX-Te"}) {
+    const Nanos start = clock->Now();
+    int fd = Connect(server_->port());
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, sent));
+    bool closed = false;
+    EXPECT_EQ(ReadUntilClosed(fd, 20 * kSecond, &closed), "");
+    close(fd);
+    EXPECT_TRUE(closed) << "still open after 20 s, having sent '" << sent << "'";
+    EXPECT_GE(clock->Now() - start, 200 * kMillisecond);
+  }
+  int fd = Connect(server_->port());
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(SendAll(fd, "GET /empty HTTP/1.1\r\nHost: x\r\n\r\n"));
+    EXPECT_THAT(ReadHead(fd), StartsWith("HTTP/1.1 204")) << "request " << i;
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // three header timeouts
+  }
+  const Nanos start = clock->Now();
+  ASSERT_TRUE(SendAll(fd, "GET /emp"));
+  bool closed = false;
+  EXPECT_EQ(ReadUntilClosed(fd, 20 * kSecond, &closed), "");
+  close(fd);
+  EXPECT_TRUE(closed);
+  EXPECT_GE(clock->Now() - start, 200 * kMillisecond);
+}
+
+// Past the cap a connection is answered 503 and closed at once; the
+// connections admitted before it are still served.
+TEST_F(ServerTest, ConnectionCapRefusesTheExcessAndKeepsServing) {
+  ServerOptions options;
+  options.max_connections = 4;
+  StartServer(options);
+  ASSERT_EQ(server_->max_connections(), 4);
+  std::unique_ptr<Client> client = NewClient();
+  ASSERT_TRUE(client->Send("GET", "/headers").ok());
+  std::vector<int> half_open;
+  for (int i = 0; i < 3; ++i) {
+    half_open.push_back(Connect(server_->port()));
+    ASSERT_GE(half_open.back(), 0);
+    ASSERT_TRUE(SendAll(half_open.back(), "GET /head"));
+  }
+  ASSERT_TRUE(Eventually([&] { return server_->open_connections() == 4; }))
+      << server_->open_connections();
+  for (int i = 0; i < 50; ++i) {
+    std::string reply = RawExchange(server_->port(), "");
+    EXPECT_THAT(reply, StartsWith("HTTP/1.1 503")) << "connection " << i;
+    EXPECT_THAT(reply, HasSubstr("limit of 4 open connections")) << "connection " << i;
+    EXPECT_LE(server_->open_connections(), 4);
+  }
+  absl::StatusOr<Response> served = client->Send("GET", "/headers");
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(served->status, 200);
+  EXPECT_EQ(client->connections_opened(), 1);
+  for (int fd : half_open) close(fd);
+  ASSERT_TRUE(Eventually([&] { return server_->open_connections() == 1; }));
+  absl::StatusOr<Response> after = NewClient()->Send("GET", "/headers");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->status, 200);
+}
+
+// Every descriptor the server opens is close-on-exec: a child process (the
+// controller starts workers and variant generators) inherits neither the
+// listener nor a client's connection.
+TEST_F(ServerTest, NoChildProcessInheritsTheListenerOrAConnection) {
+  StartServer();
+  std::unique_ptr<Client> client = NewClient();
+  ASSERT_TRUE(client->Send("GET", "/headers").ok());  // the server keeps this one open
+  std::vector<int> server_fds;  // bound to the server's port: the listener and that connection
+  DIR* dir = opendir("/proc/self/fd");
+  ASSERT_NE(dir, nullptr);
+  while (dirent* entry = readdir(dir)) {
+    const int fd = std::atoi(entry->d_name);
+    sockaddr_in addr{};
+    socklen_t length = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0 &&
+        addr.sin_family == AF_INET && ntohs(addr.sin_port) == server_->port()) {
+      server_fds.push_back(fd);
+    }
+  }
+  closedir(dir);
+  ASSERT_EQ(server_fds.size(), 2u);
+  std::string script;
+  for (int fd : server_fds) absl::StrAppend(&script, "[ -e /proc/self/fd/", fd, " ] && exit 1; ");
+  script += "exit 0";
+  std::string shell = "/bin/sh", flag = "-c";
+  char* argv[] = {shell.data(), flag.data(), script.data(), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv, environ), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "a child process inherited one of the server's sockets";
+}
+
+// BeginDrain: new connections are refused and idle ones closed; a request
+// in its handler is answered, one already sent behind it gets 503, and
+// then nothing is left open.
+TEST_F(ServerTest, DrainAnswersWhatItHoldsAndRefusesTheRest) {
+  StartServer();
+  std::unique_ptr<Client> idle = NewClient();
+  ASSERT_TRUE(idle->Send("GET", "/headers").ok());
+  int busy = Connect(server_->port());
+  ASSERT_GE(busy, 0);
+  ASSERT_TRUE(SendAll(
+      busy, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\nGET /headers HTTP/1.1\r\nHost: x\r\n\r\n"));
+  parked_notification_.WaitForNotification();
+  ASSERT_EQ(server_->open_connections(), 2);
+
+  server_->BeginDrain();
+  EXPECT_TRUE(Eventually([&] { return server_->open_connections() == 1; }))
+      << "the idle connection stayed open";
+  EXPECT_TRUE(Eventually([&] {
+    const int fd = Connect(server_->port());
+    if (fd >= 0) close(fd);
+    return fd < 0;
+  })) << "new connections are still accepted";
+  EXPECT_FALSE(idle->Send("GET", "/headers").ok());
+  {
+    absl::MutexLock lock(&mu_);
+    std::move(parked_)(Response::Text(200, "held"));
+  }
+  bool closed = false;
+  const std::string replies = ReadUntilClosed(busy, 20 * kSecond, &closed);
+  close(busy);
+  EXPECT_TRUE(closed);
+  EXPECT_THAT(replies, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(replies, HasSubstr("\r\n\r\nheld"));
+  const size_t refused = replies.find("HTTP/1.1 503");
+  ASSERT_NE(refused, std::string::npos) << replies;
+  EXPECT_THAT(replies.substr(refused), HasSubstr("Connection: close"));
+  EXPECT_THAT(replies.substr(refused), HasSubstr("shutting down"));
+  EXPECT_TRUE(Eventually([&] { return server_->open_connections() == 0; }));
+}
+
 TEST_F(ServerTest, HugeHeaderIs431) {
   StartServer();
   std::string reply = RawExchange(
@@ -525,6 +729,16 @@ TEST_F(ServerTest, CreateReportsBadConfiguration) {
   zero_threads.address = "127.0.0.1:0";
   zero_threads.threads = 0;
   EXPECT_FALSE(Server::Create(zero_threads, Router()).ok());
+  ServerOptions no_connections;
+  no_connections.address = "127.0.0.1:0";
+  no_connections.max_connections = 0;
+  EXPECT_EQ(Server::Create(no_connections, Router()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ServerOptions no_header_time;
+  no_header_time.address = "127.0.0.1:0";
+  no_header_time.header_timeout = 0;
+  EXPECT_EQ(Server::Create(no_header_time, Router()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ServerTest, ServerNeverStartedStopsCleanly) {

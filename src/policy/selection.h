@@ -30,8 +30,8 @@
 //     option (smallest summed relative shortfall, see SelectionDecision).
 //  4. Cold: the feasible option with the lowest load_ms + LatencyAt(1)
 //     (ties: price, variant id, type id) that has no load under way (no
-//     loading instance of the variant on a worker of that type: a second
-//     load would only finish later) and has a placement: the accepting
+//     loading instance of the variant on an accepting worker of that type:
+//     a second load would only finish later) and has a placement: the accepting
 //     worker of its type with the lowest utilisation (ties: lower id) that
 //     has free memory for it and does not already hold the variant. If
 //     now + load_ms + LatencyAt(1) <= deadline: kLoadAndServe. (The wait

@@ -161,7 +161,8 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       for (InstanceId i = 0; i < live.instance_slots(); ++i) {
         under_way |= live.has_instance(i) && live.instance(i).variant == x.variant &&
                      live.instance(i).state == InstanceState::kInactive &&
-                     live.worker(live.instance(i).worker).type == x.type;
+                     live.worker(live.instance(i).worker).type == x.type &&
+                     live.worker(live.instance(i).worker).accepting;
       }
       EXPECT_FALSE(under_way && other == d.load.option) << "second load of the same option";
       if (under_way) continue;

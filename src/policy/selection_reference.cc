@@ -143,7 +143,7 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
       if (!live.has_instance(i)) continue;
       const LiveInstance& in = live.instance(i);
       loading |= in.variant == o.variant && in.state == InstanceState::kInactive &&
-                 live.worker(in.worker).type == o.type;
+                 live.worker(in.worker).type == o.type && live.worker(in.worker).accepting;
     }
     if (loading) {
       under_way = true;

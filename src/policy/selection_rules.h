@@ -116,13 +116,18 @@ bool CanPlace(const LiveState& live, WorkerId w, const Option& o) {
          !live.Hosts(w, o.variant);
 }
 
-// Whether a load of `o` (its variant on its type) is already under way: a
-// second one would only finish later, so step 4 does not plan it.
+// Whether a load of `o` (its variant on its type) is already under way on an
+// accepting worker: a second one would only finish later, so step 4 does not
+// plan it. A load on a worker that is not accepting (draining, or a call to
+// it failed) will serve nothing.
 template <typename Option>
 bool LoadUnderWay(const LiveState& live, const Option& o) {
   for (InstanceId i : live.instances_of_variant(o.variant)) {
     const LiveInstance& in = live.instance(i);
-    if (in.state == InstanceState::kInactive && live.worker(in.worker).type == o.type) return true;
+    const LiveWorker& worker = live.worker(in.worker);
+    if (in.state == InstanceState::kInactive && worker.type == o.type && worker.accepting) {
+      return true;
+    }
   }
   return false;
 }

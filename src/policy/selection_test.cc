@@ -313,6 +313,19 @@ TEST_F(SelectionTest, NoSecondLoadWhileOneIsUnderWay) {
   EXPECT_FALSE(d.load.valid());
 }
 
+// A load on a worker that stopped accepting (a call to it failed) will
+// serve nothing, so the same load is planned on another worker.
+TEST_F(SelectionTest, ALoadOnAWorkerNotAcceptingIsPlannedAgainElsewhere) {
+  WorkerId lost = Worker(small_, 0.1);
+  WorkerId other = Worker(small_, 0.2);
+  Instance(opt_, lost, InstanceState::kInactive);
+  live_.SetAccepting(lost, false);
+  SelectionDecision d = Decide(Request(1000, 0.9, 0.05));
+  EXPECT_EQ(d.outcome, O::kLoadAndServe);
+  EXPECT_EQ(ServingVariant(d), opt_);
+  EXPECT_EQ(d.load.worker, other);
+}
+
 TEST_F(SelectionTest, UnsatisfiableAccuracyNamesTheMostAccurate) {
   SelectionRequest r = Request(50, 0.95);
   SelectionDecision d = Decide(r);

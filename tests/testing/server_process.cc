@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -37,6 +38,21 @@ std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
   }
   closedir(proc);
   return pids;
+}
+
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    absl::StatusOr<std::string> stat = ReadFileToString(task.path().string() + "/stat");
+    if (!stat.ok()) return false;
+    // The state follows the command name, which is in parentheses.
+    const size_t paren = stat->rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
+    const char state = (*stat)[paren + 2];
+    if (state != 'T' && state != 't') return false;
+  }
+  return !ec;
 }
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
@@ -123,6 +139,22 @@ absl::Status ServerProcess::Stop() {
     waitpid(pid_, nullptr, 0);
   }
   pid_ = 0;
+  return CheckNothingLeft();
+}
+
+absl::StatusOr<int> ServerProcess::AwaitExit() {
+  if (pid_ == 0) return absl::FailedPreconditionError("the server is not running");
+  int status = 0;
+  if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 120)) {
+    return absl::DeadlineExceededError("the server did not exit within 120 s");
+  }
+  pid_ = 0;
+  absl::Status left = CheckNothingLeft();
+  if (!left.ok()) return left;
+  return status;
+}
+
+absl::Status ServerProcess::CheckNothingLeft() {
   // Workers are started with the data directory in their arguments.
   if (WaitUntil([&] { return ProcessesMentioning(options_.data_dir).empty(); }, 30)) {
     return absl::OkStatus();

@@ -35,6 +35,12 @@ class ServerProcess {
   // remains. Returns an error naming any survivor.
   absl::Status Stop();
 
+  // Waits for a server the test has signalled itself to exit, then checks
+  // as Stop() does that nothing it started remains; returns the exit status
+  // (as waitpid reports it). Sends nothing: a second SIGTERM would cut a
+  // drain short.
+  absl::StatusOr<int> AwaitExit();
+
   const std::string& url() const { return url_; }
   // host:port of the gRPC front-end.
   const std::string& grpc_address() const { return grpc_address_; }
@@ -75,6 +81,8 @@ class ServerProcess {
 
  private:
   ServerProcess() = default;
+  // After the server exited: that no process it started remains.
+  absl::Status CheckNothingLeft();
 
   ServerOptions options_;
   pid_t pid_ = 0;
@@ -89,5 +97,10 @@ std::string MaitreBinary();
 
 // Pids of live processes whose command line mentions `needle`.
 std::vector<pid_t> ProcessesMentioning(const std::string& needle);
+
+// Whether every thread of `pid` has stopped (state 't' or 'T'). kill(SIGSTOP)
+// returns before a multi-threaded process has stopped: a thread running on
+// another core finishes what it is doing first.
+bool AllThreadsStopped(pid_t pid);
 
 }  // namespace maitre::testing

@@ -1,9 +1,28 @@
 #include "controller/dataplane/cluster.h"
 
+#include <algorithm>
+
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
 
 namespace maitre::controller {
+namespace {
+
+// Marks a status as a worker's loss (the payload's presence is the mark).
+constexpr absl::string_view kWorkerLostPayload = "maitre.dev/worker-lost";
+
+}  // namespace
+
+absl::Status WorkerLostError(absl::string_view message) {
+  absl::Status status = absl::UnavailableError(message);
+  status.SetPayload(kWorkerLostPayload, absl::Cord());
+  return status;
+}
+
+bool IsWorkerLost(const absl::Status& status) {
+  return status.GetPayload(kWorkerLostPayload).has_value();
+}
 
 HeldReplicas HeldBy(const InstanceView& instance) {
   HeldReplicas held;
@@ -81,8 +100,8 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
   auto it = workers_.find(report.worker_id);
   if (it == workers_.end()) return false;
   Worker& w = it->second;
-  if (w.unreachable) {
-    w.unreachable = false;  // it answered after all
+  if (w.view.unreachable) {
+    w.view.unreachable = false;  // it answered after all
     if (w.live != policy::kNoId) live_.SetAccepting(w.live, true);
   }
   const Nanos previous_report = w.view.last_report;
@@ -152,8 +171,8 @@ void Cluster::NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> wait
   if (view.id.empty()) return;
   spdlog::warn("worker {} ({}) removed: {}", view.id, view.address, reason);
   for (LoadWaiter& w : waiters) {
-    std::move(w)(absl::UnavailableError(
-        absl::StrCat("worker ", view.id, " was lost while loading: ", reason)));
+    std::move(w)(
+        WorkerLostError(absl::StrCat("worker ", view.id, " was lost while loading: ", reason)));
   }
   std::vector<std::function<void(const WorkerView&)>> callbacks;
   {
@@ -199,18 +218,23 @@ void Cluster::OnWorkerRemoved(std::function<void(const WorkerView&)> callback) {
 void Cluster::MarkUnreachable(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
-  if (it == workers_.end() || it->second.unreachable) return;
-  it->second.unreachable = true;
-  if (it->second.live != policy::kNoId) live_.SetAccepting(it->second.live, false);
-  spdlog::warn("worker {} unreachable: no queries go there until it reports", worker_id);
+  if (it != workers_.end()) MarkUnreachableLocked(it->second);
 }
 
-std::optional<Route> Cluster::PickReady(const VariantKey& key) {
+void Cluster::MarkUnreachableLocked(Worker& worker) {
+  if (worker.view.unreachable) return;
+  worker.view.unreachable = true;
+  if (worker.live != policy::kNoId) live_.SetAccepting(worker.live, false);
+  spdlog::warn("worker {} unreachable: no queries go there until it reports", worker.view.id);
+}
+
+std::optional<Route> Cluster::PickReady(const VariantKey& key,
+                                        const std::vector<std::string>& avoid) {
   absl::MutexLock lock(&mu_);
   Worker* best = nullptr;
   InstanceRecord* best_instance = nullptr;
   for (auto& [id, w] : workers_) {
-    if (w.unreachable) continue;
+    if (w.view.unreachable || std::find(avoid.begin(), avoid.end(), id) != avoid.end()) continue;
     auto it = w.instances.find(key);
     if (it == w.instances.end() || it->second.phase != InstancePhase::kReady) continue;
     // Fewest in flight per replica; the worker's reported queue breaks ties.
@@ -242,9 +266,11 @@ void Cluster::Release(const std::string& worker_id, const VariantKey& key) {
   }
 }
 
-bool Cluster::WaitForLoad(const VariantKey& key, LoadWaiter& waiter) {
+bool Cluster::WaitForLoad(const VariantKey& key, LoadWaiter& waiter,
+                          const std::vector<std::string>& avoid) {
   absl::MutexLock lock(&mu_);
   for (auto& [id, w] : workers_) {
+    if (w.view.unreachable || std::find(avoid.begin(), avoid.end(), id) != avoid.end()) continue;
     auto it = w.instances.find(key);
     if (it != w.instances.end() && it->second.phase == InstancePhase::kLoading) {
       it->second.waiters.push_back(std::move(waiter));
@@ -275,7 +301,7 @@ absl::Status Cluster::BeginLoad(const std::string& worker_id, const VariantKey& 
       return absl::OkStatus();
     }
   }
-  absl::Status gone = absl::UnavailableError(absl::StrCat("worker ", worker_id, " is gone"));
+  absl::Status gone = WorkerLostError(absl::StrCat("worker ", worker_id, " is gone"));
   if (waiter) std::move(waiter)(gone);
   return gone;
 }
@@ -291,7 +317,18 @@ void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
     if (it == w->second.instances.end()) return;
     InstanceRecord& inst = it->second;
     waiters.swap(inst.waiters);
-    if (inst.resizing) {
+    if (status.code() == absl::StatusCode::kUnavailable) {
+      // The worker could not be reached: its loss, not the variant's.
+      MarkUnreachableLocked(w->second);
+      status = WorkerLostError(
+          absl::StrCat("loading ", key.ToString(), " on ", worker_id, ": ", status.message()));
+      if (inst.resizing) {
+        inst.resizing = false;
+      } else if (inst.phase == InstancePhase::kLoading) {
+        LiveRemoveInstanceLocked(inst);
+        w->second.instances.erase(it);
+      }
+    } else if (inst.resizing) {
       // A ready instance changed its replicas (or kept the old ones if that
       // failed); it served throughout.
       inst.resizing = false;
@@ -371,6 +408,13 @@ std::vector<WorkerView> Cluster::Snapshot() const {
 size_t Cluster::worker_count() const {
   absl::MutexLock lock(&mu_);
   return workers_.size();
+}
+
+size_t Cluster::reachable_worker_count() const {
+  absl::MutexLock lock(&mu_);
+  size_t reachable = 0;
+  for (const auto& [id, w] : workers_) reachable += w.view.unreachable ? 0 : 1;
+  return reachable;
 }
 
 }  // namespace maitre::controller

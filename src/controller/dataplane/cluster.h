@@ -78,6 +78,9 @@ struct WorkerView {
   std::optional<Nanos> idle_since;
   double cpu_utilisation = 0;
   double memory_mb = 0;
+  // A call to it failed as if it were gone (Cluster::MarkUnreachable): no
+  // query or load goes there until it reports again.
+  bool unreachable = false;
   std::vector<InstanceView> instances;
 };
 
@@ -107,6 +110,13 @@ struct Route {
 };
 
 using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
+
+// What a load's waiters are told when the load ended because its worker was
+// lost (a call to it failed as unreachable, or it left the cluster) rather
+// than because the variant failed to load: UNAVAILABLE, marked so that a
+// query waiting on it may choose again elsewhere (IsWorkerLost).
+absl::Status WorkerLostError(absl::string_view message);
+bool IsWorkerLost(const absl::Status& status);
 
 // A load the selection policy asked for: the cluster has already marked it
 // loading; the caller sends the Load to the worker.
@@ -153,7 +163,7 @@ class Cluster {
                                         const std::string& call_token = "");
   // Updates a worker's figures; false when the worker is unknown.
   bool ApplyReport(const WorkerReport& report);
-  // Forgets a worker. Its loading instances' waiters get UNAVAILABLE.
+  // Forgets a worker. Its loading instances' waiters get a WorkerLostError.
   void RemoveWorker(const std::string& worker_id, absl::string_view reason);
   // A call to the worker failed as if it were gone: no query is routed
   // there (nor load placed) until its next report shows it alive, so a
@@ -167,14 +177,17 @@ class Cluster {
 
   // ---- data path ----
   // The ready instance of `key` with the fewest queries in flight, counting
-  // this query; nullopt when none is ready.
-  std::optional<Route> PickReady(const VariantKey& key);
+  // this query, on a reachable worker not in `avoid` (those the query was
+  // already lost on); nullopt when none is ready.
+  std::optional<Route> PickReady(const VariantKey& key, const std::vector<std::string>& avoid = {});
   void Release(const std::string& worker_id, const VariantKey& key);
 
   // ---- loading ----
-  // Where `key` is loading, if anywhere: adds `waiter` there and returns
-  // true. Otherwise returns false and keeps `waiter`.
-  bool WaitForLoad(const VariantKey& key, LoadWaiter& waiter);
+  // Where `key` is loading on a reachable worker not in `avoid`, if
+  // anywhere: adds `waiter` there and returns true. Otherwise returns false
+  // and keeps `waiter`.
+  bool WaitForLoad(const VariantKey& key, LoadWaiter& waiter,
+                   const std::vector<std::string>& avoid = {});
   // Marks `key` as loading on `worker_id` with `replicas` replicas and a
   // first waiter (may be null). An instance already ready there is resized
   // instead: it stays ready and keeps serving while the worker changes its
@@ -182,7 +195,11 @@ class Cluster {
   // returned.
   absl::Status BeginLoad(const std::string& worker_id, const VariantKey& key,
                          LoadWaiter waiter, int replicas = 1);
-  // Ends a load; waiters are told (outside the lock).
+  // Ends a load; waiters are told (outside the lock). A load that failed
+  // with UNAVAILABLE (the worker could not be reached) is the worker's loss,
+  // not the variant's: the worker is marked unreachable, the instance
+  // forgotten (its next report is the truth), no load failure is recorded
+  // against the variant, and the waiters get a WorkerLostError.
   void FinishLoad(const std::string& worker_id, const VariantKey& key, absl::Status status);
   // Marks an instance as being unloaded: no query is routed to it, and the
   // worker's reports (which still list it) do not bring it back.
@@ -204,12 +221,17 @@ class Cluster {
   void SetRouteWeights(const std::vector<control::RouteWeight>& weights);
   // Runs the selection policy for one query. When the query must wait for a
   // load (an instance still loading, or one the decision starts), `waiter`
-  // is moved into that load and `waiting_for_load` is set.
-  SelectionResult Select(const policy::SelectionRequest& request, LoadWaiter& waiter);
+  // is moved into that load and `waiting_for_load` is set. The workers in
+  // `avoid` (those the query was already lost on) are hidden from the
+  // decision as if they were not accepting.
+  SelectionResult Select(const policy::SelectionRequest& request, LoadWaiter& waiter,
+                         const std::vector<std::string>& avoid = {});
 
   std::shared_ptr<WorkerApi> Api(const std::string& worker_id) const;
   std::vector<WorkerView> Snapshot() const;
   size_t worker_count() const;
+  // Workers not marked unreachable.
+  size_t reachable_worker_count() const;
 
  private:
   struct InstanceRecord {
@@ -231,7 +253,6 @@ class Cluster {
     std::shared_ptr<WorkerApi> api;
     std::map<VariantKey, InstanceRecord> instances;
     policy::WorkerId live = policy::kNoId;
-    bool unreachable = false;  // MarkUnreachable until its next report
   };
 
   // Live-view bookkeeping (cluster_selection.cc); all under mu_.
@@ -241,6 +262,7 @@ class Cluster {
   void LiveRemoveInstanceLocked(InstanceRecord& inst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LiveApplyReportLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double FreeMemoryLocked(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MarkUnreachableLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerView ViewOf(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the worker and returns what is left to do outside the lock.

@@ -32,7 +32,7 @@ void Cluster::LiveAddWorkerLocked(Worker& worker) {
   policy::WorkerTypeId type = index_->FindType(worker.view.type.name);
   if (type == policy::kNoId) return;
   worker.live = live_.AddWorker(
-      {type, worker.view.cpu_utilisation, FreeMemoryLocked(worker), !worker.unreachable});
+      {type, worker.view.cpu_utilisation, FreeMemoryLocked(worker), !worker.view.unreachable});
   worker_by_live_[worker.live] = worker.view.id;
 }
 
@@ -150,14 +150,27 @@ void Cluster::SetRouteWeights(const std::vector<control::RouteWeight>& weights) 
   live_.SetRouteWeights(live);
 }
 
-SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWaiter& waiter) {
+SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWaiter& waiter,
+                                const std::vector<std::string>& avoid) {
   absl::MutexLock lock(&mu_);
   SelectionResult result;
   if (index_ == nullptr) {
     result.decision.outcome = policy::SelectionOutcome::kUnsatisfiable;
     return result;
   }
+  // The workers the query was lost on are not accepting for this decision
+  // (the lock keeps every other decision from seeing them so).
+  std::vector<policy::WorkerId> hidden;
+  for (const std::string& id : avoid) {
+    auto w = workers_.find(id);
+    if (w == workers_.end() || w->second.live == policy::kNoId || w->second.view.unreachable) {
+      continue;  // gone, or not accepting anyway
+    }
+    live_.SetAccepting(w->second.live, false);
+    hidden.push_back(w->second.live);
+  }
   result.decision = router_->Route(*index_, live_, request);
+  for (policy::WorkerId id : hidden) live_.SetAccepting(id, true);
   const policy::SelectionDecision& d = result.decision;
   if (d.serving != policy::kNoId) {
     result.variant = index_->variant(index_->option(d.serving).variant).key;

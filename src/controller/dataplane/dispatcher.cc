@@ -31,6 +31,9 @@ struct Dispatcher::Query {
   bool best_effort = false;  // no latency objective
   int retries_left = 0;
   bool waited_for_load = false;
+  // Workers this query was lost on (their call failed as unreachable): it
+  // is never sent, nor waits for a load, there again.
+  std::vector<std::string> lost_on;
   std::atomic<bool> finished{false};
   // The deadline timer's entry (0: none yet), cancelled once answered.
   // Atomic because the timer's own closure may answer before Infer stores it.
@@ -178,6 +181,7 @@ absl::Status Dispatcher::Choose(Query& query, const VariantKey& key) {
 }
 
 void Dispatcher::Attempt(std::shared_ptr<Query> query) {
+  if (query->finished.load(std::memory_order_acquire)) return;  // its deadline answered it
   if (options_.clock->Now() >= query->deadline) {
     return Finish(query, absl::DeadlineExceededError(
                              "the deadline passed before an instance could run the query"));
@@ -208,10 +212,9 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
   request.now = options_.clock->Now();
   request.deadline = query->deadline;
   LoadWaiter waiter = [this, query](absl::Status status) mutable {
-    if (!status.ok()) return Finish(query, status);
-    Attempt(std::move(query));
+    OnLoadDone(std::move(query), std::move(status));
   };
-  SelectionResult result = options_.cluster->Select(request, waiter);
+  SelectionResult result = options_.cluster->Select(request, waiter, query->lost_on);
   if (result.load.has_value()) {
     const CatalogModel* model = query->catalog->FindModel(result.load->variant.model);
     const CatalogVariant* variant =
@@ -237,6 +240,10 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
       }
       return Finish(query, absl::FailedPreconditionError(result.explanation));
     case SelectionOutcome::kUnavailable:
+      if (result.decision.unavailable == policy::UnavailableReason::kNoRoom &&
+          WorkersOnTheirWay()) {
+        return AttemptLater(std::move(query), options_.worker_wait_poll);
+      }
       CountRefused(*query);
       return Finish(query, result.decision.unavailable == policy::UnavailableReason::kDeadline
                                ? absl::DeadlineExceededError(result.explanation)
@@ -275,7 +282,7 @@ void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
                                           "' has no ready variant yet")));
   }
   const VariantKey& key = query->variant->spec.key;
-  if (std::optional<Route> route = options_.cluster->PickReady(key)) {
+  if (std::optional<Route> route = options_.cluster->PickReady(key, query->lost_on)) {
     return Send(std::move(query), *std::move(route));
   }
   if (query->waited_for_load && query->retries_left-- <= 0) {
@@ -283,10 +290,40 @@ void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
                              absl::StrCat(key.ToString(), " was loaded but is gone again")));
   }
   query->waited_for_load = true;
-  options_.placer->EnsureLoaded(*query->variant, [this, query](absl::Status status) mutable {
-    if (!status.ok()) return Finish(query, status);
-    Attempt(std::move(query));
-  });
+  LoadWaiter waiter = [this, query](absl::Status status) mutable {
+    OnLoadDone(std::move(query), std::move(status));
+  };
+  if (options_.placer->EnsureLoaded(*query->variant, waiter, query->lost_on)) return;
+  if (WorkersOnTheirWay()) {
+    query->waited_for_load = false;  // it waits for a worker, not a load
+    return AttemptLater(std::move(query), options_.worker_wait_poll);
+  }
+  Finish(query, absl::UnavailableError(absl::StrCat("no worker can take ", key.ToString(),
+                                                    options_.cluster->worker_count() == 0
+                                                        ? ": no workers are registered yet"
+                                                        : ": every worker is full")));
+}
+
+bool Dispatcher::WorkersOnTheirWay() const {
+  return options_.min_workers > 0 &&
+         options_.cluster->reachable_worker_count() < static_cast<size_t>(options_.min_workers);
+}
+
+void Dispatcher::AttemptLater(std::shared_ptr<Query> query, Nanos after) {
+  deadline_timer_->Schedule(options_.clock->Now() + after,
+                            [this, query]() mutable { Attempt(std::move(query)); });
+}
+
+void Dispatcher::OnLoadDone(std::shared_ptr<Query> query, absl::Status status) {
+  if (status.ok()) return Attempt(std::move(query));
+  if (IsWorkerLost(status) && query->retries_left-- > 0) {
+    query->waited_for_load = false;  // that load is gone, not loaded and gone again
+    // Not from here: a waiter may be told under its caller's lock (the
+    // placer's, when the chosen worker left before its load began), which
+    // choosing again would take once more.
+    return AttemptLater(std::move(query), 0);
+  }
+  Finish(query, status);
 }
 
 void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
@@ -311,28 +348,7 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
       [this, query, key, worker = route.worker_id,
        worker_type = route.worker_type](absl::StatusOr<WorkerReply> reply) mutable {
         options_.cluster->Release(worker, key);
-        if (!reply.ok()) {
-          absl::StatusCode code = reply.status().code();
-          // NOT_FOUND: the worker no longer holds the instance (it restarted);
-          // UNAVAILABLE: the worker is unreachable. Both can succeed elsewhere.
-          if (code == absl::StatusCode::kNotFound) options_.cluster->RemoveInstance(worker, key);
-          // The retry must not go back to a worker that cannot be reached.
-          if (code == absl::StatusCode::kUnavailable) options_.cluster->MarkUnreachable(worker);
-          if ((code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnavailable) &&
-              query->retries_left-- > 0) {
-            return Attempt(std::move(query));  // the policy chooses again
-          }
-          if (code == absl::StatusCode::kNotFound) {
-            return Finish(query, absl::UnavailableError(reply.status().message()));
-          }
-          if (code == absl::StatusCode::kDeadlineExceeded) {
-            return Finish(query, absl::DeadlineExceededError(absl::StrCat(
-                                     DeadlinePassed(query->deadline, query->received,
-                                                    absl::StrCat(key.ToString(), " on ", worker)),
-                                     " (", reply.status().message(), ")")));
-          }
-          return Finish(query, reply.status());
-        }
+        if (!reply.ok()) return OnSendFailed(std::move(query), key, worker, reply.status());
         InferResponse response;
         response.model_name = query->model->name;
         response.model_version = key.variant;
@@ -354,6 +370,34 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
         response.timings.batch_size = reply->batch_size;
         Finish(query, std::move(response));
       });
+}
+
+void Dispatcher::OnSendFailed(std::shared_ptr<Query> query, const VariantKey& key,
+                              const std::string& worker, const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      // The worker no longer holds the instance (unloaded, or the worker
+      // restarted): the policy chooses again.
+      options_.cluster->RemoveInstance(worker, key);
+      if (query->retries_left-- > 0) return Attempt(std::move(query));
+      return Finish(query, absl::UnavailableError(status.message()));
+    case absl::StatusCode::kUnavailable:
+      // The worker could not be reached (it died, or its connection broke):
+      // no query goes there until it reports again, and this one never.
+      options_.cluster->MarkUnreachable(worker);
+      query->lost_on.push_back(worker);
+      if (query->retries_left-- > 0) return Attempt(std::move(query));
+      return Finish(query, absl::UnavailableError(absl::StrCat(
+                               key.ToString(), " on ", worker, " could not be reached (",
+                               status.message(), "), and the query has no retry left")));
+    case absl::StatusCode::kDeadlineExceeded:
+      return Finish(query, absl::DeadlineExceededError(absl::StrCat(
+                               DeadlinePassed(query->deadline, query->received,
+                                              absl::StrCat(key.ToString(), " on ", worker)),
+                               " (", status.message(), ")")));
+    default:
+      return Finish(query, status);
+  }
 }
 
 void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result) {

@@ -2,7 +2,8 @@
 // (docs/architecture.md, "How a query travels"): resolve what the query names
 // (an app, a model, or one variant), check its inputs, let the selection policy
 // choose the variant and instance (or a load), send it with its deadline, and
-// retry once elsewhere if the worker is lost on the way. Until a model's
+// choose again, elsewhere, if the worker is lost on the way (docs/architecture.md,
+// "When a worker is lost"). Until a model's
 // variants are profiled, the policy has nothing to price or time them with;
 // such queries go to the model's registered variant, loaded on demand.
 //
@@ -53,8 +54,18 @@ class Dispatcher {
     // adds this allowance for the front-end and network hops, which no
     // profile sees.
     Nanos serving_allowance = 2 * kMillisecond;
-    // Sends after the first when a worker is lost mid-query.
-    int max_retries = 1;
+    // Attempts after the first when a worker is lost under a query: a call
+    // to it failed as unreachable, it no longer held the instance, or the
+    // load the query waited for was lost with it. Each chooses again,
+    // never on a worker the query was lost on, and only before the deadline.
+    int max_retries = 3;
+    // Workers the provider keeps running (the sum of `maitre serve
+    // --workers`). While fewer are registered and reachable, replacements
+    // are on their way: a query that no worker can take now tries again
+    // every worker_wait_poll until its deadline rather than being refused.
+    // 0: queries never wait for workers.
+    int min_workers = 0;
+    Nanos worker_wait_poll = 50 * kMillisecond;
     // Workers aim to answer this long before a query's deadline: the reply's
     // trip back plus scheduling delay on a busy host.
     Nanos reply_margin = kMillisecond;
@@ -84,6 +95,19 @@ class Dispatcher {
   // the inputs against that model the first time.
   absl::Status Choose(Query& query, const VariantKey& key);
   void Send(std::shared_ptr<Query> query, Route route);
+  // The worker's call for `query` failed: choose again where another
+  // instance may succeed, else answer the failure.
+  void OnSendFailed(std::shared_ptr<Query> query, const VariantKey& key, const std::string& worker,
+                    const absl::Status& status);
+  // A load `query` waited for ended: choose again if it succeeded, or if it
+  // was lost with its worker while a retry is left; else answer its error.
+  void OnLoadDone(std::shared_ptr<Query> query, absl::Status status);
+  // Whether workers the provider keeps running are missing (lost, and their
+  // replacements not yet joined).
+  bool WorkersOnTheirWay() const;
+  // Attempts `query` again `after` from now, on a timer thread (its
+  // deadline still answers it if nothing can take it in time).
+  void AttemptLater(std::shared_ptr<Query> query, Nanos after);
   // Answers `query` unless it was answered already (the deadline timer and
   // the worker's reply race; the first wins).
   void Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result);

@@ -62,12 +62,14 @@ std::vector<Placer::ReplicaPlacement> Placer::PlaceReplicas(const CatalogVariant
   return placed;
 }
 
-std::string Placer::ChooseWorker(const CatalogVariant& variant) const {
+std::string Placer::ChooseWorker(const CatalogVariant& variant,
+                                 const std::vector<std::string>& avoid) const {
   // Online placement: the least utilised worker whose memory still fits the
   // variant's profiled footprint, with fewer instances breaking ties.
   std::string best;
   double best_score = std::numeric_limits<double>::infinity();
   for (const WorkerView& w : options_.cluster->Snapshot()) {
+    if (w.unreachable || std::find(avoid.begin(), avoid.end(), w.id) != avoid.end()) continue;
     const Profile* profile = variant.ProfileOn(w.type.name);
     double need_mb = profile != nullptr ? profile->memory_mb() : 0;
     if (w.type.memory_mb > 0 && w.memory_mb + need_mb > w.type.memory_mb) continue;
@@ -99,30 +101,26 @@ void Placer::Unload(const std::string& worker_id, const VariantKey& key) {
   });
 }
 
-void Placer::EnsureLoaded(const CatalogVariant& variant, LoadWaiter done) {
+bool Placer::EnsureLoaded(const CatalogVariant& variant, LoadWaiter& done,
+                          const std::vector<std::string>& avoid) {
   const VariantKey& key = variant.spec.key;
   std::string worker;
   {
     absl::MutexLock lock(&mu_);
-    if (options_.cluster->WaitForLoad(key, done)) return;
+    if (options_.cluster->WaitForLoad(key, done, avoid)) return true;
     if (auto failure = options_.cluster->LastLoadFailure(key);
         failure.has_value() && options_.clock->Now() - failure->first < options_.failure_backoff) {
       std::move(done)(absl::UnavailableError(
           absl::StrCat(key.ToString(), " could not be loaded: ", failure->second)));
-      return;
+      return true;
     }
-    worker = ChooseWorker(variant);
-    if (worker.empty()) {
-      std::move(done)(absl::UnavailableError(absl::StrCat(
-          "no worker can take ", key.ToString(),
-          options_.cluster->worker_count() == 0 ? ": no workers are registered yet"
-                                                : ": every worker is full")));
-      return;
-    }
+    worker = ChooseWorker(variant, avoid);
+    if (worker.empty()) return false;
     absl::Status begun = options_.cluster->BeginLoad(worker, key, std::move(done));
-    if (!begun.ok()) return;  // the worker vanished; its waiters were told
+    if (!begun.ok()) return true;  // the worker vanished; its waiters were told
   }
   StartLoad(worker, variant, 1);
+  return true;
 }
 
 void Placer::LoadOn(const std::string& worker_id, const CatalogVariant& variant, int replicas,

@@ -30,8 +30,13 @@ class Placer {
   explicit Placer(Options options) : options_(options) {}
 
   // Joins the load of `variant` in progress, or starts one on the best
-  // worker. `done` learns how the load ended.
-  void EnsureLoaded(const CatalogVariant& variant, LoadWaiter done);
+  // worker; neither on a worker in `avoid` (those the query was already
+  // lost on). `done` is taken and learns how the load ended (at once if the
+  // variant's last load failed moments ago). Returns false, leaving `done`
+  // with the caller, when no worker can take the variant now: none that is
+  // reachable and not in `avoid` has the memory.
+  bool EnsureLoaded(const CatalogVariant& variant, LoadWaiter& done,
+                    const std::vector<std::string>& avoid = {});
 
   // Loads `variant` on a given worker (autoscaling, tests); `done` may be
   // null.
@@ -43,9 +48,11 @@ class Placer {
   void Unload(const std::string& worker_id, const VariantKey& key);
 
   // The worker a query's on-demand load of `variant` should go to, or "" if
-  // none has the memory: the least utilised. Cores are not counted: an idle
-  // instance costs none, and the autoscalers own capacity.
-  std::string ChooseWorker(const CatalogVariant& variant) const;
+  // none has the memory: the least utilised reachable one not in `avoid`.
+  // Cores are not counted: an idle instance costs none, and the autoscalers
+  // own capacity.
+  std::string ChooseWorker(const CatalogVariant& variant,
+                           const std::vector<std::string>& avoid = {}) const;
 
   // A new replica's destination and the replica count to set there.
   struct ReplicaPlacement {

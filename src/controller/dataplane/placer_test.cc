@@ -62,7 +62,15 @@ TEST_F(PlaceReplicasTest, SeveralReplicasSpreadOnlyWhenTheyMustAndStayOnTheType)
   EXPECT_EQ(Place(5), (std::map<std::string, int>{{a_, 2}, {b_, 1}}));
 }
 
-
+// An on-demand load goes neither to a worker a call found unreachable nor to
+// one the query was already lost on.
+TEST_F(PlaceReplicasTest, OnDemandLoadsSkipUnreachableAndAvoidedWorkers) {
+  EXPECT_EQ(placer_.ChooseWorker(variant_), a_);  // idle and empty
+  cluster_.MarkUnreachable(a_);
+  EXPECT_EQ(placer_.ChooseWorker(variant_), small_);
+  EXPECT_EQ(placer_.ChooseWorker(variant_, {small_}), b_);
+  EXPECT_EQ(placer_.ChooseWorker(variant_, {small_, b_}), "");
+}
 
 TEST_F(PlaceReplicasTest, CountsReplicasAlreadyHeldThere) {
   const VariantKey key = variant_.spec.key;

@@ -18,7 +18,12 @@ grpc::ServerUnaryReactor* GrpcFrontend::ServerLive(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* GrpcFrontend::ServerReady(grpc::CallbackServerContext* context,
                                                     const inference::ServerReadyRequest*,
                                                     inference::ServerReadyResponse* response) {
-  response->set_ready(o_.cluster->worker_count() > 0);
+  bool draining = false;
+  {
+    absl::MutexLock lock(&mu_);
+    draining = draining_;
+  }
+  response->set_ready(!draining && o_.cluster->worker_count() > 0);
   auto* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
@@ -93,6 +98,19 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
     reactor->Finish(rpc::ToGrpc(parsed.status()));
     return reactor;
   }
+  bool draining = false;
+  {
+    absl::MutexLock lock(&mu_);
+    draining = draining_;
+    if (!draining) ++in_flight_;
+  }
+  if (draining) {
+    absl::Status refused = absl::UnavailableError(
+        "the server is shutting down and takes no new requests; send this one to another server");
+    o_.metrics->RecordQuery("", "", refused, nullptr);
+    reactor->Finish(rpc::ToGrpc(refused));
+    return reactor;
+  }
   InferTarget target;
   target.app = parsed->app;
   if (target.app.empty() || !request.model_name().empty()) {
@@ -102,19 +120,32 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
   }
   o_.dispatcher->Infer(
       std::move(target), *std::move(parsed), received,
-      [reactor, response_bytes](absl::StatusOr<InferResponse> result) {
+      [this, reactor, response_bytes](absl::StatusOr<InferResponse> result) {
         if (!result.ok()) {
           reactor->Finish(rpc::ToGrpc(result.status()));
-          return;
+        } else {
+          inference::ModelInferResponse response;
+          ToModelInferResponse(*std::move(result), &response);
+          bool own = false;
+          reactor->Finish(grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(
+              response, response_bytes, &own));
         }
-        inference::ModelInferResponse response;
-        ToModelInferResponse(*std::move(result), &response);
-        bool own = false;
-        grpc::Status status = grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(
-            response, response_bytes, &own);
-        reactor->Finish(status);
+        // Finished calls are still sent when the gRPC server shuts down, so
+        // the drain need not wait for the bytes.
+        absl::MutexLock lock(&mu_);
+        --in_flight_;
       });
   return reactor;
+}
+
+void GrpcFrontend::BeginDrain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+}
+
+int GrpcFrontend::in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
 }
 
 }  // namespace maitre::controller

@@ -4,13 +4,16 @@
 // finishes when the answer comes back, holding no thread meanwhile.
 // ModelInfer takes its request as raw bytes and parses them itself, so that
 // a malformed protobuf is answered INVALID_ARGUMENT with a message (gRPC's
-// own deserializer would answer a bare status).
+// own deserializer would answer a bare status). While the controller drains
+// (BeginDrain) new inferences are answered UNAVAILABLE and those in flight
+// finish.
 //
 // Thread-safety: thread-safe.
 #pragma once
 
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
@@ -52,8 +55,17 @@ class GrpcFrontend final
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
 
+  // From now on ModelInfer answers UNAVAILABLE and ServerReady says not
+  // ready; inferences already received go on. Idempotent.
+  void BeginDrain();
+  // ModelInfer calls handed to the dispatcher and not yet answered.
+  int in_flight() const;
+
  private:
   const Options o_;
+  mutable absl::Mutex mu_;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace maitre::controller

@@ -164,6 +164,10 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);  // the controller died before prctl
+    // A process group of its own: a terminal's Ctrl-C (SIGINT to the whole
+    // foreground group) then reaches the controller alone, which drains the
+    // requests in flight before it stops the workers.
+    setpgid(0, 0);
     int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);

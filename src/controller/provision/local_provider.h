@@ -2,7 +2,9 @@
 // pinned to cores, and keeps the requested number of each worker type
 // running. A worker that exits is replaced, with a growing pause if it keeps
 // dying young. Workers die with the controller (PR_SET_PDEATHSIG), so nothing
-// is left running if the controller is killed.
+// is left running if the controller is killed, and each runs in a process
+// group of its own, so a terminal's Ctrl-C stops them only through the
+// controller's drain. They inherit no descriptor of the controller's.
 //
 // All forking happens on the provider's own thread: PR_SET_PDEATHSIG fires
 // when the *thread* that forked exits, so that thread must live as long as

@@ -1,0 +1,218 @@
+// The dispatcher when a worker is lost under a query (docs/architecture.md,
+// "When a worker is lost"): the query is sent again to another instance,
+// loaded there if need be, never to the worker it was lost on; a load lost
+// with its worker is not held against the variant; and while the provider's
+// replacements are on their way, a query no worker can take waits for one.
+// The workers are in-process stand-ins that answer or fail as told.
+#include "controller/dataplane/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/notification.h"
+#include "controller/dataplane/selection_catalogue.h"
+#include "controller/registry/registry.h"
+#include "controller/registry/registry_test_util.h"
+#include "core/work_queue.h"
+
+namespace maitre::controller {
+namespace {
+
+const VariantKey kKey{"m", "v"};
+
+// A worker process in miniature: answers queries and loads, or fails them
+// as an unreachable one does (UNAVAILABLE, as gRPC reports a dead peer).
+struct StandIn {
+  std::atomic<bool> dead{false};
+  std::atomic<int> infers{0};
+  std::atomic<int> loads{0};
+};
+
+class StandInApi final : public WorkerApi {
+ public:
+  explicit StandInApi(StandIn* worker) : worker_(worker) {}
+  void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>, const InferOptions&,
+             WorkerReplyCallback done) override {
+    ++worker_->infers;
+    if (worker_->dead) return std::move(done)(absl::UnavailableError("Socket closed"));
+    WorkerReply reply;
+    reply.outputs.push_back({"logits", DataType::kFp32, {1, 10}, std::string(40, '\0')});
+    std::move(done)(std::move(reply));
+  }
+  absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
+                                  const std::vector<LatencyPoint>&) override {
+    ++worker_->loads;
+    if (worker_->dead) return absl::UnavailableError("failed to connect to all addresses");
+    return LoadResult{1, 10};
+  }
+  absl::Status Unload(const VariantKey&) override { return absl::OkStatus(); }
+  absl::StatusOr<Profile> ProfileVariant(const VariantSpec&, const ProfileRequest&) override {
+    return absl::UnimplementedError("no profiling here");
+  }
+  absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
+    return absl::UnimplementedError("no evaluation here");
+  }
+
+ private:
+  StandIn* worker_;
+};
+
+class DispatcherWorkerLossTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto registry = registry::Registry::Open({dir_.File("registry.db")});
+    ASSERT_TRUE(registry.ok()) << registry.status();
+    registry_ = *std::move(registry);
+    ASSERT_TRUE(registry_->PutApp({"a", {}}).ok());
+    namespace util = registry::test_util;
+    ASSERT_TRUE(registry_
+                    ->RegisterModel(util::MakeModel("a", kKey.model, "m"),
+                                    {util::MakeVariant(kKey.model, kKey.variant, Runtime::kOpenCv)})
+                    .ok());
+    ASSERT_TRUE(registry_->PutProfile(util::MakeProfile(kKey.model, kKey.variant, "small")).ok());
+    ASSERT_TRUE(catalog_.Reload(*registry_).ok());
+
+    Cluster::Options cluster;
+    cluster.types = WorkerTypeTable({{"small", 1, 4096, 0.1}});
+    cluster.connect = [this](const std::string& address) {
+      return std::make_unique<StandInApi>(&workers_[address]);
+    };
+    cluster_ = std::make_unique<Cluster>(cluster);
+    auto index = BuildSelectionIndex(*catalog_.Get(), cluster.types, nullptr);
+    ASSERT_TRUE(index.ok()) << index.status();
+    cluster_->SetSelectionIndex(std::make_shared<const policy::SelectionIndex>(*std::move(index)),
+                                ModelSloMs(*catalog_.Get()));
+    placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), &control_});
+  }
+
+  void MakeDispatcher(int min_workers = 0) {
+    Dispatcher::Options options;
+    options.catalog = &catalog_;
+    options.cluster = cluster_.get();
+    options.placer = placer_.get();
+    options.default_timeout = 20 * kSecond;
+    options.min_workers = min_workers;
+    dispatcher_ = std::make_unique<Dispatcher>(options);
+  }
+
+  // Registers the stand-in at `address`; with `loaded`, kKey is ready there.
+  std::string AddWorker(const std::string& address, bool loaded) {
+    workers_[address];  // exists before the cluster connects to it
+    auto id = cluster_->AddWorker("small", address, 0, "");
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (loaded) {
+      EXPECT_TRUE(cluster_->BeginLoad(*id, kKey, nullptr).ok());
+      cluster_->FinishLoad(*id, kKey, absl::OkStatus());
+    }
+    return *id;
+  }
+
+  // Sends one query (an image) for model m; `done` gets its answer.
+  void Send(InferDone done) {
+    InferRequest request;
+    request.inputs.push_back(
+        {"input", DataType::kFp32, {1, 1, 28, 28}, std::string(784 * 4, '\0')});
+    dispatcher_->Infer({"", kKey.model, ""}, std::move(request), SteadyClock::Get()->Now(),
+                       std::move(done));
+  }
+
+  // Sends one query and waits for its answer.
+  absl::StatusOr<InferResponse> Query() {
+    absl::Notification answered;
+    absl::StatusOr<InferResponse> result;
+    Send([&](absl::StatusOr<InferResponse> r) {
+      result = std::move(r);
+      answered.Notify();
+    });
+    answered.WaitForNotification();
+    return result;
+  }
+
+  bool Unreachable(const std::string& id) {
+    for (const WorkerView& w : cluster_->Snapshot()) {
+      if (w.id == id) return w.unreachable;
+    }
+    return false;
+  }
+
+  registry::test_util::TempDir dir_;
+  std::unique_ptr<registry::Registry> registry_;
+  Catalog catalog_;
+  std::map<std::string, StandIn> workers_;  // by address; never erased, so stable
+  std::unique_ptr<Cluster> cluster_;
+  WorkQueue control_{1};
+  std::unique_ptr<Placer> placer_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(DispatcherWorkerLossTest, AQueryLostWithItsWorkerIsServedElsewhereAndNeverSentBack) {
+  MakeDispatcher();
+  const std::string lost = AddWorker("lost", /*loaded=*/true);
+  const std::string other = AddWorker("other", /*loaded=*/false);
+  workers_["lost"].dead = true;
+
+  absl::StatusOr<InferResponse> answer = Query();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->timings.worker, other);
+  EXPECT_EQ(workers_["lost"].infers, 1);
+  EXPECT_EQ(workers_["other"].loads, 1);  // loaded there for the query
+  EXPECT_TRUE(Unreachable(lost));
+  // Later queries go straight to the other worker.
+  for (int i = 0; i < 3; ++i) {
+    answer = Query();
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_EQ(answer->timings.worker, other);
+  }
+  EXPECT_EQ(workers_["lost"].infers, 1);
+}
+
+TEST_F(DispatcherWorkerLossTest,
+       ALoadLostWithItsWorkerIsTriedElsewhereAndNotHeldAgainstTheVariant) {
+  MakeDispatcher();
+  const std::string lost = AddWorker("lost", /*loaded=*/false);  // the first choice: lowest id
+  const std::string other = AddWorker("other", /*loaded=*/false);
+  workers_["lost"].dead = true;
+
+  absl::StatusOr<InferResponse> answer = Query();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->timings.worker, other);
+  EXPECT_EQ(workers_["lost"].loads, 1);
+  EXPECT_EQ(workers_["lost"].infers, 0);
+  EXPECT_TRUE(Unreachable(lost));
+  EXPECT_FALSE(cluster_->LastLoadFailure(kKey).has_value());
+}
+
+TEST_F(DispatcherWorkerLossTest, WithNoWorkerLeftAQueryWaitsForTheReplacement) {
+  MakeDispatcher(/*min_workers=*/1);
+  AddWorker("lost", /*loaded=*/true);
+  workers_["lost"].dead = true;
+  absl::Notification answered;
+  absl::StatusOr<InferResponse> answer;
+  Send([&](absl::StatusOr<InferResponse> r) {
+    answer = std::move(r);
+    answered.Notify();
+  });
+  // The stand-in fails at once, so by now the query was lost there and,
+  // with nothing else to take it, waits rather than being answered.
+  EXPECT_EQ(workers_["lost"].infers, 1);
+  ASSERT_FALSE(answered.HasBeenNotified()) << answer.status();
+  const std::string replacement = AddWorker("replacement", /*loaded=*/false);
+  answered.WaitForNotification();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->timings.worker, replacement);
+}
+
+TEST_F(DispatcherWorkerLossTest, WithNoReplacementComingAQueryIsRefusedAtOnce) {
+  MakeDispatcher(/*min_workers=*/0);
+  AddWorker("lost", /*loaded=*/true);
+  workers_["lost"].dead = true;
+  absl::StatusOr<InferResponse> answer = Query();
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kUnavailable) << answer.status();
+}
+
+}  // namespace
+}  // namespace maitre::controller
