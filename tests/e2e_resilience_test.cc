@@ -100,7 +100,7 @@ class ResilienceTest : public ::testing::Test {
       const std::string id = w["id"].get<std::string>();
       if (served[id] > most) {
         most = served[id];
-        busiest = {id, w["pid"].get<pid_t>()};
+        busiest = {id, server_->WorkerPid(id).value_or(0)};
       }
     }
     return busiest;
@@ -118,7 +118,7 @@ class ResilienceTest : public ::testing::Test {
       }
     }
     for (const json& w : (*index)["workers"]) {
-      if (!id.empty() && w["id"] == id) return {id, w["pid"].get<pid_t>()};
+      if (!id.empty() && w["id"] == id) return {id, server_->WorkerPid(id).value_or(0)};
     }
     return {};
   }

@@ -78,7 +78,7 @@ class DispatcherWorkerLossTest : public ::testing::Test {
 
     Cluster::Options cluster;
     cluster.types = WorkerTypeTable({{"small", 1, 4096, 0.1}});
-    cluster.connect = [this](const std::string& address) {
+    cluster.connect = [this](const std::string& address, const std::string&) {
       return std::make_unique<StandInApi>(&workers_[address]);
     };
     cluster_ = std::make_unique<Cluster>(cluster);
