@@ -53,59 +53,51 @@ TEST(GrpcCodecTest, RefusesWhatTheHttpCodecRefuses) {
     inference::ModelInferRequest request;
     const char* says;
   };
-  std::vector<Case> cases;
-  {
+  auto with_parameter = [](const char* key, auto set) {
     inference::ModelInferRequest r = OneFp32Input();
-    r.mutable_inputs(0)->clear_name();
-    cases.push_back({"an input without a name", r, "inputs[0] needs a name"});
-  }
-  {
-    // An unbounded objective overflowed the deadline (FromMillis) later on.
-    inference::ModelInferRequest r = OneFp32Input();
-    (*r.mutable_parameters())["latency_ms"].set_double_param(
-        std::numeric_limits<double>::infinity());
-    cases.push_back({"an infinite latency objective", r, "latency_ms\" must be between"});
-  }
-  {
-    inference::ModelInferRequest r = OneFp32Input();
-    (*r.mutable_parameters())["latency_ms"].set_double_param(1e7);
-    cases.push_back({"a latency objective over an hour", r, "latency_ms\" must be between"});
-  }
-  {
-    inference::ModelInferRequest r = OneFp32Input();
-    (*r.mutable_parameters())["min_accuracy"].set_double_param(
-        std::numeric_limits<double>::quiet_NaN());
-    cases.push_back({"a NaN accuracy", r, "min_accuracy\" must be between"});
-  }
-  {
-    inference::ModelInferRequest r = OneFp32Input();
-    (*r.mutable_parameters())["max_cost"].set_int64_param(-1);
-    cases.push_back({"a negative cost", r, "max_cost\" must be between"});
-  }
-  {
-    inference::ModelInferRequest r = OneFp32Input();
-    (*r.mutable_parameters())["max_cost"].set_string_param("cheap");
-    cases.push_back({"a cost that is not a number", r, "must be a number"});
-  }
-  {
+    set(&(*r.mutable_parameters())[key]);
+    return r;
+  };
+  auto narrow_input = [](const char* dtype, auto set) {
     inference::ModelInferRequest r;
     auto* in = r.add_inputs();
-    in->set_name("i8");
-    in->set_datatype("INT8");
-    in->add_shape(2);
-    in->mutable_contents()->add_int_contents(-1);
-    in->mutable_contents()->add_int_contents(300);
-    cases.push_back({"an INT8 value of 300", r, "out of range for INT8"});
-  }
-  {
-    inference::ModelInferRequest r;
-    auto* in = r.add_inputs();
-    in->set_name("u16");
-    in->set_datatype("UINT16");
+    in->set_name("n");
+    in->set_datatype(dtype);
     in->add_shape(1);
-    in->mutable_contents()->add_uint_contents(65536);
-    cases.push_back({"a UINT16 value of 65536", r, "out of range for UINT16"});
-  }
+    set(in->mutable_contents());
+    return r;
+  };
+  using Parameter = inference::InferParameter;
+  using Contents = inference::InferTensorContents;
+  inference::ModelInferRequest unnamed = OneFp32Input();
+  unnamed.mutable_inputs(0)->clear_name();
+  std::vector<Case> cases = {
+      {"an input without a name", unnamed, "inputs[0] needs a name"},
+      // An unbounded objective overflowed the deadline (FromMillis) later on.
+      {"an infinite latency objective",
+       with_parameter(
+           "latency_ms",
+           [](Parameter* p) { p->set_double_param(std::numeric_limits<double>::infinity()); }),
+       "latency_ms\" must be between"},
+      {"a latency objective over an hour",
+       with_parameter("latency_ms", [](Parameter* p) { p->set_double_param(1e7); }),
+       "latency_ms\" must be between"},
+      {"a NaN accuracy",
+       with_parameter(
+           "min_accuracy",
+           [](Parameter* p) { p->set_double_param(std::numeric_limits<double>::quiet_NaN()); }),
+       "min_accuracy\" must be between"},
+      {"a negative cost", with_parameter("max_cost", [](Parameter* p) { p->set_int64_param(-1); }),
+       "max_cost\" must be between"},
+      {"a cost that is not a number",
+       with_parameter("max_cost", [](Parameter* p) { p->set_string_param("cheap"); }),
+       "must be a number"},
+      {"an INT8 value of 300", narrow_input("INT8", [](Contents* c) { c->add_int_contents(300); }),
+       "out of range for INT8"},
+      {"a UINT16 value of 65536",
+       narrow_input("UINT16", [](Contents* c) { c->add_uint_contents(65536); }),
+       "out of range for UINT16"},
+  };
   for (const Case& c : cases) {
     auto parsed = FromModelInferRequest(c.request);
     ASSERT_FALSE(parsed.ok()) << c.what;
