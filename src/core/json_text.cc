@@ -49,13 +49,22 @@ T Element(const Tensor& t, int64_t i) {
 
 template <typename T>
 void AppendValue(std::string* out, T v) {
+  char buf[64];
   if constexpr (std::is_floating_point_v<T>) {
     if (!std::isfinite(v)) {
       out->append("null");
       return;
     }
+    // The shortest form of a large float can be digits alone, with no point
+    // or exponent ("18446744073709551616" for 2^64): readers that hold JSON
+    // integers in 64 bits (simdjson, the server's own) refuse such a number,
+    // so beyond int64's range a float is written with an exponent.
+    if (std::fabs(v) >= 0x1p63) {
+      auto result = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+      out->append(buf, result.ptr);
+      return;
+    }
   }
-  char buf[64];
   auto result = std::to_chars(buf, buf + sizeof buf, v);
   out->append(buf, result.ptr);
 }

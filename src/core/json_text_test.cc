@@ -41,6 +41,21 @@ TEST(JsonTextTest, WritesTensorDataAsAFlatArray) {
   EXPECT_EQ(out, "[]");
 }
 
+// Found by fuzz/infer_json_fuzzer: the FP64 value 2^64 was written
+// "18446744073709551616", an integer the server's own reader refuses. Beyond
+// int64's range floats now carry an exponent; below it nothing changes.
+TEST(JsonTextTest, WritesFloatsBeyondInt64WithAnExponent) {
+  std::string out;
+  EXPECT_TRUE(AppendJsonData(
+      &out, Make<double>(DataType::kFp64, {0x1p64, -0x1p64, 0x1p63, 123456789012345680.0})));
+  EXPECT_EQ(out,
+            "[1.8446744073709552e+19,-1.8446744073709552e+19,9.223372036854776e+18,"
+            "123456789012345680]");
+  out.clear();
+  EXPECT_TRUE(AppendJsonData(&out, Make<float>(DataType::kFp32, {0x1p64f, 16777216.0f})));
+  EXPECT_EQ(out, "[1.8446744e+19,16777216]");
+}
+
 TEST(JsonTextTest, RefusesTypesWithoutJsonForm) {
   std::string out = "x";
   EXPECT_FALSE(AppendJsonData(&out, Make<uint16_t>(DataType::kFp16, {0})));

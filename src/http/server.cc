@@ -29,6 +29,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
+#include "http/beast_request.h"
 #include "http/host_port.h"
 
 namespace maitre::http {
@@ -42,7 +43,6 @@ using Strand = asio::strand<asio::io_context::executor_type>;
 
 namespace {
 
-constexpr uint32_t kHeaderLimit = 64 << 10;
 // Beast reads at most the buffer's spare capacity (but at least 512 bytes)
 // per system call and never grows a buffer that the parser drains, so the
 // initial capacity sets the read size: 64 KiB reads an 8 KB inference
@@ -307,7 +307,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     state_ = State::kReading;
     header_since_ = 0;
     parser_.emplace();
-    parser_->header_limit(kHeaderLimit);
+    parser_->header_limit(kRequestHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(core_->options.max_body_bytes));
     bhttp::async_read_header(socket_, buffer_, *parser_,
                              beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
@@ -363,8 +363,8 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
                                       "server's max_body_bytes"));
     }
     if (ec == bhttp::error::header_limit) {
-      return Refuse(431,
-                    absl::StrCat("request headers exceed the limit of ", kHeaderLimit, " bytes"));
+      return Refuse(
+          431, absl::StrCat("request headers exceed the limit of ", kRequestHeaderLimit, " bytes"));
     }
     // A peer that goes away, a timeout, or Stop(): nothing to answer.
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
@@ -384,19 +384,6 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
 
   void Dispatch() {
     auto& message = parser_->get();
-    absl::string_view target = Sv(message.target());
-    // Absolute-form ("http://host/path", sent through proxies) carries the
-    // path after the authority.
-    if (!target.empty() && target[0] != '/') {
-      size_t scheme = target.find("://");
-      if (scheme != absl::string_view::npos) {
-        size_t slash = target.find('/', scheme + 3);
-        target = slash == absl::string_view::npos ? "/" : target.substr(slash);
-      }
-    }
-    size_t question = target.find('?');
-    absl::string_view raw_path = target.substr(0, question);
-
     keep_alive_ = message.keep_alive();
     http10_ = message.version() == 10;
     state_ = State::kHandling;
@@ -405,22 +392,12 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
       return Write(Response::Error(503, kDrainingMessage));
     }
 
-    absl::StatusOr<std::string> path = PercentDecode(raw_path, /*plus_is_space=*/false);
-    if (!path.ok()) {
-      return Write(
-          Response::Error(400, absl::StrCat("malformed request path: ", path.status().message())));
+    absl::string_view raw_path;
+    absl::StatusOr<Request> request = FromBeastRequest(message, &raw_path);
+    if (!request.ok()) {
+      return Write(Response::Error(
+          400, absl::StrCat("malformed request path: ", request.status().message())));
     }
-    Request request;
-    request.method = std::string(Sv(message.method_string()));
-    request.path = *std::move(path);
-    if (question != absl::string_view::npos)
-      request.query = std::string(target.substr(question + 1));
-    request.headers.reserve(8);
-    for (const auto& field : message) {
-      request.headers.push_back(
-          {std::string(Sv(field.name_string())), std::string(Sv(field.value()))});
-    }
-    request.body = std::move(message.body());
 
     // An answer given inline is parked in deferred_ and written once the
     // handler has returned, so the write never races the handler's own
@@ -428,7 +405,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     in_handler_ = true;
     std::string failure;
     try {
-      core_->router.Route(std::move(request), Responder(shared_from_this()), raw_path);
+      core_->router.Route(*std::move(request), Responder(shared_from_this()), raw_path);
     } catch (const std::exception& e) {
       failure = e.what();
       if (failure.empty()) failure = "an exception with no message";

@@ -1,5 +1,6 @@
 #include "controller/frontend/grpc_codec.h"
 
+#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,18 @@ absl::StatusOr<int64_t> TypedContents(const InferTensorContents& c, DataType dty
         // A bool is stored as one byte, as the binary forms carry it.
         using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
         const auto& values = ContentsOf<T>(c);
+        // The narrow integer types arrive in 32-bit fields: a value they
+        // cannot hold is refused, as the JSON codec refuses it, rather than
+        // wrapped around.
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < 4) {
+          for (auto v : values) {
+            if (static_cast<int64_t>(v) < std::numeric_limits<T>::min() ||
+                static_cast<int64_t>(v) > std::numeric_limits<T>::max()) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("a value is out of range for ", DataTypeName(dtype)));
+            }
+          }
+        }
         AppendAs<Stored>(values, data);
         return static_cast<int64_t>(values.size());
       },
@@ -60,18 +73,14 @@ absl::StatusOr<int64_t> TypedContents(const InferTensorContents& c, DataType dty
       });
 }
 
-absl::Status ReadNumber(const std::string& key, const InferParameter& p,
-                        std::optional<double>* out) {
+absl::StatusOr<double> ReadNumber(const std::string& key, const InferParameter& p) {
   switch (p.parameter_choice_case()) {
     case InferParameter::kDoubleParam:
-      *out = p.double_param();
-      return absl::OkStatus();
+      return p.double_param();
     case InferParameter::kInt64Param:
-      *out = static_cast<double>(p.int64_param());
-      return absl::OkStatus();
+      return static_cast<double>(p.int64_param());
     case InferParameter::kUint64Param:
-      *out = static_cast<double>(p.uint64_param());
-      return absl::OkStatus();
+      return static_cast<double>(p.uint64_param());
     default:
       return absl::InvalidArgumentError(absl::StrCat("parameter ", key, " must be a number"));
   }
@@ -91,6 +100,9 @@ absl::StatusOr<InferRequest> FromModelInferRequest(const inference::ModelInferRe
   if (request.inputs_size() == 0) return absl::InvalidArgumentError("the request has no inputs");
   for (int i = 0; i < request.inputs_size(); ++i) {
     const auto& in = request.inputs(i);
+    if (in.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs[", i, "] needs a name"));
+    }
     Tensor t;
     t.name = in.name();
     t.dtype = ParseDataType(in.datatype());
@@ -122,26 +134,16 @@ absl::StatusOr<InferRequest> FromModelInferRequest(const inference::ModelInferRe
   }
   for (const auto& o : request.outputs()) out.outputs.push_back({o.name(), true});
   for (const auto& [key, value] : request.parameters()) {
-    absl::Status s;
     if (key == "maitre_app") {
       if (value.parameter_choice_case() != InferParameter::kStringParam) {
         return absl::InvalidArgumentError("parameter maitre_app must be a string");
       }
       out.app = value.string_param();
-    } else if (key == "latency_ms") {
-      s = ReadNumber(key, value, &out.requirements.latency_ms);
-      if (s.ok() && !(*out.requirements.latency_ms > 0)) {
-        s = absl::InvalidArgumentError("parameter latency_ms must be positive");
-      }
-    } else if (key == "min_accuracy") {
-      s = ReadNumber(key, value, &out.requirements.min_accuracy);
-      if (s.ok() && (*out.requirements.min_accuracy < 0 || *out.requirements.min_accuracy > 1)) {
-        s = absl::InvalidArgumentError("parameter min_accuracy must be between 0 and 1");
-      }
-    } else if (key == "max_cost") {
-      s = ReadNumber(key, value, &out.requirements.max_cost);
+    } else if (IsRequirementParameter(key)) {
+      absl::StatusOr<double> number = ReadNumber(key, value);
+      if (!number.ok()) return number.status();
+      if (absl::Status s = SetRequirement(key, *number, &out.requirements); !s.ok()) return s;
     }
-    if (!s.ok()) return s;
   }
   return out;
 }

@@ -11,8 +11,10 @@
 namespace maitre::controller {
 
 // Reads typed contents or raw_input_contents, checks every size against
-// shape × datatype, and reads the model-less parameters (maitre_app,
-// latency_ms, min_accuracy, max_cost). InvalidArgument names the fault.
+// shape × datatype and every typed value against its datatype's range, and
+// reads the model-less parameters (maitre_app, and latency_ms, min_accuracy,
+// max_cost through SetRequirement, in the ranges the HTTP codec accepts).
+// InvalidArgument names the fault.
 absl::StatusOr<InferRequest> FromModelInferRequest(const inference::ModelInferRequest& request);
 
 // Writes outputs as raw_output_contents (the form standard clients read)

@@ -1,7 +1,9 @@
 #include "controller/frontend/infer_codec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include <simdjson.h>
@@ -102,7 +104,8 @@ absl::Status AppendData(element e, DataType dtype, const std::string& name, std:
 
 // Parses one input. For a binary input, sets *binary_size and leaves the
 // tensor's data empty for the caller to fill from the body's tail.
-absl::StatusOr<Tensor> ParseInput(element e, size_t index, int64_t* binary_size) {
+// `json_size` is the length of the JSON text the input came from.
+absl::StatusOr<Tensor> ParseInput(element e, size_t index, size_t json_size, int64_t* binary_size) {
   *binary_size = -1;
   std::string where = absl::StrCat("inputs[", index, "]");
   if (e.type() != element_type::OBJECT) return Invalid(where, " must be an object");
@@ -150,9 +153,14 @@ absl::StatusOr<Tensor> ParseInput(element e, size_t index, int64_t* binary_size)
   if (o["data"].get(data) != simdjson::SUCCESS) {
     return Invalid("input '", t.name, "' needs \"data\" (or binary_data_size)");
   }
+  // Room for the values up front, but only as many as the JSON text can
+  // hold (each takes two bytes at least, a digit and a separator): the
+  // shape is the client's claim, and a few bytes claiming [2147483647]
+  // must not cost gigabytes before the count check refuses them.
   size_t elem = DataTypeSize(t.dtype);
-  if (elem > 0 && expected > 0 && expected < (int64_t{1} << 31)) {
-    t.data.reserve(static_cast<size_t>(expected) * elem);
+  const int64_t most = static_cast<int64_t>(json_size / 2 + 1);
+  if (elem > 0 && expected > 0) {
+    t.data.reserve(static_cast<size_t>(std::min(expected, most)) * elem);
   }
   int64_t count = 0;
   absl::Status s = AppendData(data, t.dtype, t.name, &t.data, &count);
@@ -162,6 +170,9 @@ absl::StatusOr<Tensor> ParseInput(element e, size_t index, int64_t* binary_size)
                    absl::StrCat("': shape ", ShapeToString(t.shape), " needs ", expected,
                                 " values but data has ", count));
   }
+  // An empty "data" holds no value to refuse, so a datatype with no fixed
+  // size (BYTES) would pass the checks above.
+  if (absl::Status valid = t.Validate(); !valid.ok()) return valid;
   return t;
 }
 
@@ -169,7 +180,7 @@ absl::Status ParseParameters(element e, InferRequest* request) {
   if (e.type() != element_type::OBJECT) return Invalid("\"parameters\" must be an object");
   object o = e;
   for (auto [key, value] : o) {
-    auto read = [&](std::optional<double>* field, double lo, double hi) -> absl::Status {
+    if (IsRequirementParameter(Sv(key))) {
       double v = 0;
       if (value.get(v) != simdjson::SUCCESS) {
         int64_t iv = 0;
@@ -178,20 +189,7 @@ absl::Status ParseParameters(element e, InferRequest* request) {
         }
         v = static_cast<double>(iv);
       }
-      if (!(v >= lo && v <= hi)) {
-        return Invalid("parameter \"", Sv(key),
-                       absl::StrCat("\" must be between ", lo, " and ", hi));
-      }
-      *field = v;
-      return absl::OkStatus();
-    };
-    absl::Status s;
-    if (key == "latency_ms") {
-      s = read(&request->requirements.latency_ms, 0.001, 3.6e6);
-    } else if (key == "min_accuracy") {
-      s = read(&request->requirements.min_accuracy, 0, 1);
-    } else if (key == "max_cost") {
-      s = read(&request->requirements.max_cost, 0, 1e9);
+      if (absl::Status s = SetRequirement(Sv(key), v, &request->requirements); !s.ok()) return s;
     } else if (key == "maitre_app") {
       std::string_view app;
       if (value.get(app) != simdjson::SUCCESS) {
@@ -207,7 +205,6 @@ absl::Status ParseParameters(element e, InferRequest* request) {
     }
     // Other parameters are carried by the protocol for other servers'
     // extensions; ignoring them keeps standard clients working.
-    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -230,7 +227,40 @@ void AppendTensorData(std::string* out, const Tensor& t) {
   out->push_back(']');
 }
 
+// The requirements a request's parameters may set, and the values Maitre
+// accepts for each.
+struct RequirementParameter {
+  absl::string_view key;
+  double lo;
+  double hi;
+  std::optional<double> Requirements::*field;
+};
+constexpr RequirementParameter kRequirementParameters[] = {
+    {"latency_ms", 0.001, 3.6e6, &Requirements::latency_ms},
+    {"min_accuracy", 0, 1, &Requirements::min_accuracy},
+    {"max_cost", 0, 1e9, &Requirements::max_cost},
+};
+
 }  // namespace
+
+bool IsRequirementParameter(absl::string_view key) {
+  for (const RequirementParameter& p : kRequirementParameters) {
+    if (p.key == key) return true;
+  }
+  return false;
+}
+
+absl::Status SetRequirement(absl::string_view key, double value, Requirements* requirements) {
+  for (const RequirementParameter& p : kRequirementParameters) {
+    if (p.key != key) continue;
+    if (!(value >= p.lo && value <= p.hi)) {  // NaN too
+      return Invalid("parameter \"", key, absl::StrCat("\" must be between ", p.lo, " and ", p.hi));
+    }
+    requirements->*p.field = value;
+    return absl::OkStatus();
+  }
+  return Invalid("parameter \"", key, "\" is not a requirement");
+}
 
 absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, int64_t json_length) {
   absl::string_view json_part = body;
@@ -268,7 +298,7 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, int64_t j
   size_t offset = json_part.size();
   for (element e : inputs) {
     int64_t binary_size = -1;
-    auto t = ParseInput(e, index++, &binary_size);
+    auto t = ParseInput(e, index++, json_part.size(), &binary_size);
     if (!t.ok()) return t.status();
     if (binary_size >= 0) {
       if (json_length < 0) {

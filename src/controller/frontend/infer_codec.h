@@ -58,6 +58,17 @@ struct InferResponse {
 // with a sentence that names the field at fault.
 absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, int64_t json_length);
 
+// Whether a request parameter named `key` sets one of the query's
+// Requirements: latency_ms, min_accuracy or max_cost.
+bool IsRequirementParameter(absl::string_view key);
+
+// Sets the requirement `key` names to `value`, which must lie in the range
+// Maitre accepts for it (docs/api.md): latency_ms 0.001 to 3.6e6 (an hour),
+// min_accuracy 0 to 1, max_cost 0 to 1e9; otherwise InvalidArgument naming
+// the parameter and its range. The HTTP and gRPC codecs both read
+// requirements through here, so that they accept the same queries.
+absl::Status SetRequirement(absl::string_view key, double value, Requirements* requirements);
+
 struct EncodedResponse {
   std::string body;
   int64_t json_length = -1;  // set when binary outputs follow the JSON

@@ -1,5 +1,10 @@
 #include "controller/frontend/infer_codec.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -56,6 +61,9 @@ TEST(InferCodecTest, RejectsBadRequestsWithAReason) {
            {R"({"inputs":[{"name":"x","datatype":"INT32","shape":[1],"data":[1.5]}]})",
             "integers"},
            {R"({"inputs":[{"name":"x","datatype":"FP16","shape":[1],"data":[1]}]})", "binary"},
+           // Found by fuzz/infer_json_fuzzer: no value, so nothing refused BYTES.
+           {R"({"inputs":[{"name":"e","datatype":"BYTES","shape":[0,5],"data":[]}]})",
+            "BYTES is not supported"},
            {R"({"parameters":{"min_accuracy":2},"inputs":[]})", "min_accuracy"},
            {R"({"parameters":{"latency_ms":"fast"},"inputs":[]})", "latency_ms"},
            {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],
@@ -69,6 +77,39 @@ TEST(InferCodecTest, RejectsBadRequestsWithAReason) {
     EXPECT_NE(r.status().message().find(c.says), std::string::npos)
         << c.body << " -> " << r.status().message();
   }
+}
+
+// The address space this process has mapped, from /proc/self/statm.
+size_t MappedBytes() {
+  unsigned long pages = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+  std::fclose(f);
+  return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// A shape is only the client's claim: 80 bytes declaring 2^31 - 1 FP64
+// values (16 GiB) are refused without first making room for them (found by
+// fuzz/infer_json_fuzzer). The parse runs in a child that may map 1 GiB
+// more than it has, so that an allocation sized by the shape fails on any
+// host, however much memory it has.
+TEST(InferCodecDeathTest, ReservesNoMoreThanTheBodyCanHold) {
+  const std::string body =
+      R"({"inputs":[{"name":"x","datatype":"FP64","shape":[2147483647],"data":[1]}]})";
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        limit.rlim_cur = MappedBytes() + (size_t{1} << 30);
+        setrlimit(RLIMIT_AS, &limit);
+        auto r = ParseInferRequest(body, -1);
+        const bool refused =
+            !r.ok() && r.status().code() == absl::StatusCode::kInvalidArgument &&
+            r.status().message().find("needs 2147483647 values") != absl::string_view::npos;
+        std::_Exit(refused ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(InferCodecTest, BinaryDataExtensionRoundTrips) {
