@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data_type_visit.h"
+#include "core/finite.h"
 
 namespace maitre::controller {
 namespace {
@@ -91,6 +92,9 @@ absl::StatusOr<InferRequest> FromModelInferRequest(const inference::ModelInferRe
   if (request.inputs_size() == 0) return absl::InvalidArgumentError("the request has no inputs");
   for (int i = 0; i < request.inputs_size(); ++i) {
     const auto& in = request.inputs(i);
+    if (in.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs[", i, "] needs a name"));
+    }
     Tensor t;
     t.name = in.name();
     t.dtype = ParseDataType(in.datatype());
@@ -118,6 +122,9 @@ absl::StatusOr<InferRequest> FromModelInferRequest(const inference::ModelInferRe
       }
     }
     if (absl::Status s = t.Validate(); !s.ok()) return s;
+    if (absl::Status s = CheckFinite(t); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", in.name(), "': ", s.message()));
+    }
     out.inputs.push_back(std::move(t));
   }
   for (const auto& o : request.outputs()) out.outputs.push_back({o.name(), true});
