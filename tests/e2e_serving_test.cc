@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -211,7 +212,26 @@ TEST_F(ServingTest, EveryBadInputGetsAClearErrorAndTheServerKeepsServing) {
     std::string body;
     int status;
     std::string says;  // a fragment of the error message
+    int64_t json_length = -1;  // Inference-Header-Content-Length when >= 0
   };
+  // The binary-data extension: one image whose element 100 is `value`.
+  auto binary = [](float value) {
+    std::string header = R"({"inputs":[{"name":"input","datatype":"FP32","shape":[1,1,28,28],)"
+                         R"("parameters":{"binary_data_size":3136}}]})";
+    std::vector<float> image(784, 0.5f);
+    image[100] = value;
+    return std::pair{header + std::string(reinterpret_cast<const char*>(image.data()), 3136),
+                     static_cast<int64_t>(header.size())};
+  };
+  auto [nan_body, nan_header] = binary(NAN);
+  auto [inf_body, inf_header] = binary(-INFINITY);
+  std::string misnamed = good;
+  misnamed.replace(misnamed.find(R"("name":"input")"), 14, R"("name":"INPUT__0")");
+  std::string past_fp32 = good;
+  past_fp32.replace(past_fp32.find("\"data\":[") + 8, 0, "1e39,");
+  past_fp32 = past_fp32.substr(0, past_fp32.rfind(',')) + "]}]}";
+  std::string both = good;
+  both.replace(both.find(R"("data")"), 0, R"("parameters":{"binary_data_size":3136},)");
   std::string wrong_shape = good;
   wrong_shape.replace(wrong_shape.find("[1,1,28,28]"), 11, "[1,784]");
   std::string wrong_dtype = good;
@@ -233,9 +253,20 @@ TEST_F(ServingTest, EveryBadInputGetsAClearErrorAndTheServerKeepsServing) {
       {"unknown variant", "/v2/models/fmnist-logreg:tensorrt/infer", good, 404, "tensorrt"},
       {"unknown output", infer,
        good.substr(0, good.size() - 1) + R"(,"outputs":[{"name":"probs"}]})", 400, "probs"},
+      {"wrong input name", infer, misnamed, 400,
+       "no input named 'input' (it has 'INPUT__0')"},
+      {"a value past FP32", infer, past_fp32, 400, "out of range for FP32"},
+      {"data and binary_data_size", infer, both, 400, "both \"data\" and binary_data_size"},
+      {"NaN in binary data", infer, nan_body, 400, "element 100 of row 0 is NaN", nan_header},
+      {"-Inf in binary data", infer, inf_body, 400, "element 100 of row 0 is -Inf", inf_header},
   };
   for (const Case& c : cases) {
-    auto r = server->Post(c.path, c.body);
+    auto r = c.json_length < 0
+                 ? server->Post(c.path, c.body)
+                 : server->client().Send("POST", c.path, c.body,
+                                         {{"Content-Type", "application/octet-stream"},
+                                          {"Inference-Header-Content-Length",
+                                           absl::StrCat(c.json_length)}});
     ASSERT_TRUE(r.ok()) << c.name << ": " << r.status();
     EXPECT_EQ(r->status, c.status) << c.name << ": " << r->body;
     json j = json::parse(r->body, nullptr, false);
@@ -253,6 +284,21 @@ TEST_F(ServingTest, EveryBadInputGetsAClearErrorAndTheServerKeepsServing) {
   auto text_model = server->Register("fashion", "broken", text_file, "", "");
   EXPECT_EQ(text_model->status, 400) << text_model->body;
   EXPECT_NE(text_model->body.find("TorchScript"), std::string::npos) << text_model->body;
+  // A zip archive passes the controller's look and fails on the worker,
+  // whose message names the variant, not where the worker caches files.
+  std::string zip_file = data.path() + "/not-torchscript.pt";
+  ASSERT_TRUE(runtime::testing::RunPython(data.path(), R"py(
+import zipfile
+with zipfile.ZipFile("not-torchscript.pt", "w") as z:
+    z.writestr("archive/data.pkl", b"not a pickle")
+)py")
+                  .ok());
+  auto zip_model = server->Register("fashion", "zipped", zip_file, "", "");
+  EXPECT_EQ(zip_model->status, 400) << zip_model->body;
+  EXPECT_NE(zip_model->body.find("'zipped:torch' is not a TorchScript model"), std::string::npos)
+      << zip_model->body;
+  EXPECT_EQ(zip_model->body.find("worker-cache"), std::string::npos) << zip_model->body;
+  EXPECT_EQ(zip_model->body.find(data.path()), std::string::npos) << zip_model->body;
   std::string bad_valset = data.path() + "/bad-valset.npz";
   Tensor flat{"inputs", DataType::kFp32, {3, 784}, std::string(3 * 784 * 4, '\0')};
   Tensor labels{"labels", DataType::kInt64, {3}, std::string(3 * 8, '\0')};

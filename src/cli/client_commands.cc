@@ -77,9 +77,28 @@ json TensorData(const Tensor& t) {
   return json(std::vector<int>(static_cast<size_t>(std::max<int64_t>(0, t.NumElements())), 0));
 }
 
+// The names of the inputs the query's target takes: the model's, or those of
+// the app's first model (as `maitre bench` reads them).
+absl::StatusOr<std::vector<std::string>> TargetInputNames(ApiClient& api, const InferArgs& args) {
+  MAITRE_ASSIGN_OR_RETURN(json target,
+                          api.Get(args.app.empty() ? absl::StrCat("/v2/models/", args.model)
+                                                   : absl::StrCat("/v2/apps/", args.app)));
+  std::vector<std::string> names;
+  const json models = target.value("models", json::array());
+  if (!args.app.empty() && (!models.is_array() || models.empty())) return names;
+  const json& model = args.app.empty() ? target : models[0];
+  for (const json& input : model.value("inputs", json::array())) {
+    names.push_back(input.value("name", ""));
+  }
+  return names;
+}
+
 // A v2 request body from an input file: a .json request as it is, or the
-// arrays of a .npz (all but "labels", which is returned for comparison).
-absl::StatusOr<std::string> RequestBody(const InferArgs& args, std::vector<int64_t>* labels) {
+// arrays of a .npz (all but "labels", which is returned for comparison). A
+// lone array (a validation set's "inputs") takes the name of the target's
+// lone input: the server does not guess which input a misnamed tensor is.
+absl::StatusOr<std::string> RequestBody(ApiClient& api, const InferArgs& args,
+                                        std::vector<int64_t>* labels) {
   MAITRE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(args.input));
   json request;
   if (absl::EndsWith(args.input, ".json")) {
@@ -104,6 +123,10 @@ absl::StatusOr<std::string> RequestBody(const InferArgs& args, std::vector<int64
     }
     if (request["inputs"].empty()) {
       return absl::InvalidArgumentError(absl::StrCat(args.input, " holds no input arrays"));
+    }
+    if (request["inputs"].size() == 1) {
+      MAITRE_ASSIGN_OR_RETURN(std::vector<std::string> names, TargetInputNames(api, args));
+      if (names.size() == 1) request["inputs"][0]["name"] = names[0];
     }
   }
   json& params = request["parameters"];
@@ -253,7 +276,7 @@ int RunInfer(const InferArgs& args) {
   auto api = ApiClient::Connect(args.server);
   if (!api.ok()) return Fail(api.status());
   std::vector<int64_t> labels;
-  auto body = RequestBody(args, &labels);
+  auto body = RequestBody(*api, args, &labels);
   if (!body.ok()) return Fail(body.status());
   std::string path = args.app.empty() ? absl::StrCat("/v2/models/", args.model, "/infer")
                                       : absl::StrCat("/v2/apps/", args.app, "/infer");

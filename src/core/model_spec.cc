@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace maitre {
 namespace {
@@ -111,14 +112,20 @@ absl::StatusOr<int64_t> ModelSpec::CheckInputs(const std::vector<Tensor>& given)
     for (const Tensor& t : given) {
       if (t.name == spec.name) match = &t;
     }
-    // A lone input may be named anything: clients rarely know the exported name.
-    if (match == nullptr && inputs.size() == 1) match = &given[0];
+    // An unnamed tensor is the model's only input: what an offline job
+    // reads from an .npz's "inputs" array. The front-ends refuse unnamed
+    // inputs, and a wrongly named one is refused here rather than guessed:
+    // a client that sends another model's input by mistake gets told.
+    if (match == nullptr && inputs.size() == 1 && given[0].name.empty()) match = &given[0];
     if (match == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the request has no input named '", spec.name, "'"));
+      std::vector<std::string> names;
+      for (const Tensor& t : given) names.push_back(absl::StrCat("'", t.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("the request has no input named '",
+                                                     spec.name, "' (it has ",
+                                                     absl::StrJoin(names, ", "), ")"));
     }
     TensorSpec named = spec;
-    named.name = match->name;
+    if (!match->name.empty()) named.name = match->name;
     if (absl::Status s = named.Check(*match); !s.ok()) return s;
     if (match->shape.empty()) {
       return absl::InvalidArgumentError("inputs need a batch dimension");

@@ -41,9 +41,10 @@ struct ModelSpec {
   // given (the variants are then marked "declared").
   std::optional<double> declared_accuracy;
 
-  // Checks a whole request: one tensor per declared input, by name (a single
-  // unnamed-match is accepted when the model has one input), every shape
-  // matching, and the same batch size in all inputs. Returns the batch size.
+  // Checks a whole request: one tensor per declared input, by name (an
+  // unnamed tensor is accepted as the only input of a model that has one),
+  // every shape matching, and the same batch size in all inputs. Returns the
+  // batch size.
   absl::StatusOr<int64_t> CheckInputs(const std::vector<Tensor>& inputs) const;
 
   // CheckInputs, then puts `inputs` in the spec's order: executors take

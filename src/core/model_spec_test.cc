@@ -70,8 +70,12 @@ TEST(ModelSpecTest, ChecksInputs) {
   auto batch = spec.CheckInputs({Image(3)});
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(*batch, 3);
-  // A single input may carry any name.
-  EXPECT_TRUE(spec.CheckInputs({Image(1, "INPUT__0")}).ok());
+  // A lone input must carry the model's name; only an unnamed one (an
+  // offline job's "inputs" array) stands for it.
+  absl::Status misnamed = spec.CheckInputs({Image(1, "INPUT__0")}).status();
+  EXPECT_EQ(misnamed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(misnamed.message(), "the request has no input named 'input' (it has 'INPUT__0')");
+  EXPECT_TRUE(spec.CheckInputs({Image(1, "")}).ok());
   EXPECT_FALSE(spec.CheckInputs({}).ok());
   EXPECT_FALSE(spec.CheckInputs({Image(1), Image(1)}).ok());
   Tensor flat{"input", DataType::kFp32, {1, 784}, std::string(784 * 4, '\0')};

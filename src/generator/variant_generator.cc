@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/clock.h"
@@ -406,7 +407,13 @@ absl::Status RunScript(absl::string_view step, absl::string_view script,
   if (!child.ok()) {
     return absl::Status(child.status().code(), absl::StrCat(step, ": ", child.status().message()));
   }
-  return StepStatus(step, options.python, options.timeout, *child);
+  absl::Status status = StepStatus(step, options.python, options.timeout, *child);
+  if (status.ok()) return status;
+  // The message becomes a variant's detail, which any client can read
+  // (GET /v2/apps/{app}): python names the scripts and files by their
+  // scratch paths, which say nothing to a client about the model.
+  return absl::Status(status.code(),
+                      absl::StrReplaceAll(status.message(), {{dir.path() + "/", ""}}));
 }
 
 // The shape both steps share: model and spec in, one file out.

@@ -2,7 +2,8 @@
 // docs/architecture.md, "Ideas from the papers"): from a registered TorchScript
 // model they make the files of the variants that need an optimiser run:
 //   - `torch-int8`: dynamic int8 quantisation of the Linear layers for the
-//     oneDNN engine (the CPU counterpart of INFaaS's TensorRT step);
+//     oneDNN engine (the CPU counterpart of INFaaS's TensorRT step), each
+//     row of a batch quantised on its own scale;
 //   - `opencv`: an ONNX export, when no ONNX file was registered.
 // The other TorchScript variants need no step: `torch` is the registered
 // file and `torch-opt` is that same file loaded with
@@ -62,11 +63,15 @@ struct GeneratorOptions {
 
 // Dynamically quantises the Linear layers of the TorchScript model whose
 // file content is `torchscript` to int8 (per-channel weight scales, oneDNN
-// engine) and returns the content of the quantised TorchScript file. It is
-// run by the torch executor (which selects oneDNN) like any TorchScript
-// model with the same spec. Before returning, the step has loaded the saved
-// file again and checked its outputs against `spec` on zeros at batch 1 (and
-// 2 when the batch is dynamic).
+// engine; each row of the layers' input quantised on its own scale, so that
+// a row's answer does not depend on the rows batched with it:
+// docs/architecture.md, "A row's answer never depends on its batch") and
+// returns the content of the quantised TorchScript file. It is run by the
+// torch executor (which selects oneDNN) like any TorchScript model with the
+// same spec. Before returning, the step has loaded the saved file again and
+// checked its outputs against `spec` on zeros at batch 1 (and 2 when the
+// batch is dynamic), and, for a dynamic batch of floating-point inputs, that
+// a row's outputs do not change beside rows of +-1e30.
 // A model without Linear layers gives FailedPrecondition ("nothing to
 // quantise"): its int8 variant would only be the float model again.
 // Accuracy is not checked here; the caller measures it by running the result.

@@ -309,6 +309,15 @@ TEST_F(VariantGeneratorTest, CrashedPythonIsInternalWithItsLastWords) {
   EXPECT_THAT(int8.status().message(), HasSubstr("exited with status 1"));
   EXPECT_THAT(int8.status().message(), HasSubstr("frame 99"));
   EXPECT_THAT(int8.status().message(), ::testing::Not(HasSubstr("frame 50\n")));
+
+  // A traceback names the script (argument 3, after -c and its code); the
+  // message, which clients read as the variant's detail, names it alone.
+  options_.python = FakePython("tracing-python",
+                               "echo \"  File \\\"$3\\\", line 3, in main\" >&2\nexit 1\n");
+  int8 = QuantizeInt8("x", testing::FmnistSpec(), options_);
+  EXPECT_EQ(int8.status().code(), absl::StatusCode::kInternal) << int8.status();
+  EXPECT_THAT(int8.status().message(), HasSubstr("File \"quantize_int8.py\", line 3"));
+  EXPECT_THAT(int8.status().message(), ::testing::Not(HasSubstr(options_.work_dir)));
   ExpectWorkDirEmpty();
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
 #include "core/zero_row.h"
@@ -76,7 +77,14 @@ absl::StatusOr<std::unique_ptr<runtime::Executor>> InstanceManager::NewExecutor(
   options.model_path = path;
   options.spec = spec.spec;
   options.optimize_for_inference = spec.optimize_for_inference;
-  return runtime::CreateExecutor(options);
+  absl::StatusOr<std::unique_ptr<runtime::Executor>> executor = runtime::CreateExecutor(options);
+  if (executor.ok()) return executor;
+  // The message reaches clients (a registration's 400, a query that waited
+  // for the load), to whom this worker's cache path means nothing and tells
+  // them where the server keeps its files: they know the file as the variant.
+  return absl::Status(executor.status().code(),
+                      absl::StrReplaceAll(executor.status().message(),
+                                          {{path, spec.key.ToString()}}));
 }
 
 absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int replicas,
@@ -246,8 +254,14 @@ absl::StatusOr<runtime::Accuracy> InstanceManager::Evaluate(const VariantSpec& s
                                                             const std::string& valset_blob,
                                                             int batch_size) {
   MAITRE_ASSIGN_OR_RETURN(std::string path, LocalPath(valset_blob));
-  MAITRE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  MAITRE_ASSIGN_OR_RETURN(Valset valset, ParseValset(bytes));
+  absl::StatusOr<std::string> bytes = ReadFileToString(path);
+  if (!bytes.ok()) {
+    // As in NewExecutor: the cache path stays on this worker.
+    return absl::Status(bytes.status().code(),
+                        absl::StrReplaceAll(bytes.status().message(),
+                                            {{path, "the validation set"}}));
+  }
+  MAITRE_ASSIGN_OR_RETURN(Valset valset, ParseValset(*bytes));
   MAITRE_RETURN_IF_ERROR(CheckValsetFits(valset, spec.spec));
   MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
   return runtime::EvaluateTop1(*executor, valset, std::max(1, batch_size));

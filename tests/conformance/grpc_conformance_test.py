@@ -172,6 +172,18 @@ class GrpcConformance(unittest.TestCase):
         bad_dtype = self.infer_request(self.images[:1])
         bad_dtype.inputs[0].datatype = "FLOAT"
         self.expect_code(lambda: self.stub.ModelInfer(bad_dtype), grpc.StatusCode.INVALID_ARGUMENT)
+        # An input under another name than the model's is not guessed at.
+        misnamed = self.infer_request(self.images[:1])
+        misnamed.inputs[0].name = "INPUT__0"
+        self.expect_code(lambda: self.stub.ModelInfer(misnamed), grpc.StatusCode.INVALID_ARGUMENT)
+        # NaN and infinities, raw or typed, name the element that holds them.
+        for value, raw in ((np.nan, True), (np.inf, False), (-np.inf, True)):
+            images = self.images[:2].astype(np.float32)
+            images[1, 0, 3, 4] = value
+            with self.assertRaises(grpc.RpcError) as caught:
+                self.stub.ModelInfer(self.infer_request(images, raw=raw))
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("element 88 of row 1", caught.exception.details())
         # Unknown names.
         self.expect_code(lambda: self.stub.ModelInfer(self.infer_request(self.images[:1], name="nope")),
                          grpc.StatusCode.NOT_FOUND)

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data_type_visit.h"
+#include "core/finite.h"
 
 namespace maitre::controller {
 namespace {
@@ -130,6 +131,9 @@ absl::StatusOr<InferRequest> FromModelInferRequest(const inference::ModelInferRe
       }
     }
     if (absl::Status s = t.Validate(); !s.ok()) return s;
+    if (absl::Status s = CheckFinite(t); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", in.name(), "': ", s.message()));
+    }
     out.inputs.push_back(std::move(t));
   }
   for (const auto& o : request.outputs()) out.outputs.push_back({o.name(), true});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data_type_visit.h"
+#include "core/finite.h"
 #include "core/json_text.h"
 
 namespace maitre::controller {
@@ -68,6 +70,11 @@ absl::Status AppendData(element e, DataType dtype, const std::string& name, std:
         } else if constexpr (std::is_floating_point_v<T>) {
           double v = 0;
           if (auto s = number(&v); !s.ok()) return s;
+          // 1e39 would become FP32's infinity, which no model can answer.
+          if (std::fabs(v) > static_cast<double>(std::numeric_limits<T>::max())) {
+            return Invalid("input '", name,
+                           absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
+          }
           T f = static_cast<T>(v);
           append(&f, sizeof f);
         } else {
@@ -138,9 +145,11 @@ absl::StatusOr<Tensor> ParseInput(element e, size_t index, size_t json_size, int
   int64_t expected = t.NumElements();
   // The binary-data extension: the bytes follow the JSON header.
   if (auto params = o["parameters"]; params.error() == simdjson::SUCCESS) {
-    int64_t size = -1;
-    if (params["binary_data_size"].get(size) == simdjson::SUCCESS) {
-      if (size < 0) return Invalid("input '", t.name, "': binary_data_size must be >= 0");
+    if (auto declared = params["binary_data_size"]; declared.error() == simdjson::SUCCESS) {
+      int64_t size = -1;
+      if (declared.get(size) != simdjson::SUCCESS || size < 0) {
+        return Invalid("input '", t.name, "': binary_data_size must be a non-negative integer");
+      }
       // Two sources for one tensor: which one the client meant is a guess.
       if (element ignored; o["data"].get(ignored) == simdjson::SUCCESS) {
         return Invalid("input '", t.name, "' has both \"data\" and binary_data_size; send one");
@@ -173,6 +182,9 @@ absl::StatusOr<Tensor> ParseInput(element e, size_t index, size_t json_size, int
   // An empty "data" holds no value to refuse, so a datatype with no fixed
   // size (BYTES) would pass the checks above.
   if (absl::Status valid = t.Validate(); !valid.ok()) return valid;
+  if (absl::Status finite = CheckFinite(t); !finite.ok()) {
+    return Invalid("input '", t.name, absl::StrCat("': ", finite.message()));
+  }
   return t;
 }
 
@@ -316,6 +328,9 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, int64_t j
       // The declared size must match shape × datatype, as the JSON path checks
       // the value count.
       if (absl::Status s = t->Validate(); !s.ok()) return s;
+      if (absl::Status s = CheckFinite(*t); !s.ok()) {
+        return Invalid("input '", t->name, absl::StrCat("': ", s.message()));
+      }
     }
     request.inputs.push_back(*std::move(t));
   }

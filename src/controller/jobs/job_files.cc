@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/file_util.h"
+#include "core/finite.h"
 #include "core/status_macros.h"
 #include "core/batch.h"
 #include "core/npz.h"
@@ -85,6 +86,9 @@ absl::StatusOr<InputFile> ReadInputFile(const std::string& path) {
   InputFile file;
   auto take = [&file](Tensor t) { file.inputs.push_back(std::move(t)); };
   if (auto it = arrays->find("inputs"); it != arrays->end()) {
+    // Unnamed: the model's only input, whatever the model calls it
+    // (ModelSpec::CheckInputs).
+    it->second.name.clear();
     take(std::move(it->second));
   } else {
     for (auto& [name, tensor] : *arrays) {
@@ -98,9 +102,14 @@ absl::StatusOr<InputFile> ReadInputFile(const std::string& path) {
                      "(np.savez(f, inputs=x, labels=y))"));
   }
   for (const Tensor& t : file.inputs) {
+    const std::string shown = t.name.empty() ? "inputs" : t.name;
     if (t.shape.empty() || t.shape[0] < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "array \"", t.name, "\" of ", path, " needs a leading row dimension with rows in it"));
+          "array \"", shown, "\" of ", path, " needs a leading row dimension with rows in it"));
+    }
+    if (absl::Status finite = CheckFinite(t); !finite.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("array \"", shown, "\" of ", path, ": ", finite.message()));
     }
     if (t.shape[0] != file.inputs[0].shape[0]) {
       return absl::InvalidArgumentError(

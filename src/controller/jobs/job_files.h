@@ -47,7 +47,9 @@ struct InputFile {
 };
 
 // Reads and checks one input file: at least one row, every input array with
-// the same number of rows, labels (if any) INT64 with one per row.
+// the same number of rows and only finite values (core/finite.h), labels (if
+// any) INT64 with one per row. An `inputs` array is returned unnamed: it is
+// the only input of whichever model runs it (ModelSpec::CheckInputs).
 // InvalidArgument, naming the file, for anything else.
 absl::StatusOr<InputFile> ReadInputFile(const std::string& path);
 

@@ -1,5 +1,6 @@
 #include "controller/jobs/job_files.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include <gmock/gmock.h>
@@ -68,7 +69,8 @@ TEST(ReadInputFileTest, InputsAndLabels) {
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->rows, 3);
   ASSERT_EQ(file->inputs.size(), 1u);
-  EXPECT_EQ(file->inputs[0].name, "inputs");
+  // Unnamed: the model's only input, whatever its name (ModelSpec::CheckInputs).
+  EXPECT_EQ(file->inputs[0].name, "");
   ASSERT_TRUE(file->labels.has_value());
   EXPECT_EQ(file->labels->As<int64_t>()[1], 1);
 
@@ -101,6 +103,15 @@ TEST(ReadInputFileTest, BadFilesNameTheProblem) {
   WriteNpzFile(path, {Floats("a", {2, 1}, {1, 2}), Floats("b", {1, 1}, {1})});
   EXPECT_THAT(ReadInputFile(path).status().message(), HasSubstr("different numbers of rows"));
   EXPECT_THAT(ReadInputFile(dir.path() + "/gone.npz").status().message(), HasSubstr("cannot read"));
+  // A NaN or an infinity is refused before any row is sent (core/finite.h).
+  WriteNpzFile(path, {Floats("inputs", {2, 2}, {1, 2, 3, NAN})});
+  absl::Status nan = ReadInputFile(path).status();
+  EXPECT_EQ(nan.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nan.message(), HasSubstr("array \"inputs\" of " + path +
+                                       ": element 1 of row 1 is NaN; inputs must be finite"));
+  WriteNpzFile(path, {Floats("image", {1, 2}, {-INFINITY, 2}), Floats("mask", {1, 1}, {0})});
+  EXPECT_THAT(ReadInputFile(path).status().message(),
+              HasSubstr("array \"image\" of " + path + ": element 0 of row 0 is -Inf"));
 }
 
 TEST(SummariseChunkTest, PredictionsAndScoring) {
