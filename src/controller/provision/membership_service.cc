@@ -27,15 +27,16 @@ MembershipService::MembershipService(Options options) : options_(std::move(optio
   });
 }
 
+std::optional<std::string> MembershipService::SessionOf(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(worker_id);
+  if (it == sessions_.end()) return std::nullopt;
+  return it->second;
+}
+
 grpc::Status MembershipService::CheckSession(const grpc::ServerContext& context,
-                                             const std::string& worker_id) {
-  std::string expected;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(worker_id);
-    if (it != sessions_.end()) expected = it->second;
-  }
-  if (!TokensMatch(PresentedToken(context), expected)) {
+                                             const std::optional<std::string>& session) {
+  if (!session.has_value() || !TokensMatch(PresentedToken(context), *session)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "the call does not carry the session token of the worker it names");
   }
@@ -77,18 +78,14 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
 grpc::Status MembershipService::Report(grpc::ServerContext* context,
                                      const v1::ReportRequest* request,
                                      v1::ReportResponse* response) {
-  bool known = false;
-  {
-    absl::MutexLock lock(&mu_);
-    known = sessions_.count(request->worker_id()) > 0;
-  }
+  const std::optional<std::string> session = SessionOf(request->worker_id());
   // A worker this controller never admitted (it restarted since) is told
   // so, and joins again with the join token.
-  if (!known) {
+  if (!session.has_value()) {
     response->set_known(false);
     return grpc::Status::OK;
   }
-  if (grpc::Status s = CheckSession(*context, request->worker_id()); !s.ok()) return s;
+  if (grpc::Status s = CheckSession(*context, session); !s.ok()) return s;
   WorkerReport report;
   report.worker_id = request->worker_id();
   report.cpu_utilisation = request->cpu_utilisation();
@@ -114,7 +111,9 @@ grpc::Status MembershipService::Report(grpc::ServerContext* context,
 grpc::Status MembershipService::FetchBlob(grpc::ServerContext* context,
                                         const v1::FetchBlobRequest* request,
                                         grpc::ServerWriter<v1::BlobChunk>* writer) {
-  if (grpc::Status s = CheckSession(*context, request->worker_id()); !s.ok()) return s;
+  if (grpc::Status s = CheckSession(*context, SessionOf(request->worker_id())); !s.ok()) {
+    return s;
+  }
   auto bytes = options_.blobs->Read(request->blob());
   if (!bytes.ok()) return rpc::ToGrpc(bytes.status());
   // 1 MiB chunks stay well under gRPC's default message limit.

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -47,8 +48,11 @@ class MembershipService final : public ::maitre::worker::v1::Membership::Service
                          grpc::ServerWriter<worker::v1::BlobChunk>* writer) override;
 
  private:
-  // OK when the call carries the session token of `worker_id`.
-  grpc::Status CheckSession(const grpc::ServerContext& context, const std::string& worker_id);
+  // The session token `worker_id` was given when it joined, if any.
+  std::optional<std::string> SessionOf(const std::string& worker_id);
+  // OK when the call carries `session` (none: refused).
+  grpc::Status CheckSession(const grpc::ServerContext& context,
+                            const std::optional<std::string>& session);
 
   const Options options_;
   absl::Mutex mu_;
