@@ -18,6 +18,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/file_util.h"
+#include "core/secret_token.h"
+#include "inference.grpc.pb.h"
 #include "maitre/worker.grpc.pb.h"
 #include "runtime/testing/zoo.h"
 #include "testing/server_process.h"
@@ -53,10 +55,12 @@ class SecurityTest : public ::testing::Test {
     ServerOptions options;
     options.data_dir = dir_->path() + "/data";
     options.workers = "cpu-1:1";
-    options.extra_args = {"--cluster-autoscaler", "false", "--profile-sweeps", "1"};
+    // Keys required, as beyond loopback; the helpers present the admin key.
+    options.extra_args = {"--cluster-autoscaler", "false", "--profile-sweeps", "1", "--auth", "on"};
     auto started = ServerProcess::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();
     server_ = started->release();
+    ASSERT_FALSE(server_->admin_key().empty()) << "no <data-dir>/admin-key was made";
     valset_path_ = dir_->path() + "/valset.npz";
     ASSERT_TRUE(testing::WriteValsetSlice(**runtime::testing::ZooValset(), 200, valset_path_).ok());
     for (const auto& m : *zoo) {
@@ -242,6 +246,147 @@ class Model(torch.nn.Module):
   ASSERT_TRUE(pids_after.ok());
   EXPECT_EQ(*pids_after, *pids_before) << "a worker died";
   ExpectServing();
+}
+
+// Another team's client, with a valid key of its own app, and clients with
+// no key or a made-up one: none reaches the "fashion" app's models, jobs,
+// defaults or profiles, nor the server's own state.
+TEST_F(SecurityTest, AKeyReachesItsOwnAppOnly) {
+  const Valset& valset = **runtime::testing::ZooValset();
+  const std::string query = testing::ImageRequest(valset, 0, nullptr);
+  const std::string infer = absl::StrCat("/v2/models/", kModel, "/infer");
+  auto make_key = [](const std::string& app) {
+    auto made = server_->Post("/v2/keys", json{{"app", app}, {"name", "e2e"}}.dump());
+    EXPECT_TRUE(made.ok() && made->status == 201) << (made.ok() ? made->body : "");
+    return made.ok() ? json::parse(made->body) : json::object();
+  };
+  const json fashion = make_key("fashion");
+  const json other = make_key("other");
+  const std::string fashion_key = fashion.value("key", ""), other_key = other.value("key", "");
+
+  // No key, or one the server never made: 401, with a challenge.
+  for (const std::string& key : {std::string(), std::string("mk_0123_guess"),
+                                 absl::StrCat("mk_", std::string(16, 'a'), "_",
+                                              std::string(64, 'b'))}) {
+    auto r = server_->SendAs(key, "POST", infer, query);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 401) << r->body;
+    EXPECT_EQ(r->GetHeader("WWW-Authenticate"), "Bearer realm=\"maitre\"");
+    EXPECT_EQ(server_->SendAs(key, "GET", "/v2/apps")->status, 401);
+  }
+  // Probes stay open for load balancers.
+  EXPECT_EQ(server_->SendAs("", "GET", "/v2/health/live")->status, 200);
+
+  // The app's own key serves and manages it.
+  EXPECT_EQ(server_->SendAs(fashion_key, "POST", infer, query)->status, 200);
+  EXPECT_EQ(server_->SendAs(fashion_key, "GET", "/v2/apps/fashion")->status, 200);
+
+  // Another app's key: 403 naming the app, for everything of "fashion".
+  struct Attempt {
+    const char* method;
+    std::string path;
+    std::string body;
+  };
+  const Attempt attempts[] = {
+      {"POST", infer, query},
+      {"POST", "/v2/apps/fashion/infer", query},
+      {"GET", absl::StrCat("/v2/models/", kModel), ""},
+      {"GET", "/v2/apps/fashion", ""},
+      {"PUT", "/v2/apps/fashion", R"({"latency_ms": 1})"},
+      {"POST", "/v2/apps/fashion/models/capture", "x"},
+      {"GET", "/v2/profiles?app=fashion", ""},
+      {"POST", "/v2/apps/fashion/jobs", R"({"input": "in.npz", "output": "out"})"},
+      {"POST", "/v2/keys", R"({"app": "fashion"})"},
+  };
+  for (const Attempt& a : attempts) {
+    auto r = server_->SendAs(other_key, a.method, a.path, a.body);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 403) << a.method << " " << a.path << " -> " << r->body;
+    EXPECT_TRUE(absl::StrContains(r->body, "'fashion'")) << r->body;
+  }
+  // The server's own state needs an admin key.
+  for (const Attempt& a : {Attempt{"GET", "/metrics", ""}, Attempt{"GET", "/v2/profiles", ""},
+                           Attempt{"POST", "/v2/profiles", "model,variant\n"},
+                           Attempt{"POST", "/v2/keys", "{}"}}) {
+    EXPECT_EQ(server_->SendAs(other_key, a.method, a.path, a.body)->status, 403) << a.path;
+  }
+  // Listings show a key its own app only; the index shows no workers.
+  auto apps = server_->SendAs(other_key, "GET", "/v2/apps");
+  ASSERT_TRUE(apps.ok() && apps->status == 200);
+  EXPECT_TRUE(json::parse(apps->body)["apps"].empty()) << apps->body;
+  auto index = server_->SendAs(other_key, "POST", "/v2/repository/index");
+  ASSERT_TRUE(index.ok() && index->status == 200);
+  EXPECT_TRUE(json::parse(index->body)["models"].empty()) << index->body;
+  EXPECT_TRUE(json::parse(index->body)["workers"].empty()) << index->body;
+  // Its model name is taken: registering it in another app cannot capture it.
+  auto zoo = runtime::testing::LoadZoo();
+  ASSERT_TRUE(zoo.ok());
+  for (const auto& m : *zoo) {
+    if (m.name != kModel) continue;
+    auto capture = server_->Register("other", m.name, m.torchscript, "", valset_path_);
+    ASSERT_TRUE(capture.ok());
+    EXPECT_EQ(capture->status, 409) << capture->body;
+  }
+
+  // gRPC: the same keys, as "authorization" metadata.
+  auto stub = StubFor<inference::GRPCInferenceService>(server_->grpc_address());
+  inference::ModelInferRequest request;
+  request.set_model_name(kModel);
+  auto* input = request.add_inputs();
+  input->set_name("input");
+  input->set_datatype("FP32");
+  for (int64_t d : {1, 1, 28, 28}) input->add_shape(d);
+  request.add_raw_input_contents(std::string(28 * 28 * 4, '\0'));
+  for (const auto& [key, code] : {std::pair{std::string(), grpc::StatusCode::UNAUTHENTICATED},
+                                  {other_key, grpc::StatusCode::PERMISSION_DENIED},
+                                  {fashion_key, grpc::StatusCode::OK}}) {
+    grpc::ClientContext context;
+    Deadline(&context);
+    if (!key.empty()) context.AddMetadata("authorization", BearerValue(key));
+    inference::ModelInferResponse response;
+    grpc::Status status = stub->ModelInfer(&context, request, &response);
+    EXPECT_EQ(status.error_code(), code) << status.error_message();
+  }
+
+  // A revoked key stops working at once.
+  auto revoked = server_->SendAs(fashion_key, "DELETE",
+                                 absl::StrCat("/v2/keys/", fashion.value("id", "")));
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(revoked->status, 200) << revoked->body;
+  EXPECT_EQ(server_->SendAs(fashion_key, "POST", infer, query)->status, 401);
+  // The registry keeps hashes only.
+  auto db = ReadFileToString(dir_->path() + "/data/registry.db");
+  ASSERT_TRUE(db.ok());
+  EXPECT_FALSE(absl::StrContains(*db, other_key.substr(20)));
+  ExpectServing();
+}
+
+// Anyone reaching a port beyond loopback would be the server's admin
+// without keys: such a server requires them, and refuses to run without.
+TEST(ExposedServerTest, RequiresKeysBeyondLoopback) {
+  ScopedTempDir dir;
+  const std::string refused_log = dir.path() + "/refused.log";
+  const std::string command =
+      absl::StrCat(testing::MaitreBinary(), " serve --data-dir ", dir.path(),
+                   "/refused --workers '' --http 0.0.0.0:0 --grpc 127.0.0.1:0 --control "
+                   "127.0.0.1:0 --auth off > ",
+                   refused_log, " 2>&1");
+  EXPECT_NE(std::system(command.c_str()), 0);
+  auto log = ReadFileToString(refused_log);
+  ASSERT_TRUE(log.ok());
+  EXPECT_TRUE(absl::StrContains(*log, "--auth off is refused on 0.0.0.0:0")) << *log;
+
+  ServerOptions options;
+  options.data_dir = dir.path() + "/data";
+  options.workers = "";
+  options.http = "0.0.0.0:0";
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  ASSERT_FALSE(server->admin_key().empty());
+  EXPECT_EQ(server->SendAs("", "GET", "/v2/apps")->status, 401);
+  EXPECT_EQ(server->Get("/v2/apps")->status, 200);  // with the admin key
+  EXPECT_TRUE(server->Stop().ok());
 }
 
 // Switching to the sandbox user clears the parent-death signal; a worker

@@ -19,6 +19,11 @@ namespace maitre::cli {
 // commands' files share this one.
 int Fail(const absl::Status& status);
 
+// The API key commands send (docs/operations.md, "API keys"):
+// $MAITRE_API_KEY, else the key in the file $MAITRE_API_KEY_FILE names
+// (mode 0600, as the server's <data-dir>/admin-key), else "" (none).
+absl::StatusOr<std::string> ApiKeyFromEnvironment();
+
 class ApiClient {
  public:
   static absl::StatusOr<ApiClient> Connect(const std::string& server_url);
@@ -26,13 +31,16 @@ class ApiClient {
   absl::StatusOr<nlohmann::json> Get(const std::string& path);
   absl::StatusOr<nlohmann::json> Post(const std::string& path, std::string body,
                                       const std::string& content_type = "application/json");
+  absl::StatusOr<nlohmann::json> Delete(const std::string& path);
   // The raw response, for callers that print bodies as they are.
   absl::StatusOr<http::Response> Send(const std::string& method, const std::string& path,
                                        std::string body, const std::string& content_type);
 
  private:
-  explicit ApiClient(std::unique_ptr<http::Client> client) : client_(std::move(client)) {}
+  ApiClient(std::unique_ptr<http::Client> client, std::string api_key)
+      : client_(std::move(client)), api_key_(std::move(api_key)) {}
   std::shared_ptr<http::Client> client_;
+  std::string api_key_;
 };
 
 }  // namespace maitre::cli

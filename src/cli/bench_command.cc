@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/api_client.h"
 #include "core/file_util.h"
 #include "loadgen/bench.h"
 
@@ -56,6 +57,13 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       return;
     }
     o.protocol = *protocol;
+    auto api_key = ApiKeyFromEnvironment();
+    if (!api_key.ok()) {
+      std::cerr << "maitre bench: " << api_key.status().message() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    o.api_key = *api_key;
     if (absl::Status valid = loadgen::ValidateBenchOptions(o); !valid.ok()) {
       std::cerr << "maitre bench: " << valid.message() << "\n";
       *exit_code = 1;

@@ -15,6 +15,7 @@
 #include "cli/bench_command.h"
 #include "cli/client_commands.h"
 #include "cli/job_command.h"
+#include "cli/key_command.h"
 #include "controller/serve.h"
 #include "core/malloc_tuning.h"
 #include "sim/experiment.h"
@@ -142,6 +143,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   serve_cmd->add_option("--jobs-dir", serve.jobs_dir,
                         "Offline jobs read and write beneath this directory only (default: "
                         "<data-dir>/jobs)");
+  serve_cmd->add_option("--auth", serve.auth,
+                        "Whether clients need API keys: auto (when HTTP or gRPC listens beyond "
+                        "loopback), on, or off (refused beyond loopback); docs/operations.md")
+      ->capture_default_str();
   serve_cmd->add_option("--join-token-file", serve.join_token_file,
                         "File holding the secret workers join with (default: "
                         "<data-dir>/join-token, made on first start)");
@@ -322,6 +327,7 @@ int main(int argc, char** argv) {
   AddListCommands(app, &exit_code);
   maitre::cli::AddBenchCommand(app, &exit_code);
   maitre::cli::AddJobCommands(app, &exit_code, kDefaultServer);
+  maitre::cli::AddKeyCommands(app, &exit_code, kDefaultServer);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -16,6 +16,11 @@
 #include "absl/strings/str_split.h"
 #include "control/allocator.h"
 #include "control/query_router.h"
+#include "controller/access/auth_mode.h"
+#include "controller/access/http_access.h"
+#include "controller/access/key_ring.h"
+#include "controller/access/key_routes.h"
+#include "controller/frontend/model_views.h"
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
@@ -118,6 +123,7 @@ class Controller {
                                              ? ReadOrCreateTokenFile(data_dir + "/join-token")
                                              : ReadTokenFile(options.join_token_file));
     MAITRE_RETURN_IF_ERROR(OpenStores(data_dir));
+    MAITRE_RETURN_IF_ERROR(LoadKeys(options, data_dir));
     MAITRE_RETURN_IF_ERROR(LoadCatalog(options, types));
     MAITRE_RETURN_IF_ERROR(BuildServingPath(options, worker_counts));
     MAITRE_RETURN_IF_ERROR(BuildModelLifecycleAndJobs(options, data_dir));
@@ -176,6 +182,28 @@ class Controller {
     MAITRE_ASSIGN_OR_RETURN(registry_,
                             registry::Registry::Open({absl::StrCat(data_dir, "/registry.db")}));
     MAITRE_ASSIGN_OR_RETURN(blobs_, registry::BlobStore::Open({absl::StrCat(data_dir, "/blobs")}));
+    return absl::OkStatus();
+  }
+
+  // The API keys, and whether clients must present one (docs/operations.md,
+  // "API keys"). A server that requires keys and has no admin key makes
+  // one into <data_dir>/admin-key.
+  absl::Status LoadKeys(const ServeOptions& options, const std::string& data_dir) {
+    MAITRE_ASSIGN_OR_RETURN(bool required, KeysRequired(options.auth, {options.http, options.grpc}));
+    keys_ = std::make_unique<KeyRing>(KeyRing::Options{&registry_->keys(), required});
+    const std::string admin_key_file = absl::StrCat(data_dir, "/admin-key");
+    MAITRE_ASSIGN_OR_RETURN(bool made, keys_->EnsureAdminKey(admin_key_file));
+    if (made) spdlog::info("auth: the first admin key is in {} (mode 0600)", admin_key_file);
+    spdlog::info("auth: clients {} an API key", required ? "need" : "do not need");
+    access_ = std::make_unique<HttpAccess>(
+        keys_.get(), [this](const http::PathParams& params) -> std::optional<std::string> {
+          auto version = params.find("version");
+          ModelRef ref = ParseModelRef(params.find("model")->second,
+                                       version == params.end() ? "" : version->second);
+          const CatalogModel* model = catalog_.Get()->FindModel(ref.model);
+          if (model == nullptr) return std::nullopt;
+          return model->app;
+        });
     return absl::OkStatus();
   }
 
@@ -269,6 +297,7 @@ class Controller {
     grpc_frontend.cluster = cluster_.get();
     grpc_frontend.dispatcher = dispatcher_.get();
     grpc_frontend.metrics = metrics_.get();
+    grpc_frontend.keys = keys_.get();
     grpc_frontend.version = kVersion;
     grpc_frontend_ = std::make_unique<GrpcFrontend>(grpc_frontend);
     grpc::ServerBuilder builder;
@@ -321,9 +350,11 @@ class Controller {
     frontend.registrar = registrar_.get();
     frontend.control = control_.get();
     frontend.metrics = metrics_.get();
+    frontend.access = access_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
-    jobs::AddJobRoutes(router, jobs_.get());
+    jobs::AddJobRoutes(router, jobs_.get(), *access_);
+    AddKeyRoutes(router, keys_.get(), *access_);
     http::ServerOptions http_options;
     http_options.address = options.http;
     http_options.threads = options.http_threads;
@@ -437,6 +468,8 @@ class Controller {
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<registry::BlobStore> blobs_;
   Catalog catalog_;
+  std::unique_ptr<KeyRing> keys_;  // before the front-ends: they check keys with it
+  std::unique_ptr<HttpAccess> access_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<WorkQueue> control_;
   metrics::MetricSet metric_set_;

@@ -79,6 +79,10 @@ struct ServeOptions {
   // Offline jobs read their inputs and write their results beneath this
   // directory only. Empty: <data_dir>/jobs.
   std::string jobs_dir;
+  // Whether clients need API keys (docs/operations.md, "API keys"): "auto"
+  // (when HTTP or gRPC listens beyond loopback), "on" or "off" (refused
+  // beyond loopback).
+  std::string auth = "auto";
   // The file holding the secret workers join with (docs/operations.md,
   // "Security"). Empty: <data_dir>/join-token, made on first start.
   std::string join_token_file;

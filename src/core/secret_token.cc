@@ -63,20 +63,28 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   return token;
 }
 
-absl::StatusOr<std::string> ReadOrCreateTokenFile(const std::string& path) {
-  const std::string token = RandomToken();
-  // O_EXCL: of two processes making it at once, one writes and both read.
+absl::Status CreateSecretFile(const std::string& path, absl::string_view secret) {
+  // O_EXCL: of two processes making it at once, one writes.
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    const std::string line = token + "\n";
-    const bool written = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-    close(fd);
-    if (!written) {
-      unlink(path.c_str());
-      return absl::InternalError(absl::StrCat("cannot write ", path));
-    }
-  } else if (errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+  if (fd < 0) {
+    std::string message = absl::StrCat("cannot create ", path, ": ", std::strerror(errno));
+    return errno == EEXIST ? absl::AlreadyExistsError(message) : absl::InternalError(message);
+  }
+  const std::string line = absl::StrCat(secret, "\n");
+  const bool written = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  close(fd);
+  if (!written) {
+    unlink(path.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadOrCreateTokenFile(const std::string& path) {
+  // Of two processes making it at once, one writes and both read.
+  if (absl::Status made = CreateSecretFile(path, RandomToken());
+      !made.ok() && !absl::IsAlreadyExists(made)) {
+    return made;
   }
   return ReadTokenFile(path);
 }

@@ -29,6 +29,10 @@ absl::string_view BearerToken(absl::string_view value);
 // be readable by its owner only: a token others can read is no secret.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+// Writes `secret` and a newline to a new file `path`, mode 0600;
+// AlreadyExists when the file exists (it is never overwritten).
+absl::Status CreateSecretFile(const std::string& path, absl::string_view secret);
+
 // The token in `path`, made (mode 0600) when the file does not exist yet.
 absl::StatusOr<std::string> ReadOrCreateTokenFile(const std::string& path);
 

@@ -143,6 +143,7 @@ absl::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   Target target;
   target.model = o.model;
   target.app = o.app;
+  target.api_key = o.api_key;
   if (!o.app.empty()) {
     target.latency_ms = o.latency_ms;
     target.min_accuracy = o.min_accuracy;

@@ -29,6 +29,7 @@ struct BenchOptions {
   // The target: exactly one.
   std::string model;  // --model NAME (a model or a variant id)
   std::string app;    // --app APP
+  std::string api_key;  // sent with every query when set ($MAITRE_API_KEY)
 
   // --latency-ms: the SLO that violations count against; for an app it is
   // also sent as the query's requirement. Without it, an app's default

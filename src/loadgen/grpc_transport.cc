@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/secret_token.h"
 #include "inference.grpc.pb.h"
 #include "loadgen/transport.h"
 
@@ -42,8 +43,9 @@ class GrpcTransport final : public Transport {
  public:
   GrpcTransport(const GrpcTransportOptions& options,
                 const std::vector<std::shared_ptr<grpc::Channel>>& channels,
-                std::vector<inference::ModelInferRequest> requests)
+                std::vector<inference::ModelInferRequest> requests, std::string authorization)
       : timeout_(options.timeout),
+        authorization_(std::move(authorization)),
         clock_(options.clock ? options.clock : SteadyClock::Get()),
         requests_(std::move(requests)) {
     for (const auto& channel : channels) {
@@ -60,6 +62,7 @@ class GrpcTransport final : public Transport {
     call->done = std::move(done);
     call->context.set_deadline(std::chrono::system_clock::now() +
                                std::chrono::nanoseconds(timeout_));
+    if (!authorization_.empty()) call->context.AddMetadata(kAuthorizationHeader, authorization_);
     {
       absl::MutexLock lock(&mu_);
       if (shut_down_) {
@@ -145,6 +148,7 @@ class GrpcTransport final : public Transport {
   }
 
   const Nanos timeout_;
+  const std::string authorization_;  // "" or "Bearer <key>"
   const Clock* clock_;
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
   std::atomic<size_t> next_stub_{0};
@@ -214,7 +218,9 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateGrpcTransport(
                                                  ToSeconds(options.connect_timeout), " s"));
     }
   }
-  return std::unique_ptr<Transport>(new GrpcTransport(options, channels, std::move(requests)));
+  return std::unique_ptr<Transport>(
+      new GrpcTransport(options, channels, std::move(requests),
+                        target.api_key.empty() ? "" : BearerValue(target.api_key)));
 }
 
 }  // namespace maitre::loadgen

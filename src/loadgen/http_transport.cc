@@ -6,6 +6,7 @@
 #include "core/status_macros.h"
 #include "loadgen/async_http_client.h"
 #include "loadgen/transport.h"
+#include "core/secret_token.h"
 
 namespace maitre::loadgen {
 namespace {
@@ -99,17 +100,19 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateHttpTransport(
   payloads.reserve(rows.size());
   for (const std::vector<Tensor>& row : rows) {
     std::string wire;
+    std::vector<http::Header> headers;
+    if (!target.api_key.empty()) {
+      headers.push_back({"Authorization", BearerValue(target.api_key)});
+    }
     if (options.binary) {
       MAITRE_ASSIGN_OR_RETURN(BinaryRequest body, EncodeBinaryRequest(row, parameters));
-      wire = SerializeHttpRequest(
-          "POST", options.address, path,
-          {{"Content-Type", "application/octet-stream"},
-           {"Inference-Header-Content-Length", absl::StrCat(body.json_length)}},
-          body.body);
+      headers.push_back({"Content-Type", "application/octet-stream"});
+      headers.push_back({"Inference-Header-Content-Length", absl::StrCat(body.json_length)});
+      wire = SerializeHttpRequest("POST", options.address, path, headers, body.body);
     } else {
       MAITRE_ASSIGN_OR_RETURN(std::string body, EncodeJsonRequest(row, parameters));
-      wire = SerializeHttpRequest("POST", options.address, path,
-                                  {{"Content-Type", "application/json"}}, body);
+      headers.push_back({"Content-Type", "application/json"});
+      wire = SerializeHttpRequest("POST", options.address, path, headers, body);
     }
     payloads.push_back(std::make_shared<const std::string>(std::move(wire)));
   }

@@ -39,6 +39,9 @@ struct Target {
   std::optional<double> latency_ms;
   std::optional<double> min_accuracy;
   std::optional<double> max_cost;
+  // An API key, sent with every request as "Authorization: Bearer <key>"
+  // (gRPC: "authorization" metadata) when set (docs/operations.md, "API keys").
+  std::string api_key;
 };
 
 struct CallResult {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/file_util.h"
+#include "core/secret_token.h"
 #include "http/multipart.h"
 #include "testing/wait.h"
 
@@ -62,7 +63,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::string endpoints = absl::StrCat(options.data_dir, "/endpoints.json");
   std::remove(endpoints.c_str());
   std::vector<std::string> args = {MaitreBinary(),     "serve", "--data-dir", options.data_dir,
-                                   "--http",           "127.0.0.1:0",
+                                   "--http",           options.http,
                                    "--grpc",           "127.0.0.1:0",
                                    "--control",        "127.0.0.1:0",
                                    "--workers",        options.workers};
@@ -113,6 +114,11 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   auto client = http::Client::Create(client_options);
   if (!client.ok()) return client.status();
   server->client_ = *std::move(client);
+  // A server that requires API keys made its first admin key before it
+  // listened; the helpers below present it.
+  if (auto key = ReadTokenFile(options.data_dir + "/admin-key"); key.ok()) {
+    server->admin_key_ = *key;
+  }
   if (options.workers.empty()) return server;
   // Ready once every requested worker has joined.
   size_t want = 0;
@@ -165,13 +171,23 @@ absl::Status ServerProcess::CheckNothingLeft() {
       absl::StrCat("processes left running after stop: ", absl::StrJoin(left, ",")));
 }
 
+absl::StatusOr<http::Response> ServerProcess::SendAs(const std::string& api_key,
+                                                     const std::string& method,
+                                                     const std::string& path, std::string body,
+                                                     const std::string& content_type) {
+  std::vector<http::Header> headers;
+  if (!body.empty()) headers.push_back({"Content-Type", content_type});
+  if (!api_key.empty()) headers.push_back({"Authorization", BearerValue(api_key)});
+  return client_->Send(method, path, std::move(body), std::move(headers));
+}
+
 absl::StatusOr<http::Response> ServerProcess::Get(const std::string& path) {
-  return client_->Send("GET", path);
+  return SendAs(admin_key_, "GET", path);
 }
 
 absl::StatusOr<http::Response> ServerProcess::Post(const std::string& path, std::string body,
                                                    const std::string& content_type) {
-  return client_->Send("POST", path, std::move(body), {{"Content-Type", content_type}});
+  return SendAs(admin_key_, "POST", path, std::move(body), content_type);
 }
 
 namespace {

@@ -22,6 +22,7 @@ namespace maitre::testing {
 struct ServerOptions {
   std::string data_dir;                      // required; reused across restarts
   std::string workers = "cpu-1:1,cpu-2:1";   // --workers
+  std::string http = "127.0.0.1:0";          // --http
   std::vector<std::string> extra_args;       // e.g. {"--max-body-mb", "8"}
 };
 
@@ -48,6 +49,15 @@ class ServerProcess {
   const std::string& control_address() const { return control_address_; }
   pid_t pid() const { return pid_; }
   http::Client& client() { return *client_; }
+
+  // The admin key of a server that requires keys (from its
+  // <data-dir>/admin-key); "" for one that does not. The helpers below
+  // present it.
+  const std::string& admin_key() const { return admin_key_; }
+  // One request presenting `api_key` ("" presents none).
+  absl::StatusOr<http::Response> SendAs(const std::string& api_key, const std::string& method,
+                                        const std::string& path, std::string body = "",
+                                        const std::string& content_type = "application/json");
 
   // Convenience wrappers; non-2xx is not an error.
   absl::StatusOr<http::Response> Get(const std::string& path);
@@ -90,6 +100,7 @@ class ServerProcess {
   std::string grpc_address_;
   std::string control_address_;
   std::unique_ptr<http::Client> client_;
+  std::string admin_key_;
 };
 
 // The path of the maitre binary under test (MAITRE_BINARY, set by ctest).

@@ -2,9 +2,27 @@
 
 #include "controller/frontend/grpc_codec.h"
 #include "controller/frontend/model_views.h"
+#include "core/secret_token.h"
+#include "core/status_macros.h"
 #include "rpc/convert.h"
 
 namespace maitre::controller {
+
+absl::Status GrpcFrontend::Admit(const grpc::CallbackServerContext& context,
+                                 const std::string& app, const std::string& model) const {
+  const auto& metadata = context.client_metadata();
+  auto credential = metadata.find(kAuthorizationHeader);
+  absl::StatusOr<Principal> caller = o_.keys->Authenticate(
+      credential == metadata.end()
+          ? absl::string_view()
+          : absl::string_view(credential->second.data(), credential->second.size()));
+  if (!caller.ok()) return caller.status();
+  if (!app.empty()) MAITRE_RETURN_IF_ERROR(CheckAppAccess(*caller, app));
+  if (model.empty()) return absl::OkStatus();
+  // An unknown model is answered NOT_FOUND by the call itself.
+  const CatalogModel* found = o_.catalog->Get()->FindModel(ParseModelRef(model, "").model);
+  return found == nullptr ? absl::OkStatus() : CheckAppAccess(*caller, found->app);
+}
 
 grpc::ServerUnaryReactor* GrpcFrontend::ServerLive(grpc::CallbackServerContext* context,
                                                    const inference::ServerLiveRequest*,
@@ -33,6 +51,10 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelReady(grpc::CallbackServerContext* 
                                                    const inference::ModelReadyRequest* request,
                                                    inference::ModelReadyResponse* response) {
   auto* reactor = context->DefaultReactor();
+  if (absl::Status admitted = Admit(*context, "", request->name()); !admitted.ok()) {
+    reactor->Finish(rpc::ToGrpc(admitted));
+    return reactor;
+  }
   auto readiness = ModelReadiness(*o_.catalog->Get(), *o_.cluster,
                                   ParseModelRef(request->name(), request->version()));
   if (readiness.ok()) response->set_ready(readiness->ready);
@@ -58,6 +80,10 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelMetadata(
     grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
   auto* reactor = context->DefaultReactor();
+  if (absl::Status admitted = Admit(*context, "", request->name()); !admitted.ok()) {
+    reactor->Finish(rpc::ToGrpc(admitted));
+    return reactor;
+  }
   auto m = DescribeModel(*o_.catalog->Get(), ParseModelRef(request->name(), request->version()));
   if (m.ok()) {
     response->set_name(m->name);
@@ -96,6 +122,12 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
   if (!parsed.ok()) {
     o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
     reactor->Finish(rpc::ToGrpc(parsed.status()));
+    return reactor;
+  }
+  if (absl::Status admitted = Admit(*context, parsed->app, request.model_name());
+      !admitted.ok()) {
+    o_.metrics->RecordQuery("", "", admitted, nullptr);
+    reactor->Finish(rpc::ToGrpc(admitted));
     return reactor;
   }
   bool draining = false;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
+#include "controller/access/key_ring.h"
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
@@ -31,6 +32,9 @@ class GrpcFrontend final
     Cluster* cluster = nullptr;
     Dispatcher* dispatcher = nullptr;
     ServingMetrics* metrics = nullptr;
+    // Who may call (docs/operations.md, "API keys"): the server-wide calls
+    // are open, model calls need a key reaching the model's app.
+    const KeyRing* keys = nullptr;
     const Clock* clock = SteadyClock::Get();
     std::string version;
   };
@@ -62,6 +66,11 @@ class GrpcFrontend final
   int in_flight() const;
 
  private:
+  // OK when the call's key may reach `app` and `model`'s app (either may
+  // be empty); else UNAUTHENTICATED or PERMISSION_DENIED.
+  absl::Status Admit(const grpc::CallbackServerContext& context, const std::string& app,
+                     const std::string& model) const;
+
   const Options o_;
   mutable absl::Mutex mu_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;

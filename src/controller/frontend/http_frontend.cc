@@ -234,9 +234,16 @@ class Frontend {
   }
 
   // GET /v2/profiles?app=A: the profile CSV; POST /v2/profiles imports one.
-  void ExportProfiles(const http::Request& request, http::Responder respond) {
-    http::Response response =
-        http::Response::Text(200, VariantProfileCsv(*o_.catalog->Get(), request.QueryParam("app")));
+  void ExportProfiles(const http::Request& request, const Principal& caller,
+                      http::Responder respond) {
+    const std::string app = request.QueryParam("app");
+    absl::Status allowed = app.empty() ? CheckAdminAccess(caller, "every app's profiles")
+                                       : CheckAppAccess(caller, app);
+    if (!allowed.ok()) {
+      std::move(respond)(AccessRefusal(allowed));
+      return;
+    }
+    http::Response response = http::Response::Text(200, VariantProfileCsv(*o_.catalog->Get(), app));
     response.content_type = "text/csv";
     std::move(respond)(std::move(response));
   }
@@ -260,10 +267,11 @@ class Frontend {
     std::move(respond)(std::move(response));
   }
 
-  void ListApps(http::Responder respond) {
+  void ListApps(const Principal& caller, http::Responder respond) {
     auto catalog = o_.catalog->Get();
     json apps = json::array();
     for (const auto& [name, app] : catalog->apps) {
+      if (!CheckAppAccess(caller, name).ok()) continue;
       apps.push_back({{"name", name},
                       {"defaults", AppDefaultsJson(app.defaults, app.max_accuracy_drop)},
                       {"models", app.models}});
@@ -305,11 +313,14 @@ class Frontend {
     std::move(respond)(http::Response::Json(200, j.dump()));
   }
 
-  void RepositoryIndex(http::Responder respond) {
+  // An app key sees its app's models and no workers: those are the
+  // operator's business.
+  void RepositoryIndex(const Principal& caller, http::Responder respond) {
     auto catalog = o_.catalog->Get();
     std::vector<WorkerView> workers = o_.cluster->Snapshot();
     json models = json::array();
     for (const auto& [name, model] : catalog->models) {
+      if (!CheckAppAccess(caller, model.app).ok()) continue;
       for (const CatalogVariant& v : model.variants) {
         json instances = json::array();
         for (const WorkerView& w : workers) {
@@ -339,6 +350,7 @@ class Frontend {
     }
     json worker_list = json::array();
     for (const WorkerView& w : workers) {
+      if (!caller.admin) break;
       worker_list.push_back({{"id", w.id},
                              {"type", w.type.name},
                              {"address", w.address},
@@ -399,59 +411,77 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
   // The router keeps its handlers for the server's lifetime; the frontend
   // is shared by them all.
   auto f = std::make_shared<Frontend>(options);
+  const HttpAccess& access = *options.access;
   using http::PathParams;
   using http::Request;
   using http::Responder;
-  router.Add("GET", "/v2/health/live",
-             [f](Request&&, const PathParams&, Responder r) { f->Live(std::move(r)); });
-  router.Add("GET", "/v2/health/ready",
-             [f](Request&&, const PathParams&, Responder r) { f->Ready(std::move(r)); });
-  router.Add("GET", "/v2",
-             [f](Request&&, const PathParams&, Responder r) { f->ServerMetadata(std::move(r)); });
+  auto add = [&](const char* method, absl::string_view pattern, Reach reach,
+                 GuardedHandler handler) {
+    router.Add(method, pattern, access.Guard(reach, std::move(handler)));
+  };
+  add("GET", "/v2/health/live", Reach::kPublic,
+      [f](Request&&, const PathParams&, const Principal&, Responder r) { f->Live(std::move(r)); });
+  add("GET", "/v2/health/ready", Reach::kPublic,
+      [f](Request&&, const PathParams&, const Principal&, Responder r) { f->Ready(std::move(r)); });
+  add("GET", "/v2", Reach::kPublic, [f](Request&&, const PathParams&, const Principal&, Responder r) {
+    f->ServerMetadata(std::move(r));
+  });
   for (const char* base : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
-    router.Add("GET", base, [f](Request&&, const PathParams& p, Responder r) {
-      f->ModelMetadata(p, std::move(r));
-    });
-    router.Add("GET", absl::StrCat(base, "/ready"),
-               [f](Request&&, const PathParams& p, Responder r) {
-                 f->ModelReady(p, std::move(r));
-               });
-    router.Add("POST", absl::StrCat(base, "/infer"),
-               [f](Request&& q, const PathParams& p, Responder r) {
-                 f->Infer(std::move(q), TargetOf(p), std::move(r));
-               });
+    add("GET", base, Reach::kModel,
+        [f](Request&&, const PathParams& p, const Principal&, Responder r) {
+          f->ModelMetadata(p, std::move(r));
+        });
+    add("GET", absl::StrCat(base, "/ready"), Reach::kModel,
+        [f](Request&&, const PathParams& p, const Principal&, Responder r) {
+          f->ModelReady(p, std::move(r));
+        });
+    add("POST", absl::StrCat(base, "/infer"), Reach::kModel,
+        [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+          f->Infer(std::move(q), TargetOf(p), std::move(r));
+        });
   }
   // Model-less: Maitre picks the model, variant and worker.
-  router.Add("POST", "/v2/apps/{app}/infer", [f](Request&& q, const PathParams& p, Responder r) {
-    f->Infer(std::move(q), InferTarget{p.find("app")->second, "", ""}, std::move(r));
-  });
-  router.Add("POST", "/v2/apps/{app}/models/{model}",
-             [f](Request&& q, const PathParams& p, Responder r) {
-               f->Register(std::move(q), p, std::move(r));
-             });
-  router.Add("GET", "/v2/apps",
-             [f](Request&&, const PathParams&, Responder r) { f->ListApps(std::move(r)); });
-  router.Add("GET", "/v2/apps/{app}", [f](Request&& q, const PathParams& p, Responder r) {
-    f->GetApp(q, p, std::move(r));
-  });
-  router.Add("PUT", "/v2/apps/{app}", [f](Request&& q, const PathParams& p, Responder r) {
-    f->SetAppDefaults(std::move(q), p, std::move(r));
-  });
-  router.Add("GET", "/v2/apps/{app}/models/{model}/registration",
-             [f](Request&&, const PathParams& p, Responder r) {
-               f->RegistrationStatus(p, std::move(r));
-             });
-  router.Add("GET", "/v2/profiles", [f](Request&& q, const PathParams&, Responder r) {
-    f->ExportProfiles(q, std::move(r));
-  });
-  router.Add("POST", "/v2/profiles", [f](Request&& q, const PathParams&, Responder r) {
-    f->ImportProfiles(std::move(q), std::move(r));
-  });
-  router.Add("POST", "/v2/repository/index", [f](Request&&, const PathParams&, Responder r) {
-    f->RepositoryIndex(std::move(r));
-  });
-  router.Add("GET", "/metrics",
-             [f](Request&&, const PathParams&, Responder r) { f->Metrics(std::move(r)); });
+  add("POST", "/v2/apps/{app}/infer", Reach::kApp,
+      [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        f->Infer(std::move(q), InferTarget{p.find("app")->second, "", ""}, std::move(r));
+      });
+  add("POST", "/v2/apps/{app}/models/{model}", Reach::kApp,
+      [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        f->Register(std::move(q), p, std::move(r));
+      });
+  add("GET", "/v2/apps", Reach::kAnyKey,
+      [f](Request&&, const PathParams&, const Principal& caller, Responder r) {
+        f->ListApps(caller, std::move(r));
+      });
+  add("GET", "/v2/apps/{app}", Reach::kApp,
+      [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        f->GetApp(q, p, std::move(r));
+      });
+  add("PUT", "/v2/apps/{app}", Reach::kApp,
+      [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        f->SetAppDefaults(std::move(q), p, std::move(r));
+      });
+  add("GET", "/v2/apps/{app}/models/{model}/registration", Reach::kApp,
+      [f](Request&&, const PathParams& p, const Principal&, Responder r) {
+        f->RegistrationStatus(p, std::move(r));
+      });
+  add("GET", "/v2/profiles", Reach::kAnyKey,
+      [f](Request&& q, const PathParams&, const Principal& caller, Responder r) {
+        f->ExportProfiles(q, caller, std::move(r));
+      });
+  // Imported profiles steer every app's selection: the operator's to load.
+  add("POST", "/v2/profiles", Reach::kAdmin,
+      [f](Request&& q, const PathParams&, const Principal&, Responder r) {
+        f->ImportProfiles(std::move(q), std::move(r));
+      });
+  add("POST", "/v2/repository/index", Reach::kAnyKey,
+      [f](Request&&, const PathParams&, const Principal& caller, Responder r) {
+        f->RepositoryIndex(caller, std::move(r));
+      });
+  add("GET", "/metrics", Reach::kAdmin,
+      [f](Request&&, const PathParams&, const Principal&, Responder r) {
+        f->Metrics(std::move(r));
+      });
 }
 
 }  // namespace maitre::controller

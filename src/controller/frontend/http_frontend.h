@@ -12,6 +12,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/access/http_access.h"
 #include "controller/models/registrar.h"
 #include "controller/serving_metrics.h"
 #include "core/work_queue.h"
@@ -26,6 +27,7 @@ struct FrontendOptions {
   Registrar* registrar = nullptr;
   WorkQueue* control = nullptr;
   ServingMetrics* metrics = nullptr;
+  const HttpAccess* access = nullptr;  // who may reach each route
   const Clock* clock = SteadyClock::Get();
   std::string version = "0.1.0";
 };

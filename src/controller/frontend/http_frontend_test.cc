@@ -35,13 +35,19 @@ class AppRoutesTest : public ::testing::Test {
     registrar.catalog = &catalog_;
     registrar_ = std::make_unique<Registrar>(registrar);
     // The app routes use only the catalog and the registrar.
+    keys_ = std::make_unique<KeyRing>(KeyRing::Options{&registry_->keys(), false});
+    access_ = std::make_unique<HttpAccess>(
+        keys_.get(), [](const http::PathParams&) { return std::nullopt; });
     FrontendOptions options;
     options.catalog = &catalog_;
     options.registrar = registrar_.get();
+    options.access = access_.get();
     AddHttpRoutes(options, router_);
     ASSERT_TRUE(router_.status().ok()) << router_.status();
   }
   void TearDown() override {
+    access_.reset();
+    keys_.reset();
     registrar_.reset();
     registry_.reset();
     std::filesystem::remove_all(dir_);
@@ -69,6 +75,8 @@ class AppRoutesTest : public ::testing::Test {
   std::unique_ptr<registry::Registry> registry_;
   Catalog catalog_;
   std::unique_ptr<Registrar> registrar_;
+  std::unique_ptr<KeyRing> keys_;
+  std::unique_ptr<HttpAccess> access_;
   http::Router router_;
 };
 

@@ -130,14 +130,19 @@ json JobStatusJson(const JobStatus& s) {
   return j;
 }
 
-void AddJobRoutes(http::Router& router, JobRunner* runner) {
+void AddJobRoutes(http::Router& router, JobRunner* runner,
+                  const controller::HttpAccess& access) {
   auto routes = std::make_shared<Routes>();
   routes->runner = runner;
+  using controller::Principal;
+  using controller::Reach;
   using http::PathParams;
   using http::Request;
   using http::Responder;
   router.Add(
-      "POST", "/v2/apps/{app}/jobs", [routes](Request&& q, const PathParams& p, Responder respond) {
+      "POST", "/v2/apps/{app}/jobs",
+      access.Guard(Reach::kApp, [routes](Request&& q, const PathParams& p, const Principal&,
+                                         Responder respond) {
         auto submission = ParseJobSubmission(p.find("app")->second, q.body);
         if (!submission.ok()) {
           std::move(respond)(ErrorResponse(submission.status()));
@@ -157,20 +162,46 @@ void AddJobRoutes(http::Router& router, JobRunner* runner) {
           response.headers.push_back({"Location", absl::StrCat("/v2/jobs/", status->record.id)});
           std::move(respond)(std::move(response));
         });
-      });
-  router.Add("GET", "/v2/jobs", [routes](Request&&, const PathParams&, Responder respond) {
-    json jobs = json::array();
-    for (const JobStatus& s : routes->runner->List()) jobs.push_back(JobStatusJson(s));
-    std::move(respond)(http::Response::Json(200, json{{"jobs", jobs}}.dump()));
-  });
-  router.Add("GET", "/v2/jobs/{id}", [routes](Request&&, const PathParams& p, Responder respond) {
-    auto status = routes->runner->Get(p.find("id")->second);
-    std::move(respond)(status.ok() ? http::Response::Json(200, JobStatusJson(*status).dump())
-                                   : ErrorResponse(status.status()));
-  });
+      }));
+  // Each caller sees the jobs of the apps its key reaches.
+  router.Add("GET", "/v2/jobs",
+             access.Guard(Reach::kAnyKey, [routes](Request&&, const PathParams&,
+                                                   const Principal& caller, Responder respond) {
+               json jobs = json::array();
+               for (const JobStatus& s : routes->runner->List()) {
+                 if (controller::CheckAppAccess(caller, s.record.app).ok()) {
+                   jobs.push_back(JobStatusJson(s));
+                 }
+               }
+               std::move(respond)(http::Response::Json(200, json{{"jobs", jobs}}.dump()));
+             }));
+  router.Add("GET", "/v2/jobs/{id}",
+             access.Guard(Reach::kAnyKey, [routes](Request&&, const PathParams& p,
+                                                   const Principal& caller, Responder respond) {
+               auto status = routes->runner->Get(p.find("id")->second);
+               if (status.ok()) {
+                 if (absl::Status allowed = controller::CheckAppAccess(caller, status->record.app);
+                     !allowed.ok()) {
+                   std::move(respond)(controller::AccessRefusal(allowed));
+                   return;
+                 }
+               }
+               std::move(respond)(status.ok()
+                                      ? http::Response::Json(200, JobStatusJson(*status).dump())
+                                      : ErrorResponse(status.status()));
+             }));
   router.Add("POST", "/v2/jobs/{id}/cancel",
-             [routes](Request&&, const PathParams& p, Responder respond) {
-               auto status = routes->runner->Cancel(p.find("id")->second);
+             access.Guard(Reach::kAnyKey, [routes](Request&&, const PathParams& p,
+                                                   const Principal& caller, Responder respond) {
+               const std::string& id = p.find("id")->second;
+               if (auto job = routes->runner->Get(id); job.ok()) {
+                 if (absl::Status allowed = controller::CheckAppAccess(caller, job->record.app);
+                     !allowed.ok()) {
+                   std::move(respond)(controller::AccessRefusal(allowed));
+                   return;
+                 }
+               }
+               auto status = routes->runner->Cancel(id);
                if (!status.ok()) {
                  // A finished job cannot be cancelled: a conflict with its state.
                  int code = absl::IsFailedPrecondition(status.status())
@@ -180,7 +211,7 @@ void AddJobRoutes(http::Router& router, JobRunner* runner) {
                  return;
                }
                std::move(respond)(http::Response::Json(200, JobStatusJson(*status).dump()));
-             });
+             }));
 }
 
 }  // namespace maitre::jobs

@@ -14,12 +14,15 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "controller/access/http_access.h"
 #include "controller/jobs/job_runner.h"
 #include "http/router.h"
 
 namespace maitre::jobs {
 
-void AddJobRoutes(http::Router& router, JobRunner* runner);
+// Each route admits the callers `access` lets reach the job's app
+// (docs/operations.md, "API keys"); `access` outlives the router.
+void AddJobRoutes(http::Router& router, JobRunner* runner, const controller::HttpAccess& access);
 
 // The JSON a client sees for one job (also what `maitre job` reads).
 nlohmann::json JobStatusJson(const JobStatus& status);

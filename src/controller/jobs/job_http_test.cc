@@ -10,6 +10,7 @@
 
 #include "controller/registry/registry_test_util.h"
 #include "core/file_util.h"
+#include "core/secret_token.h"
 #include "core/npz.h"
 #include "runtime/testing/zoo.h"
 
@@ -47,7 +48,16 @@ class JobHttpTest : public ::testing::Test {
     };
     o.clock = &clock_;
     runner_ = *JobRunner::Create(std::move(o));
-    AddJobRoutes(router_, runner_.get());
+    // Keys are required, as on a server beyond loopback: the tests send the
+    // admin key unless they say otherwise.
+    keys_ = std::make_unique<controller::KeyRing>(
+        controller::KeyRing::Options{&registry_->keys(), true});
+    access_ = std::make_unique<controller::HttpAccess>(
+        keys_.get(), [](const http::PathParams&) { return std::nullopt; });
+    const controller::Principal admin{"", true, ""};
+    admin_key_ = keys_->Create(admin, "", "")->key;
+    other_app_key_ = keys_->Create(admin, "digits", "")->key;
+    AddJobRoutes(router_, runner_.get(), *access_);
     ASSERT_TRUE(router_.status().ok());
 
     Tensor inputs{"inputs", DataType::kFp32, {3, 2}, {}};
@@ -60,11 +70,14 @@ class JobHttpTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomically(input_, WriteNpz({inputs, labels})).ok());
   }
 
-  http::Response Send(const std::string& method, const std::string& path, std::string body = "") {
+  http::Response Send(const std::string& method, const std::string& path, std::string body = "",
+                      const std::string* key = nullptr) {
     http::Request request;
     request.method = method;
     request.path = path;
     request.body = std::move(body);
+    if (key == nullptr) key = &admin_key_;
+    if (!key->empty()) request.headers.push_back({"Authorization", BearerValue(*key)});
     auto promise = std::make_shared<std::promise<http::Response>>();
     auto answer = promise->get_future();
     router_.Route(std::move(request), http::Responder::FromCallback(
@@ -85,6 +98,9 @@ class JobHttpTest : public ::testing::Test {
   controller::Catalog catalog_;
   ManualClock clock_;
   std::unique_ptr<JobRunner> runner_;
+  std::unique_ptr<controller::KeyRing> keys_;
+  std::unique_ptr<controller::HttpAccess> access_;
+  std::string admin_key_, other_app_key_;
   http::Router router_;
   std::string input_;
 };
@@ -130,6 +146,23 @@ TEST_F(JobHttpTest, CancelALiveJob) {
   http::Response cancel = Send("POST", "/v2/jobs/" + id + "/cancel");
   ASSERT_EQ(cancel.status, 200) << cancel.body;
   EXPECT_EQ(json::parse(cancel.body)["state"], "cancelled");
+}
+
+TEST_F(JobHttpTest, AnotherAppsKeyNeitherSeesNorTouchesTheJob) {
+  http::Response created = Send("POST", "/v2/apps/fashion/jobs", JobBody(dir_.path() + "/out"));
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string id = json::parse(created.body)["id"];
+  const std::string none;
+  EXPECT_EQ(Send("GET", "/v2/jobs", "", &none).status, 401);
+  EXPECT_EQ(Send("POST", "/v2/apps/fashion/jobs", JobBody(dir_.path() + "/out"), &other_app_key_)
+                .status,
+            403);
+  EXPECT_EQ(json::parse(Send("GET", "/v2/jobs", "", &other_app_key_).body)["jobs"].size(), 0u);
+  http::Response peek = Send("GET", "/v2/jobs/" + id, "", &other_app_key_);
+  EXPECT_EQ(peek.status, 403);
+  EXPECT_THAT(peek.body, HasSubstr("'fashion'"));
+  EXPECT_EQ(Send("POST", "/v2/jobs/" + id + "/cancel", "", &other_app_key_).status, 403);
+  EXPECT_EQ(json::parse(Send("GET", "/v2/jobs/" + id).body)["state"], "queued");
 }
 
 TEST_F(JobHttpTest, BadRequestsGetTheRightStatus) {

@@ -240,7 +240,8 @@ Registry::Registry(std::unique_ptr<Connection> db, std::string path, int schema_
     : path_(std::move(path)),
       schema_version_(schema_version),
       db_(std::move(db)),
-      jobs_(&mu_, db_.get()) {}
+      jobs_(&mu_, db_.get()),
+      keys_(&mu_, db_.get()) {}
 
 Registry::~Registry() = default;
 

@@ -7,7 +7,8 @@
 // Only the durable half of the metadata store lives here. Live state (loaded
 // instances, queue lengths, worker health) is in memory elsewhere and is
 // never written to this file. Offline jobs' records share the file but have
-// their own store (job_store.h), reached through jobs().
+// their own store (job_store.h), reached through jobs(); so do API keys
+// (key_store.h, keys()).
 //
 // Errors: InvalidArgument for a malformed record (names, hashes, fractions),
 // NotFound for something absent, AlreadyExists for a model name taken by
@@ -33,6 +34,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "controller/registry/job_store.h"
+#include "controller/registry/key_store.h"
 #include "controller/registry/schema.h"
 #include "controller/registry/validation.h"
 #include "core/model_spec.h"
@@ -171,6 +173,10 @@ class Registry {
   JobStore& jobs() { return jobs_; }
   const JobStore& jobs() const { return jobs_; }
 
+  // ---- API keys ----
+  // The keys' records, in this registry's file (key_store.h).
+  KeyStore& keys() { return keys_; }
+
   // The List* calls have no error channel: a read that fails part way (disk
   // error, a damaged row) logs the error and returns the rows read so far,
   // skipping rows that cannot be decoded. Get* calls report such errors.
@@ -200,6 +206,7 @@ class Registry {
   const std::unique_ptr<Connection> db_ ABSL_GUARDED_BY(mu_);
   // Shares db_ and mu_; declared after them so that it is built after them.
   JobStore jobs_;
+  KeyStore keys_;
 };
 
 }  // namespace maitre::registry

@@ -129,6 +129,23 @@ constexpr char kAppsMaxAccuracyDrop[] = R"sql(
 ALTER TABLE apps ADD COLUMN max_accuracy_drop REAL;
 )sql";
 
+// API keys (key_store.h). Only the SHA-256 of each secret is kept: the
+// secrets are 256 random bits, so a fast hash suffices (nobody can search
+// that space), and a copy of the file lets nobody call the server. `scope`
+// is "admin" or "app"; an app key names its app, an admin key has app ''.
+// No foreign key to apps: a key may be made for an app before its first
+// model is registered.
+constexpr char kApiKeys[] = R"sql(
+CREATE TABLE api_keys (
+  id              TEXT PRIMARY KEY NOT NULL,
+  secret_sha256   TEXT NOT NULL,
+  scope           TEXT NOT NULL,
+  app             TEXT NOT NULL,
+  name            TEXT NOT NULL,
+  created_unix_ms INTEGER NOT NULL
+);
+)sql";
+
 }  // namespace
 
 // A new migration is appended with the next version; shipped ones never
@@ -140,6 +157,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {3, "offline jobs", kOfflineJobs},
       {4, "profiles: sweeps left", kProfilesSweepsLeft},
       {5, "apps: max_accuracy_drop", kAppsMaxAccuracyDrop},
+      {6, "api keys", kApiKeys},
   };
   return *migrations;
 }
