@@ -12,6 +12,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/models/model_removal.h"
 #include "controller/models/registrar.h"
 #include "controller/serving_metrics.h"
 #include "core/work_queue.h"
@@ -24,6 +25,7 @@ struct FrontendOptions {
   Cluster* cluster = nullptr;
   Dispatcher* dispatcher = nullptr;
   Registrar* registrar = nullptr;
+  ModelRemover* remover = nullptr;
   WorkQueue* control = nullptr;
   ServingMetrics* metrics = nullptr;
   const Clock* clock = SteadyClock::Get();
