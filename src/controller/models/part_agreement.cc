@@ -125,20 +125,35 @@ std::vector<int64_t> Top1(const Tensor& scores, int64_t rows) {
   return top;
 }
 
+// How many rows of `row_bytes` each the options allow.
+int64_t RowsWithin(const AgreementOptions& options, int64_t row_bytes) {
+  const int64_t fit = options.max_sample_bytes / std::max<int64_t>(1, row_bytes);
+  return std::max<int64_t>(1, std::min<int64_t>(options.max_rows, fit));
+}
+
 }  // namespace
 
 absl::StatusOr<AgreementSample> MakeAgreementSample(const ModelSpec& spec, const Valset* valset,
                                                     const AgreementOptions& options) {
   AgreementSample sample;
   if (valset != nullptr && valset->size() > 0) {
-    sample.rows = std::min<int64_t>(valset->size(), options.max_rows);
+    const int64_t row_bytes = static_cast<int64_t>(valset->inputs.data.size()) / valset->size();
+    sample.rows = std::min<int64_t>(valset->size(), RowsWithin(options, row_bytes));
     MAITRE_ASSIGN_OR_RETURN(Tensor rows, SliceRows(valset->inputs, 0, sample.rows));
     if (!spec.inputs.empty()) rows.name = spec.inputs[0].name;
     sample.inputs.push_back(std::move(rows));
     sample.rows_are = "validation rows";
     return sample;
   }
-  sample.rows = options.max_rows;
+  int64_t row_bytes = 0;
+  for (const TensorSpec& input : spec.inputs) {
+    std::vector<int64_t> row = input.shape;
+    if (!row.empty()) row[0] = 1;
+    const int64_t elements = NumElements(row);
+    // An unknown size is refused below, with its reason.
+    if (elements > 0) row_bytes += elements * static_cast<int64_t>(DataTypeSize(input.dtype));
+  }
+  sample.rows = RowsWithin(options, row_bytes);
   sample.rows_are = "synthetic rows";
   uint64_t state = 0x6d61697472650000ULL;  // any fixed seed
   for (const TensorSpec& input : spec.inputs) {

@@ -21,6 +21,10 @@ namespace maitre::controller {
 struct AgreementOptions {
   // Rows both parts run on: the first of the validation set, or synthetic.
   int max_rows = 64;
+  // ...and fewer when they would be larger than this (a row may have up to
+  // 2^26 elements; docs/api.md): the sample is held on the controller and
+  // sent to the worker twice. At least one row is always used.
+  int64_t max_sample_bytes = int64_t{64} << 20;
   // Both parts are uploaded in fp32 (int8 and fp16 are generated variants,
   // never uploaded), so an export of the same weights differs only by the
   // order of float operations: the zoo's pairs differ by at most ~1e-5 on
@@ -42,7 +46,8 @@ struct AgreementSample {
 };
 
 // The first `max_rows` rows of `valset` when it is given (the model then
-// has one input), else `max_rows` deterministic pseudo-random rows of the
+// has one input), else `max_rows` deterministic pseudo-random rows (both
+// fewer when over max_sample_bytes) of the
 // declared shape (values in [0, 1) for floats, 0..9 otherwise), the same on
 // every call. FailedPrecondition when there is no valset and an input has
 // an unknown size besides the batch dimension: there is nothing to

@@ -67,6 +67,19 @@ TEST(AgreementSampleTest, ValsetRowsAreTheFirstOnesAndAtMostMaxRows) {
   EXPECT_EQ(sample->inputs[0].As<float>()[17], 17.0f);
 }
 
+TEST(AgreementSampleTest, LargeRowsAreFewerButAtLeastOne) {
+  AgreementOptions options;
+  options.max_sample_bytes = 10 * 16 * 4;  // ten rows of 1x4x4 floats
+  auto sample = MakeAgreementSample(Classifier(), nullptr, options);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->rows, 10);
+  EXPECT_EQ(sample->inputs[0].shape[0], 10);
+  options.max_sample_bytes = 1;
+  sample = MakeAgreementSample(Classifier(), nullptr, options);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->rows, 1);
+}
+
 TEST(AgreementSampleTest, AnInputOfUnknownSizeCannotBeSynthesised) {
   ModelSpec spec = Classifier();
   spec.inputs[0].shape = {-1, -1};
