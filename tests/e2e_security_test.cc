@@ -297,6 +297,8 @@ TEST_F(SecurityTest, AKeyReachesItsOwnAppOnly) {
       {"GET", "/v2/profiles?app=fashion", ""},
       {"POST", "/v2/apps/fashion/jobs", R"({"input": "in.npz", "output": "out"})"},
       {"POST", "/v2/keys", R"({"app": "fashion"})"},
+      {"DELETE", absl::StrCat("/v2/apps/fashion/models/", kModel), ""},
+      {"DELETE", "/v2/apps/fashion", ""},
   };
   for (const Attempt& a : attempts) {
     auto r = server_->SendAs(other_key, a.method, a.path, a.body);

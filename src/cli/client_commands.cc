@@ -390,4 +390,30 @@ int RunModels(const ListArgs& args) {
   return 0;
 }
 
+int RunDelete(const DeleteArgs& args) {
+  auto api = ApiClient::Connect(args.server);
+  if (!api.ok()) return Fail(api.status());
+  std::string path = absl::StrCat("/v2/apps/", args.app);
+  if (!args.model.empty()) absl::StrAppend(&path, "/models/", args.model);
+  if (args.force) absl::StrAppend(&path, "?force=true");
+  auto deleted = api->Send("DELETE", path, "", "");
+  if (!deleted.ok()) return Fail(deleted.status());
+  json j = json::parse(deleted->body, nullptr, false);
+  if (deleted->status != 200) {
+    std::string why = j.is_object() && j.contains("error") ? j["error"].get<std::string>()
+                                                           : deleted->body;
+    return Fail(absl::UnknownError(absl::StrCat("HTTP ", deleted->status, ": ", why)));
+  }
+  if (args.json || j.is_discarded()) {
+    std::cout << (j.is_discarded() ? deleted->body : j.dump(2)) << "\n";
+    return 0;
+  }
+  std::cout << "deleted " << (args.model.empty() ? "app " + args.app : "model " + args.model)
+            << ": " << j["models"].size() << " model(s), " << j["variants"].size()
+            << " variant(s), " << j["unloading"].size() << " instance(s) unloading, "
+            << j["blobs_removed"].get<int>() << " file(s) removed ("
+            << j["bytes_freed"].get<int64_t>() << " bytes)\n";
+  return 0;
+}
+
 }  // namespace maitre::cli

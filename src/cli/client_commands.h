@@ -58,7 +58,17 @@ struct ProfilesArgs {
   std::string app;   // export: only this app
 };
 
+// `models delete APP MODEL` and `apps delete APP`.
+struct DeleteArgs {
+  std::string server;
+  std::string app;
+  std::string model;   // empty: the whole app
+  bool force = false;  // cancel the offline jobs that use it
+  bool json = false;
+};
+
 int RunRegister(const RegisterArgs& args);
+int RunDelete(const DeleteArgs& args);
 int RunVariants(const VariantsArgs& args);
 int RunProfilesImport(const ProfilesArgs& args);
 int RunProfilesExport(const ProfilesArgs& args);

@@ -307,9 +307,30 @@ void AddListCommands(CLI::App& app, int* exit_code) {
   apps_cmd->add_option("--max-accuracy-drop", list->max_accuracy_drop,
                        "Set the fraction (0-1) of the app's best accuracy that --allocator "
                        "proteus may give up");
-  apps_cmd->callback([list, exit_code] { *exit_code = maitre::cli::RunApps(*list); });
-  app.get_subcommand("models")->callback(
-      [list, exit_code] { *exit_code = maitre::cli::RunModels(*list); });
+  CLI::App* models_cmd = app.get_subcommand("models");
+  // The listing runs unless a `delete` under the noun was given.
+  apps_cmd->callback([list, apps_cmd, exit_code] {
+    if (!apps_cmd->got_subcommand("delete")) *exit_code = maitre::cli::RunApps(*list);
+  });
+  models_cmd->callback([list, models_cmd, exit_code] {
+    if (!models_cmd->got_subcommand("delete")) *exit_code = maitre::cli::RunModels(*list);
+  });
+
+  auto del = std::make_shared<maitre::cli::DeleteArgs>();
+  del->server = kDefaultServer;
+  CLI::App* app_delete = apps_cmd->add_subcommand(
+      "delete", "Delete an app with its models, unloading them and removing their files");
+  app_delete->add_option("app", del->app, "App")->required();
+  CLI::App* model_delete = models_cmd->add_subcommand(
+      "delete", "Delete a model, unloading it and removing its files");
+  model_delete->add_option("app", del->app, "App that owns the model")->required();
+  model_delete->add_option("model", del->model, "Model")->required();
+  for (CLI::App* cmd : {app_delete, model_delete}) {
+    cmd->add_option("--server", del->server, "Server URL")->capture_default_str();
+    cmd->add_flag("--force", del->force, "Cancel the offline jobs that use it");
+    cmd->add_flag("--json", del->json, "Print JSON");
+    cmd->callback([del, exit_code] { *exit_code = maitre::cli::RunDelete(*del); });
+  }
 }
 
 }  // namespace

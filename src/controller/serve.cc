@@ -30,6 +30,7 @@
 #include "controller/jobs/job_runner.h"
 #include "controller/provision/local_provider.h"
 #include "controller/dataplane/placer.h"
+#include "controller/models/model_removal.h"
 #include "controller/models/registrar.h"
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
@@ -286,6 +287,28 @@ class Controller {
     registrar_options.on_registered = [this] { pipeline_->Kick(); };
     registrar_options.measurement_mu = &measurement_mu_;
     registrar_ = std::make_unique<Registrar>(registrar_options);
+    ModelRemover::Options remover_options;
+    remover_options.registry = registry_.get();
+    remover_options.blobs = blobs_.get();
+    remover_options.catalog = &catalog_;
+    remover_options.cluster = cluster_.get();
+    remover_options.placer = placer_.get();
+    remover_options.registrar = registrar_.get();
+    remover_options.live_jobs = [this](const std::string& app, const std::string& model) {
+      std::vector<std::string> ids;
+      for (const jobs::JobStatus& job : jobs_->List()) {
+        if (jobs::IsTerminal(job.state) || job.record.app != app) continue;
+        // A model-less job may pick any model of its app.
+        if (model.empty() || job.record.model.empty() || job.record.model == model) {
+          ids.push_back(job.record.id);
+        }
+      }
+      return ids;
+    };
+    remover_options.cancel_job = [this](const std::string& id) {
+      return jobs_->Cancel(id).status();
+    };
+    remover_ = std::make_unique<ModelRemover>(std::move(remover_options));
     return absl::OkStatus();
   }
 
@@ -348,9 +371,11 @@ class Controller {
     frontend.cluster = cluster_.get();
     frontend.dispatcher = dispatcher_.get();
     frontend.registrar = registrar_.get();
+    frontend.remover = remover_.get();
     frontend.control = control_.get();
     frontend.metrics = metrics_.get();
     frontend.access = access_.get();
+    frontend.keys = keys_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
     jobs::AddJobRoutes(router, jobs_.get(), *access_);
@@ -481,6 +506,7 @@ class Controller {
   absl::Mutex measurement_mu_;  // one measurement on the workers at a time
   std::unique_ptr<VariantPipeline> pipeline_;
   std::unique_ptr<Registrar> registrar_;
+  std::unique_ptr<ModelRemover> remover_;
   std::unique_ptr<MembershipService> membership_service_;
   std::unique_ptr<GrpcFrontend> grpc_frontend_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -250,6 +250,16 @@ absl::StatusOr<Profile> InstanceManager::ProfileVariant(const VariantSpec& spec,
   return Profile::Create(std::move(points), load_ms, memory_mb);
 }
 
+absl::StatusOr<std::vector<Tensor>> InstanceManager::RunOnce(const VariantSpec& spec,
+                                                             const std::vector<Tensor>& inputs) {
+  if (inputs.size() != spec.spec.inputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model takes ", spec.spec.inputs.size(),
+                                                   " input(s); ", inputs.size(), " were given"));
+  }
+  MAITRE_ASSIGN_OR_RETURN(auto executor, NewExecutor(spec));
+  return executor->Run(inputs);
+}
+
 absl::StatusOr<runtime::Accuracy> InstanceManager::Evaluate(const VariantSpec& spec,
                                                             const std::string& valset_blob,
                                                             int batch_size) {

@@ -102,6 +102,11 @@ class InstanceManager {
   absl::StatusOr<runtime::Accuracy> Evaluate(const VariantSpec& spec,
                                              const std::string& valset_blob, int batch_size);
 
+  // Runs `spec` once on `inputs` (one tensor per spec input) with a fresh
+  // executor, leaving loaded instances alone; the outputs in spec order.
+  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec& spec,
+                                              const std::vector<Tensor>& inputs);
+
   // The batching policy instances loaded from now on use (the controller
   // says which when the worker registers).
   void SetBatchingPolicy(const std::string& policy);

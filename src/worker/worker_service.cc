@@ -114,6 +114,8 @@ void WorkerService::Start() {
                                                  &WorkerService::Profile);
   Await<v1::EvaluateRequest, v1::EvaluateResponse>(&Service::RequestEvaluate,
                                                    &WorkerService::Evaluate);
+  Await<v1::RunOnceRequest, v1::RunOnceResponse>(&Service::RequestRunOnce,
+                                                 &WorkerService::RunOnce);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -240,6 +242,27 @@ void WorkerService::Evaluate(Call<v1::EvaluateRequest, v1::EvaluateResponse>* ca
       call->response()->set_examples(accuracy->examples);
     }
     call->Finish(rpc::ToGrpc(accuracy.status()));
+  });
+}
+
+// Registration work like Evaluate: it loads the variant afresh and counts
+// against the registration CPU share.
+void WorkerService::RunOnce(Call<v1::RunOnceRequest, v1::RunOnceResponse>* call) {
+  control_->Post([this, call] {
+    const v1::RunOnceRequest& request = call->request();
+    auto spec = rpc::FromProto(request.variant());
+    if (!spec.ok()) {
+      call->Finish(rpc::ToGrpc(spec.status()));
+      return;
+    }
+    std::vector<Tensor> inputs;
+    for (const v1::Tensor& t : request.inputs()) inputs.push_back(rpc::FromProto(t));
+    absl::StatusOr<std::vector<Tensor>> outputs;
+    registration_cpu_.Run([&] { outputs = manager_->RunOnce(*spec, inputs); });
+    if (outputs.ok()) {
+      for (Tensor& t : *outputs) rpc::ToProto(std::move(t), call->response()->add_outputs());
+    }
+    call->Finish(rpc::ToGrpc(outputs.status()));
   });
 }
 

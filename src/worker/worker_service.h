@@ -80,6 +80,7 @@ class WorkerService {
   void Unload(Call<v1::UnloadRequest, v1::UnloadResponse>* call);
   void Profile(Call<v1::ProfileRequest, v1::ProfileResponse>* call);
   void Evaluate(Call<v1::EvaluateRequest, v1::EvaluateResponse>* call);
+  void RunOnce(Call<v1::RunOnceRequest, v1::RunOnceResponse>* call);
 
   InstanceManager* const manager_;
   const Clock* const clock_;

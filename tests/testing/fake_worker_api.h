@@ -31,6 +31,10 @@ class FakeWorkerApi : public controller::WorkerApi {
                                                   int) override {
     return absl::UnimplementedError("no evaluation here");
   }
+  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec&,
+                                              const std::vector<Tensor>&) override {
+    return absl::UnimplementedError("no runs here");
+  }
 };
 
 }  // namespace maitre::testing

@@ -158,13 +158,13 @@ absl::Status KeyRing::Revoke(const Principal& by, absl::string_view id) {
   return absl::OkStatus();
 }
 
-absl::Status KeyRing::ForgetApp(absl::string_view app) {
+absl::StatusOr<int> KeyRing::ForgetApp(absl::string_view app) {
   absl::MutexLock lock(&mu_);
-  MAITRE_RETURN_IF_ERROR(options_.store->DeleteAppKeys(app).status());
+  MAITRE_ASSIGN_OR_RETURN(int revoked, options_.store->DeleteAppKeys(app));
   for (auto it = by_id_.begin(); it != by_id_.end();) {
     it = !it->second.admin && it->second.app == app ? by_id_.erase(it) : std::next(it);
   }
-  return absl::OkStatus();
+  return revoked;
 }
 
 absl::StatusOr<bool> KeyRing::EnsureAdminKey(const std::string& path) {

@@ -71,8 +71,8 @@ class KeyRing {
   // Revokes key `id`. The last admin key cannot be revoked (nobody could
   // manage keys afterwards): FailedPrecondition.
   absl::Status Revoke(const Principal& by, absl::string_view id);
-  // Forgets every key of a deleted app.
-  absl::Status ForgetApp(absl::string_view app);
+  // Revokes every key of a deleted app; returns how many.
+  absl::StatusOr<int> ForgetApp(absl::string_view app);
 
   // When keys are required and no admin key exists: makes one, writes it
   // to `path` (mode 0600, created exclusively) and returns true.

@@ -108,7 +108,9 @@ TEST_F(KeyRingTest, AForgottenAppsKeysStopWorking) {
   auto fashion = ring_->Create(kAdmin, "fashion", "");
   auto digits = ring_->Create(kAdmin, "digits", "");
   ASSERT_TRUE(fashion.ok() && digits.ok());
-  ASSERT_TRUE(ring_->ForgetApp("fashion").ok());
+  auto forgotten = ring_->ForgetApp("fashion");
+  ASSERT_TRUE(forgotten.ok());
+  EXPECT_EQ(*forgotten, 1);
   EXPECT_TRUE(absl::IsUnauthenticated(Present(fashion->key).status()));
   EXPECT_TRUE(Present(digits->key).ok());
   Reopen();

@@ -56,6 +56,10 @@ class StandInApi final : public WorkerApi {
   absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
     return absl::UnimplementedError("no evaluation here");
   }
+  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec&,
+                                              const std::vector<Tensor>&) override {
+    return absl::UnimplementedError("no runs here");
+  }
 
  private:
   StandIn* worker_;

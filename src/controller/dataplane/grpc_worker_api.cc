@@ -128,6 +128,23 @@ class GrpcWorkerApi final : public WorkerApi {
     return Evaluation{response.accuracy(), response.examples()};
   }
 
+  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec& spec,
+                                              const std::vector<Tensor>& inputs) override {
+    v1::RunOnceRequest request;
+    rpc::ToProto(spec, request.mutable_variant());
+    for (Tensor t : inputs) rpc::ToProto(std::move(t), request.add_inputs());
+    v1::RunOnceResponse response;
+    grpc::ClientContext context;
+    Prepare(&context, kProfileTimeout);
+    absl::Status status = rpc::FromGrpc(stub_->RunOnce(&context, request, &response));
+    if (!status.ok()) return status;
+    std::vector<Tensor> outputs;
+    for (v1::Tensor& t : *response.mutable_outputs()) {
+      outputs.push_back(rpc::FromProto(std::move(t)));
+    }
+    return outputs;
+  }
+
  private:
   // Every call has a deadline and carries the token the worker accepts its
   // controller's calls with.

@@ -76,6 +76,10 @@ class WorkerApi {
   virtual absl::StatusOr<Evaluation> Evaluate(const VariantSpec& spec,
                                               const std::string& valset_blob,
                                               int batch_size) = 0;
+  // Runs `spec` once on `inputs` without loading it as an instance; the
+  // outputs in spec order (registration compares a model's parts this way).
+  virtual absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec& spec,
+                                                      const std::vector<Tensor>& inputs) = 0;
 };
 
 // A WorkerApi over gRPC to the worker listening at `address`, whose calls

@@ -1,7 +1,9 @@
 #include "controller/frontend/http_frontend.h"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 #include <optional>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -202,6 +204,50 @@ class Frontend {
     });
   }
 
+  // DELETE /v2/apps/{app}[/models/{model}][?force=true]. On the control
+  // queue: it writes the registry and deletes files. A conflict (a
+  // registration under way, live jobs) is 409.
+  void Delete(const http::Request& request, const http::PathParams& params,
+              http::Responder respond) {
+    std::string app = params.find("app")->second;
+    auto model = params.find("model");
+    std::string name = model == params.end() ? "" : model->second;
+    const std::string force = std::string(request.QueryParam("force"));
+    if (!force.empty() && force != "true" && force != "false") {
+      std::move(respond)(http::Response::Error(400, "force must be true or false"));
+      return;
+    }
+    auto shared_respond = std::make_shared<http::Responder>(std::move(respond));
+    o_.control->Post([this, app, name, force = force == "true", shared_respond] {
+      absl::StatusOr<Removal> removal = name.empty() ? o_.remover->DeleteApp(app, force)
+                                                     : o_.remover->DeleteModel(app, name, force);
+      if (!removal.ok()) {
+        const absl::Status& s = removal.status();
+        std::move (*shared_respond)(http::Response::Error(
+            absl::IsFailedPrecondition(s) ? 409 : HttpStatusFor(s), s.message()));
+        return;
+      }
+      // A deleted app's keys go with it: whoever registers the name next
+      // is not reached by them.
+      int keys_revoked = 0;
+      if (removal->app_removed && o_.keys != nullptr) {
+        auto forgotten = o_.keys->ForgetApp(app);
+        if (forgotten.ok()) {
+          keys_revoked = *forgotten;
+        } else {
+          spdlog::error("revoking the keys of deleted app {}: {}", app,
+                        forgotten.status().ToString());
+        }
+      }
+      json j{{"app", removal->app},         {"app_deleted", removal->app_removed},
+             {"models", removal->models},   {"variants", removal->variants},
+             {"unloading", removal->unloaded}, {"cancelled_jobs", removal->cancelled_jobs},
+             {"blobs_removed", removal->blobs_removed}, {"bytes_freed", removal->bytes_freed},
+             {"keys_revoked", keys_revoked}};
+      std::move (*shared_respond)(http::Response::Json(200, j.dump()));
+    });
+  }
+
   void SetAppDefaults(http::Request&& request, const http::PathParams& params,
                       http::Responder respond) {
     auto defaults = o_.registrar->SetAppDefaults(params.find("app")->second, request.body);
@@ -322,31 +368,33 @@ class Frontend {
     for (const auto& [name, model] : catalog->models) {
       if (!CheckAppAccess(caller, model.app).ok()) continue;
       for (const CatalogVariant& v : model.variants) {
-        json instances = json::array();
-        for (const WorkerView& w : workers) {
-          for (const InstanceView& inst : w.instances) {
-            if (!(inst.key == v.spec.key)) continue;
-            instances.push_back({{"worker", w.id},
-                                 {"worker_type", w.type.name},
-                                 {"phase", std::string(InstancePhaseName(inst.phase))},
-                                 {"state", std::string(policy::InstanceStateName(inst.state))},
-                                 {"replicas", inst.stats.replicas},
-                                 {"queue_length", inst.stats.queue_length},
-                                 {"arrival_qps", inst.stats.arrival_qps},
-                                 {"served_qps", inst.stats.served_qps},
-                                 {"latency_p50_ms", inst.stats.latency_p50_ms},
-                                 {"latency_p99_ms", inst.stats.latency_p99_ms},
-                                 {"in_flight", inst.outstanding},
-                                 {"error", inst.error}});
-          }
-        }
         models.push_back({{"name", model.name},
                           {"version", v.spec.key.variant},
                           {"app", model.app},
                           {"state", v.ready() ? "READY" : "UNAVAILABLE"},
                           {"reason", v.detail},
-                          {"instances", instances}});
+                          {"instances", InstancesJson(workers, v.spec.key)}});
       }
+    }
+    // Instances of variants that were deleted, until their workers have
+    // let them go (docs/api.md, "Deleting models and apps").
+    std::set<VariantKey> leaving;
+    for (const WorkerView& w : workers) {
+      if (!caller.admin) break;  // whose they were is gone with the catalog
+      for (const InstanceView& inst : w.instances) {
+        const CatalogModel* model = catalog->FindModel(inst.key.model);
+        if (model == nullptr || model->FindVariant(inst.key.variant) == nullptr) {
+          leaving.insert(inst.key);
+        }
+      }
+    }
+    for (const VariantKey& key : leaving) {
+      models.push_back({{"name", key.model},
+                        {"version", key.variant},
+                        {"app", ""},
+                        {"state", "UNAVAILABLE"},
+                        {"reason", "deleted; unloading"},
+                        {"instances", InstancesJson(workers, key)}});
     }
     json worker_list = json::array();
     for (const WorkerView& w : workers) {
@@ -362,6 +410,28 @@ class Frontend {
   }
 
  private:
+  static json InstancesJson(const std::vector<WorkerView>& workers, const VariantKey& key) {
+    json instances = json::array();
+    for (const WorkerView& w : workers) {
+      for (const InstanceView& inst : w.instances) {
+        if (!(inst.key == key)) continue;
+        instances.push_back({{"worker", w.id},
+                             {"worker_type", w.type.name},
+                             {"phase", std::string(InstancePhaseName(inst.phase))},
+                             {"state", std::string(policy::InstanceStateName(inst.state))},
+                             {"replicas", inst.stats.replicas},
+                             {"queue_length", inst.stats.queue_length},
+                             {"arrival_qps", inst.stats.arrival_qps},
+                             {"served_qps", inst.stats.served_qps},
+                             {"latency_p50_ms", inst.stats.latency_p50_ms},
+                             {"latency_p99_ms", inst.stats.latency_p99_ms},
+                             {"in_flight", inst.outstanding},
+                             {"error", inst.error}});
+      }
+    }
+    return instances;
+  }
+
   json ModelJson(const CatalogModel& model) const {
     json variants = json::array();
     for (const CatalogVariant& v : model.variants) {
@@ -460,6 +530,14 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
   add("PUT", "/v2/apps/{app}", Reach::kApp,
       [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
         f->SetAppDefaults(std::move(q), p, std::move(r));
+      });
+  add("DELETE", "/v2/apps/{app}", Reach::kApp,
+      [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        f->Delete(q, p, std::move(r));
+      });
+  add("DELETE", "/v2/apps/{app}/models/{model}", Reach::kApp,
+      [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        f->Delete(q, p, std::move(r));
       });
   add("GET", "/v2/apps/{app}/models/{model}/registration", Reach::kApp,
       [f](Request&&, const PathParams& p, const Principal&, Responder r) {

@@ -13,6 +13,7 @@
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
 #include "controller/access/http_access.h"
+#include "controller/models/model_removal.h"
 #include "controller/models/registrar.h"
 #include "controller/serving_metrics.h"
 #include "core/work_queue.h"
@@ -25,9 +26,11 @@ struct FrontendOptions {
   Cluster* cluster = nullptr;
   Dispatcher* dispatcher = nullptr;
   Registrar* registrar = nullptr;
+  ModelRemover* remover = nullptr;
   WorkQueue* control = nullptr;
   ServingMetrics* metrics = nullptr;
   const HttpAccess* access = nullptr;  // who may reach each route
+  KeyRing* keys = nullptr;  // a deleted app's keys are revoked; may be null
   const Clock* clock = SteadyClock::Get();
   std::string version = "0.1.0";
 };

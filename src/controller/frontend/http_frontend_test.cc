@@ -1,5 +1,6 @@
 // The app routes of the HTTP front-end (PUT /v2/apps/{app}, GET /v2/apps,
-// GET /v2/apps/{app}), routed in-process over a real registry and catalog.
+// GET /v2/apps/{app}, DELETE), routed in-process over a real registry and
+// catalog.
 // The rest of the API is covered end to end in tests/e2e_*_test.cc.
 #include "controller/frontend/http_frontend.h"
 
@@ -13,7 +14,10 @@
 #include <optional>
 #include <string>
 
+#include "absl/synchronization/notification.h"
+#include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
+#include "core/work_queue.h"
 
 namespace maitre::controller {
 namespace {
@@ -34,13 +38,25 @@ class AppRoutesTest : public ::testing::Test {
     registrar.registry = registry_.get();
     registrar.catalog = &catalog_;
     registrar_ = std::make_unique<Registrar>(registrar);
-    // The app routes use only the catalog and the registrar.
+    auto blobs = registry::BlobStore::Open({dir_ + "/blobs"});
+    ASSERT_TRUE(blobs.ok()) << blobs.status();
+    blobs_ = *std::move(blobs);
+    ModelRemover::Options remover;
+    remover.registry = registry_.get();
+    remover.blobs = blobs_.get();
+    remover.catalog = &catalog_;
+    remover.registrar = registrar_.get();
+    remover_ = std::make_unique<ModelRemover>(remover);
+    // The app routes use only the catalog, the registrar, the remover and
+    // the control queue.
     keys_ = std::make_unique<KeyRing>(KeyRing::Options{&registry_->keys(), false});
     access_ = std::make_unique<HttpAccess>(
         keys_.get(), [](const http::PathParams&) { return std::nullopt; });
     FrontendOptions options;
     options.catalog = &catalog_;
     options.registrar = registrar_.get();
+    options.remover = remover_.get();
+    options.control = &control_;
     options.access = access_.get();
     AddHttpRoutes(options, router_);
     ASSERT_TRUE(router_.status().ok()) << router_.status();
@@ -58,10 +74,20 @@ class AppRoutesTest : public ::testing::Test {
     request.method = std::move(method);
     request.path = std::move(path);
     request.body = std::move(body);
+    size_t query = request.path.find('?');
+    if (query != std::string::npos) {
+      request.query = request.path.substr(query + 1);
+      request.path.resize(query);
+    }
+    // Some routes answer on the control queue, after Route returns.
     std::optional<http::Response> answer;
-    router_.Route(std::move(request), http::Responder::FromCallback(
-                                          [&answer](http::Response r) { answer = std::move(r); }));
-    EXPECT_TRUE(answer.has_value());
+    absl::Notification answered;
+    router_.Route(std::move(request),
+                  http::Responder::FromCallback([&answer, &answered](http::Response r) {
+                    answer = std::move(r);
+                    answered.Notify();
+                  }));
+    answered.WaitForNotification();
     return answer.value_or(http::Response{});
   }
 
@@ -77,6 +103,9 @@ class AppRoutesTest : public ::testing::Test {
   std::unique_ptr<Registrar> registrar_;
   std::unique_ptr<KeyRing> keys_;
   std::unique_ptr<HttpAccess> access_;
+  std::unique_ptr<registry::BlobStore> blobs_;
+  std::unique_ptr<ModelRemover> remover_;
+  WorkQueue control_{1};
   http::Router router_;
 };
 
@@ -110,6 +139,35 @@ TEST_F(AppRoutesTest, ABadMaxAccuracyDropIs400NamingTheField) {
   }
   json app = SendJson("GET", "/v2/apps/fashion");
   EXPECT_EQ(app["defaults"]["max_accuracy_drop"], 0.25);
+}
+
+TEST_F(AppRoutesTest, DeleteAnswersWhatWentAndTheRightCodeWhenItCannot) {
+  SendJson("PUT", "/v2/apps/fashion", R"({"latency_ms": 50})");
+  SendJson("PUT", "/v2/apps/audio", R"({"latency_ms": 50})");
+
+  EXPECT_EQ(Send("DELETE", "/v2/apps/nope").status, 404);
+  EXPECT_EQ(Send("DELETE", "/v2/apps/fashion/models/nope").status, 404);
+  http::Response bad = Send("DELETE", "/v2/apps/fashion?force=yes");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("force must be true or false"));
+
+  // A registration under way is a conflict (409, not the 422 of other
+  // failed preconditions), and nothing is deleted.
+  Upload upload;
+  upload.app = "fashion";
+  upload.model = "m";
+  registrar_->Queued(upload);
+  http::Response conflict = Send("DELETE", "/v2/apps/fashion?force=true");
+  EXPECT_EQ(conflict.status, 409) << conflict.body;
+  EXPECT_THAT(conflict.body, HasSubstr("is being registered"));
+  EXPECT_EQ(Send("GET", "/v2/apps/fashion").status, 200);
+
+  json deleted = SendJson("DELETE", "/v2/apps/audio");
+  EXPECT_EQ(deleted["app"], "audio");
+  EXPECT_EQ(deleted["app_deleted"], true);
+  EXPECT_EQ(deleted["models"], json::array());
+  EXPECT_EQ(Send("GET", "/v2/apps/audio").status, 404);
+  EXPECT_EQ(Send("DELETE", "/v2/apps/audio").status, 404);
 }
 
 }  // namespace

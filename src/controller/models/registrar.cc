@@ -7,6 +7,8 @@
 #include "core/profile_csv.h"
 #include "core/sha256.h"
 #include "core/status_macros.h"
+#include "controller/models/part_agreement.h"
+#include "controller/registry/validation.h"
 #include "core/valset.h"
 #include "core/logging.h"
 
@@ -80,6 +82,53 @@ absl::StatusOr<double> Registrar::Validate(const VariantSpec& spec,
   }
   if (!status.ok()) return status;
   return accuracy;
+}
+
+absl::Status Registrar::CheckSameModel(const ModelSpec& spec, const Valset* valset,
+                                      const VariantSpec& torch, const VariantSpec& onnx) {
+  absl::StatusOr<AgreementSample> sample = MakeAgreementSample(spec, valset, options_.agreement);
+  if (!sample.ok()) {
+    // Only an input of unknown size without a validation set gets here.
+    spdlog::warn("registering {}: the ONNX part is not compared with the TorchScript part: {}",
+                 torch.key.model, sample.status().message());
+    return absl::OkStatus();
+  }
+  MAITRE_ASSIGN_OR_RETURN(std::shared_ptr<WorkerApi> worker, ValidationWorker());
+  absl::MutexLockMaybe measuring(options_.measurement_mu);
+  std::vector<Tensor> outputs[2];
+  const VariantSpec* parts[2] = {&torch, &onnx};
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::vector<Tensor>> run = worker->RunOnce(*parts[i], sample->inputs);
+    if (run.status().code() == absl::StatusCode::kInvalidArgument ||
+        run.status().code() == absl::StatusCode::kInternal) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the ", RuntimeName(parts[i]->runtime), " runtime could not run the model on ",
+          sample->rows, " ", sample->rows_are, ": ", run.status().message()));
+    }
+    if (!run.ok()) return run.status();
+    outputs[i] = *std::move(run);
+  }
+  absl::StatusOr<double> agree =
+      CheckPartsAgree(spec, *sample, outputs[0], outputs[1], options_.agreement);
+  if (!agree.ok()) {
+    spdlog::info("registering {}: refused: {}", torch.key.model, agree.status().message());
+    return agree.status();
+  }
+  // The margin the tolerance leaves, for whoever tunes it (docs/api.md).
+  spdlog::info("registering {}: the ONNX part agrees with the TorchScript part on {} {} "
+               "(max |Δ| {:.3g})",
+               torch.key.model, sample->rows, sample->rows_are, *agree);
+  return absl::OkStatus();
+}
+
+bool Registrar::Registering(const std::string& app, const std::string& model) const {
+  absl::MutexLock lock(&progress_mu_);
+  const std::string prefix = absl::StrCat(app, "/", model);
+  for (const auto& [key, progress] : progress_) {
+    const bool match = model.empty() ? absl::StartsWith(key, prefix) : key == prefix;
+    if (match && !progress.done) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<RegistrationProgress> Registrar::Progress(const std::string& app,
@@ -176,8 +225,12 @@ absl::StatusOr<Registration> Registrar::Register(const Upload& upload) {
 }
 
 absl::StatusOr<Registration> Registrar::RegisterLocked(const Upload& upload) {
-  const int steps = 3 + (upload.onnx_bytes.empty() ? 1 : 2);
+  // One step per part run on a worker, and one to compare two parts.
+  const int steps = 3 + (upload.onnx_bytes.empty() ? 1 : 3);
   SetProgress(upload, 1, steps, "checking the upload");
+  // Names first: a bad name must not cost a validation run on a worker.
+  MAITRE_RETURN_IF_ERROR(registry::ValidateName("app name", upload.app));
+  MAITRE_RETURN_IF_ERROR(registry::ValidateName("model name", upload.model));
   if (upload.model_bytes.empty()) {
     return absl::InvalidArgumentError("the upload needs a 'model' part with the model file");
   }
@@ -201,9 +254,10 @@ absl::StatusOr<Registration> Registrar::RegisterLocked(const Upload& upload) {
   if (spec.inputs.size() != 1 && !upload.valset_bytes.empty()) {
     return absl::InvalidArgumentError("a validation set needs a model with exactly one input");
   }
+  std::optional<Valset> valset;
   if (!upload.valset_bytes.empty()) {
-    MAITRE_ASSIGN_OR_RETURN(Valset valset, ParseValset(upload.valset_bytes));
-    MAITRE_RETURN_IF_ERROR(CheckValsetFits(valset, spec));
+    MAITRE_ASSIGN_OR_RETURN(valset, ParseValset(upload.valset_bytes));
+    MAITRE_RETURN_IF_ERROR(CheckValsetFits(*valset, spec));
   }
 
   // Idempotent by content: the same model bytes under the same name and app
@@ -239,6 +293,7 @@ absl::StatusOr<Registration> Registrar::RegisterLocked(const Upload& upload) {
       {model.source_blob, torchscript ? Runtime::kTorch : Runtime::kOpenCv}};
   if (!model.onnx_blob.empty()) files.push_back({model.onnx_blob, Runtime::kOpenCv});
   std::vector<registry::VariantRecord> variants;
+  std::vector<VariantSpec> checked;
   for (const auto& [blob, runtime] : files) {
     VariantSpec variant;
     variant.key = {model.name, std::string(RuntimeName(runtime))};
@@ -265,6 +320,13 @@ absl::StatusOr<Registration> Registrar::RegisterLocked(const Upload& upload) {
     }
     record.state = registry::VariantState::kReady;
     variants.push_back(std::move(record));
+    checked.push_back(std::move(variant));
+  }
+  if (checked.size() == 2) {
+    SetProgress(upload, steps - 1, steps,
+                "checking that the ONNX part is the same model as the TorchScript part");
+    MAITRE_RETURN_IF_ERROR(CheckSameModel(spec, valset ? &*valset : nullptr, checked[0],
+                                          checked[1]));
   }
   MAITRE_RETURN_IF_ERROR(options_.registry->RegisterModel(model, variants));
   MAITRE_RETURN_IF_ERROR(options_.catalog->Reload(*options_.registry));

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "controller/models/catalog.h"
+#include "controller/models/part_agreement.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
@@ -69,6 +70,8 @@ class Registrar {
     // Held while a worker measures anything (accuracy, profiles), so that
     // two measurements never share the cores and spoil each other.
     absl::Mutex* measurement_mu = nullptr;
+    // How closely an ONNX part must match its TorchScript part.
+    AgreementOptions agreement;
   };
 
   explicit Registrar(Options options) : options_(options) {}
@@ -90,6 +93,10 @@ class Registrar {
   // or nothing; returns how many (variant, worker type) profiles were stored.
   absl::StatusOr<int> ImportProfiles(absl::string_view csv);
 
+  // Whether a registration of app/model (model "": any model of app) is
+  // queued or under way.
+  bool Registering(const std::string& app, const std::string& model) const;
+
   // The progress of the latest registration of app/model; NotFound if none
   // happened since the server started.
   absl::StatusOr<RegistrationProgress> Progress(const std::string& app,
@@ -105,6 +112,10 @@ class Registrar {
   // Loads and runs `spec` on a worker; returns accuracy when a valset blob
   // is given. Worker-side load errors come back as InvalidArgument.
   absl::StatusOr<double> Validate(const VariantSpec& spec, const std::string& valset_blob);
+  // Runs both parts on the same rows on a worker; InvalidArgument when the
+  // ONNX part is not the same model (controller/models/part_agreement.h).
+  absl::Status CheckSameModel(const ModelSpec& spec, const Valset* valset,
+                              const VariantSpec& torch, const VariantSpec& onnx);
 
   const Options options_;
   absl::Mutex mu_;  // one registration at a time keeps idempotency checks simple

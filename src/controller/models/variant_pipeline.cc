@@ -136,7 +136,10 @@ std::shared_ptr<WorkerApi> VariantPipeline::WorkerOfType(const std::string& type
 }
 
 const std::vector<Tensor>& VariantPipeline::ExampleRow(const ModelRecord& model) {
-  auto [it, inserted] = example_rows_.try_emplace(model.name);
+  // Keyed by the validation set too: a model deleted and registered again
+  // under its name may come with another one.
+  auto [it, inserted] =
+      example_rows_.try_emplace(absl::StrCat(model.name, "@", model.valset_blob));
   if (!inserted || model.valset_blob.empty() || options_.blobs == nullptr ||
       model.spec.inputs.size() != 1) {
     return it->second;

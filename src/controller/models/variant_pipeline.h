@@ -132,7 +132,7 @@ class VariantPipeline {
   // left by this controller (pipeline thread only): SweepRule::settle_within
   // counts from then.
   std::map<std::string, Nanos> first_sweep_;
-  // ExampleRow's, per model (pipeline thread only).
+  // ExampleRow's, per model and validation set (pipeline thread only).
   std::map<std::string, std::vector<Tensor>> example_rows_;
   // Whether the optimiser can run here, asked once (it starts Python).
   std::optional<absl::Status> optimiser_;

@@ -69,6 +69,10 @@ class ScriptedWorker final : public WorkerApi {
   absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
     return absl::UnimplementedError("not used by the pipeline");
   }
+  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec&,
+                                              const std::vector<Tensor>&) override {
+    return absl::UnimplementedError("not used by the pipeline");
+  }
 
  private:
   ScriptedProfiler* profiler_;

@@ -88,4 +88,14 @@ absl::StatusOr<int64_t> BlobStore::Size(absl::string_view hash) const {
   return static_cast<int64_t>(size);
 }
 
+absl::Status BlobStore::Remove(absl::string_view hash) {
+  MAITRE_RETURN_IF_ERROR(CheckHash(hash));
+  std::error_code ec;
+  std::filesystem::remove(PathOf(hash), ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("removing blob ", hash, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace maitre::registry

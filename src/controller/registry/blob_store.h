@@ -44,6 +44,10 @@ class BlobStore {
   // unknown one, DataLoss when verify_reads finds the file damaged.
   absl::StatusOr<std::string> Read(absl::string_view hash) const;
 
+  // Deletes the stored file (garbage collection of a blob nothing refers to
+  // any more). InvalidArgument for a malformed hash; an absent file is OK.
+  absl::Status Remove(absl::string_view hash);
+
   // False for a malformed or unknown hash.
   bool Has(absl::string_view hash) const;
 

@@ -48,6 +48,21 @@ TEST(BlobStoreTest, PutThenReadReturnsTheBytesUnderTheirHash) {
   EXPECT_EQ(*size, 14);
 }
 
+TEST(BlobStoreTest, RemoveDeletesTheFileAndOnlyIt) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.File("blobs"));
+  auto gone = store->Put("gone");
+  auto kept = store->Put("kept");
+  ASSERT_TRUE(gone.ok() && kept.ok());
+  ASSERT_TRUE(store->Remove(*gone).ok());
+  EXPECT_FALSE(store->Has(*gone));
+  EXPECT_TRUE(absl::IsNotFound(store->Read(*gone).status()));
+  EXPECT_TRUE(store->Has(*kept));
+  EXPECT_EQ(CountFiles(tmp.File("blobs")), 1);
+  EXPECT_TRUE(store->Remove(*gone).ok()) << "removing an absent blob is not an error";
+  EXPECT_TRUE(absl::IsInvalidArgument(store->Remove("../../etc/passwd")));
+}
+
 TEST(BlobStoreTest, PathFansOutByTheFirstTwoHexDigits) {
   TempDir tmp;
   auto store = OpenStore(tmp.File("blobs"));

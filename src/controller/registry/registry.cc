@@ -290,6 +290,19 @@ absl::Status Registry::PutApp(const AppRecord& app) {
       .Run();
 }
 
+absl::Status Registry::DeleteApp(absl::string_view name) {
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_.get()));
+  // Variants, profiles and their points go with the models (ON DELETE
+  // CASCADE in schema.cc).
+  MAITRE_ASSIGN_OR_RETURN(Statement models, db_->Prepare("DELETE FROM models WHERE app = ?1"));
+  MAITRE_RETURN_IF_ERROR(models.BindText(name).Run());
+  MAITRE_ASSIGN_OR_RETURN(Statement app, db_->Prepare("DELETE FROM apps WHERE name = ?1"));
+  MAITRE_RETURN_IF_ERROR(app.BindText(name).Run());
+  if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no app named \"", name, "\""));
+  return tx.Commit();
+}
+
 absl::StatusOr<AppRecord> Registry::GetApp(absl::string_view name) const {
   absl::MutexLock lock(&mu_);
   MAITRE_ASSIGN_OR_RETURN(Statement st,
@@ -412,6 +425,23 @@ absl::Status Registry::DeleteModel(absl::string_view name) {
   if (db_->Changes() == 0)
     return absl::NotFoundError(absl::StrCat("no model named \"", name, "\""));
   return absl::OkStatus();
+}
+
+std::set<std::string> Registry::ReferencedBlobs() const {
+  absl::MutexLock lock(&mu_);
+  std::set<std::string> blobs;
+  auto st = db_->Prepare(
+      "SELECT source_blob FROM models UNION SELECT onnx_blob FROM models"
+      " UNION SELECT valset_blob FROM models UNION SELECT blob FROM variants");
+  if (!st.ok()) {
+    spdlog::error("listing referenced blobs: {}", st.status().ToString());
+    return blobs;
+  }
+  auto text = [](Statement& row) -> absl::StatusOr<std::string> { return row.Text(0); };
+  for (std::string& blob : ReadAllRows<std::string>(*st, text, "referenced blobs")) {
+    if (!blob.empty()) blobs.insert(std::move(blob));
+  }
+  return blobs;
 }
 
 // ---- variants ----

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,9 @@ class Registry {
   absl::Status PutApp(const AppRecord& app);
   absl::StatusOr<AppRecord> GetApp(absl::string_view name) const;
   std::vector<AppRecord> ListApps() const;  // by name
+  // Deletes the app, its defaults and its models with their variants and
+  // profiles, in one transaction; NotFound if there is no such app.
+  absl::Status DeleteApp(absl::string_view name);
 
   // ---- models ----
   // Registers a model and its initial variants in one transaction, creating
@@ -138,6 +142,9 @@ class Registry {
   // Deletes the model with its variants and profiles; NotFound if absent.
   // The app stays.
   absl::Status DeleteModel(absl::string_view name);
+  // Every blob a model (its file, ONNX part, validation set) or a variant
+  // refers to: what blob garbage collection must keep.
+  std::set<std::string> ReferencedBlobs() const;
 
   // ---- variants ----
   // Creates or updates one variant; NotFound unless its model is registered.

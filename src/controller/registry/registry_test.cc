@@ -484,6 +484,48 @@ TEST_F(RegistryTest, DeleteModelCascadesAndFreesTheName) {
   EXPECT_TRUE(registry_->RegisterModel(MakeModel("audio", "m", "x"), {}).ok());
 }
 
+TEST_F(RegistryTest, DeleteAppTakesItsModelsVariantsProfilesAndDefaultsOnly) {
+  AppRecord fashion;
+  fashion.name = "fashion";
+  fashion.defaults.latency_ms = 50;
+  ASSERT_TRUE(registry_->PutApp(fashion).ok());
+  Register("fashion", "a");
+  Register("fashion", "b");
+  Register("audio", "c");
+  ASSERT_TRUE(registry_->PutProfile(MakeProfile("a", "torch", "cpu-1")).ok());
+  ASSERT_TRUE(registry_->PutProfile(MakeProfile("c", "torch", "cpu-1")).ok());
+
+  ASSERT_TRUE(registry_->DeleteApp("fashion").ok());
+  EXPECT_TRUE(absl::IsNotFound(registry_->GetApp("fashion").status()));
+  EXPECT_TRUE(registry_->ListModels("fashion").empty());
+  EXPECT_THAT(VariantIds(registry_->ListVariants()), ElementsAre("c:opencv", "c:torch"));
+  EXPECT_EQ(CountRows("apps"), 1);
+  EXPECT_EQ(CountRows("models"), 1);
+  EXPECT_EQ(CountRows("profiles"), 1);
+  EXPECT_EQ(CountRows("profile_points"), 7);
+  EXPECT_TRUE(absl::IsNotFound(registry_->DeleteApp("fashion")));
+
+  // Deleted stays deleted in the file.
+  registry_.reset();
+  auto reopened = Registry::Open({tmp_.File("registry.db")});
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_TRUE(absl::IsNotFound((*reopened)->GetApp("fashion").status()));
+  EXPECT_TRUE(absl::IsNotFound((*reopened)->GetModel("a").status()));
+  EXPECT_TRUE((*reopened)->GetModel("c").ok());
+}
+
+TEST_F(RegistryTest, ReferencedBlobsAreEveryModelAndVariantFile) {
+  ModelRecord m = MakeModel("fashion", "m", "source");
+  m.onnx_blob = FakeBlob("onnx");
+  m.valset_blob = FakeBlob("valset");
+  ASSERT_TRUE(registry_->RegisterModel(m, {MakeVariant("m", "torch")}).ok());
+  EXPECT_THAT(registry_->ReferencedBlobs(),
+              ::testing::UnorderedElementsAre(FakeBlob("source"), FakeBlob("onnx"),
+                                              FakeBlob("valset"), FakeBlob("m:torch")));
+  ASSERT_TRUE(registry_->DeleteModel("m").ok());
+  EXPECT_TRUE(registry_->ReferencedBlobs().empty());
+}
+
 TEST(VariantStateTest, NamesRoundTrip) {
   for (VariantState s : {VariantState::kPending, VariantState::kReady, VariantState::kFailed}) {
     auto parsed = ParseVariantState(VariantStateName(s));
