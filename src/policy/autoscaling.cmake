@@ -4,7 +4,7 @@
 
 maitre_library(maitre_policy_autoscaling
   SRCS autoscaling_model.cc autoscaling_consolidation.cc autoscaling_cluster.cc placement.cc
-       provisioning.cc migration.cc
+       provisioning.cc migration.cc mark_provisioning.cc
   DEPS maitre_core absl::status absl::statusor absl::strings absl::str_format absl::span)
 
 maitre_library(maitre_policy_autoscaling_ilp
@@ -15,6 +15,7 @@ maitre_test(autoscaling_test
   SRCS autoscaling_model_test.cc autoscaling_model_property_test.cc autoscaling_consolidation_test.cc
        autoscaling_ilp_test.cc
        autoscaling_cluster_test.cc placement_test.cc provisioning_test.cc migration_test.cc
+       mark_provisioning_test.cc
   DEPS maitre_policy_autoscaling maitre_policy_autoscaling_ilp)
 
 maitre_bench(autoscaling_bench
