@@ -46,9 +46,9 @@ BatchDecision DecideForInstance(BatchingPolicy& policy, absl::Span<const QueuedQ
 absl::StatusOr<std::unique_ptr<BatchingPolicy>> CreateBatchingPolicy(const BatchingOptions& options,
                                                                      const Profile& profile) {
   if (options.max_batch < 1) return absl::InvalidArgumentError("max_batch must be at least 1");
-  if (options.max_queue_delay < 0 || options.slo < 0 || options.expected_rate_qps < 0) {
+  if (options.max_queue_delay < 0 || options.slo < 0) {
     return absl::InvalidArgumentError(
-        "max_queue_delay, slo and expected_rate_qps must not be negative");
+        "max_queue_delay and slo must not be negative");
   }
   const bool p99 = !options.plan_with_median;
   auto needs_profile = [&]() -> absl::Status {
@@ -82,8 +82,9 @@ absl::StatusOr<std::unique_ptr<BatchingPolicy>> CreateBatchingPolicy(const Batch
   }
   if (options.policy == "mark") {
     if (auto s = needs_profile(); !s.ok()) return s;
-    return std::make_unique<MarkBatching>(options.max_batch, options.slo, options.expected_rate_qps,
-                                          LatencyTable::Build(profile, options.max_batch, options.dispatch_margin), p99);
+    return std::make_unique<MarkBatching>(
+        options.max_batch, options.slo,
+        LatencyTable::Build(profile, options.max_batch, options.dispatch_margin), p99);
   }
   if (options.policy == "clipper-aimd") {
     if (!(options.aimd_step > 0) || !(options.aimd_decrease > 0 && options.aimd_decrease < 1) ||

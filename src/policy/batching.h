@@ -80,9 +80,6 @@ struct BatchingOptions {
   // `nexus`, `mark`: the latency objective the batch size is derived from.
   // When zero, policies that need one use the head query's own deadline.
   Nanos slo = 0;
-  // `mark`: the arrival rate this instance expects (queries per second), for
-  // MArk's stability constraint W + T_b <= b/rate. Zero leaves it out.
-  double expected_rate_qps = 0;
   // `clipper-aimd`: the maximum batch starts at `aimd_initial_batch`, grows
   // by `aimd_step` after each batch with no miss and is multiplied by
   // `aimd_decrease` after a batch with a miss (Clipper: +1, x0.9).

@@ -66,7 +66,6 @@ BatchingOptions RandomOptions(Draw& d, const char* policy) {
   o.max_batch = static_cast<int32_t>(d.Int(1, 64));
   o.max_queue_delay = d.Int(0, 20 * kMs);
   o.slo = d.Chance(0.5) ? 0 : d.Int(kMs, 150 * kMs);
-  o.expected_rate_qps = d.Chance(0.5) ? 0 : d.Real(1, 2000);
   o.plan_with_median = d.Chance(0.3);
   return o;
 }

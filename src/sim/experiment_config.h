@@ -43,7 +43,7 @@
 //   policies:
 //     batching: {name: proteus, max_batch: 32}
 //       # also: max_queue_delay_ms, slo_ms (default: the app's latency_ms),
-//       # expected_rate_qps (mark), aimd_initial_batch, aimd_step,
+//       # aimd_initial_batch, aimd_step,
 //       # aimd_decrease, aimd_signal: deadline-miss | batch-latency,
 //       # plan_with: p99 | p50, demand_headroom (proteus; 0 = off)
 //     routing: least-queued    # or selection: a managed cluster, which also takes

@@ -20,7 +20,7 @@ absl::Status ParseBatchingParameters(const YAML::Node& batching, const std::stri
                                      policy::BatchingOptions& b) {
   MAITRE_RETURN_IF_ERROR(CheckMap(
       batching, bp,
-      {"name", "max_batch", "max_queue_delay_ms", "slo_ms", "expected_rate_qps",
+      {"name", "max_batch", "max_queue_delay_ms", "slo_ms",
        "aimd_initial_batch", "aimd_step", "aimd_decrease", "aimd_signal", "plan_with",
        "demand_headroom"}));
   int64_t max_batch = b.max_batch, initial = b.aimd_initial_batch;
@@ -29,7 +29,6 @@ absl::Status ParseBatchingParameters(const YAML::Node& batching, const std::stri
   MAITRE_RETURN_IF_ERROR(ReadInt(batching, bp, "max_batch", &max_batch));
   MAITRE_RETURN_IF_ERROR(ReadMillis(batching, bp, "max_queue_delay_ms", &b.max_queue_delay));
   MAITRE_RETURN_IF_ERROR(ReadMillis(batching, bp, "slo_ms", &b.slo));
-  MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "expected_rate_qps", &b.expected_rate_qps));
   MAITRE_RETURN_IF_ERROR(ReadInt(batching, bp, "aimd_initial_batch", &initial));
   MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_step", &b.aimd_step));
   MAITRE_RETURN_IF_ERROR(ReadNumber(batching, bp, "aimd_decrease", &b.aimd_decrease));
