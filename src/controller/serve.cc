@@ -19,6 +19,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/dataplane/in_flight_limit.h"
 #include "controller/frontend/grpc_frontend.h"
 #include "controller/frontend/http_frontend.h"
 #include "controller/jobs/job_http.h"
@@ -219,6 +220,9 @@ class Controller {
     // The local provider replaces a lost worker: queries wait for it.
     for (const auto& [type, count] : worker_counts) dispatcher_options.min_workers += count;
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
+    in_flight_ = std::make_unique<InFlightLimit>(
+        options.max_in_flight > 0 ? options.max_in_flight : InFlightLimit::DefaultLimit());
+    spdlog::info("at most {} queries in flight (--max-in-flight)", in_flight_->limit());
     return absl::OkStatus();
   }
 
@@ -269,6 +273,7 @@ class Controller {
     grpc_frontend.cluster = cluster_.get();
     grpc_frontend.dispatcher = dispatcher_.get();
     grpc_frontend.metrics = metrics_.get();
+    grpc_frontend.in_flight = in_flight_.get();
     grpc_frontend.version = kVersion;
     grpc_frontend_ = std::make_unique<GrpcFrontend>(grpc_frontend);
     grpc::ServerBuilder builder;
@@ -321,6 +326,7 @@ class Controller {
     frontend.registrar = registrar_.get();
     frontend.control = control_.get();
     frontend.metrics = metrics_.get();
+    frontend.in_flight = in_flight_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
     jobs::AddJobRoutes(router, jobs_.get());
@@ -444,6 +450,7 @@ class Controller {
   RefusedDemand refused_;  // dispatcher counts, scaling loop takes
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<InFlightLimit> in_flight_;  // shared by both front-ends
   std::unique_ptr<jobs::JobRunner> jobs_;  // before http_server_: its routes use it
   absl::Mutex measurement_mu_;  // one measurement on the workers at a time
   std::unique_ptr<VariantPipeline> pipeline_;

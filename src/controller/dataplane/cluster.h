@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "control/action_sink.h"
 #include "control/query_router.h"
+#include "controller/dataplane/admission.h"
 #include "controller/dataplane/worker_api.h"
 #include "core/clock.h"
 #include "core/variant.h"
@@ -110,6 +111,13 @@ struct Route {
 };
 
 using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
+
+// The instances admission control judges for one query (admission.h). The
+// candidates' profiles live in `index`, which the holder keeps.
+struct AdmissionView {
+  std::shared_ptr<const policy::SelectionIndex> index;
+  std::vector<AdmissionCandidate> candidates;
+};
 
 // What a load's waiters are told when the load ended because its worker was
 // lost (a call to it failed as unreachable, or it left the cluster) rather
@@ -226,6 +234,10 @@ class Cluster {
   // decision as if they were not accepting.
   SelectionResult Select(const policy::SelectionRequest& request, LoadWaiter& waiter,
                          const std::vector<std::string>& avoid = {});
+
+  // The ready and loading instances of `key.model` (only of `key.variant`
+  // when it is set) on reachable workers, as admission control sees them.
+  AdmissionView AdmissionCandidates(const VariantKey& key) const;
 
   std::shared_ptr<WorkerApi> Api(const std::string& worker_id) const;
   std::vector<WorkerView> Snapshot() const;

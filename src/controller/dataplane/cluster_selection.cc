@@ -228,4 +228,34 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
   return result;
 }
 
+AdmissionView Cluster::AdmissionCandidates(const VariantKey& key) const {
+  absl::MutexLock lock(&mu_);
+  AdmissionView view;
+  view.index = index_;
+  const Nanos now = options_.clock->Now();
+  for (const auto& [id, w] : workers_) {
+    if (w.view.unreachable) continue;
+    for (const auto& [k, inst] : w.instances) {
+      if (k.model != key.model || (!key.variant.empty() && k.variant != key.variant)) continue;
+      if (inst.phase != InstancePhase::kReady && inst.phase != InstancePhase::kLoading) continue;
+      AdmissionCandidate c;
+      c.waiting = inst.outstanding;
+      c.replicas = std::max(1, inst.stats.replicas);
+      policy::OptionId option = index_ == nullptr
+                                    ? policy::kNoId
+                                    : index_->FindOption(index_->FindVariant(k),
+                                                         index_->FindType(w.view.type.name));
+      if (option != policy::kNoId) {
+        const policy::VariantOption& o = index_->option(option);
+        c.profile = &o.profile;
+        if (inst.phase == InstancePhase::kLoading) {
+          c.ready_in = std::max<Nanos>(0, inst.phase_since + FromMillis(o.load_ms) - now);
+        }
+      }
+      view.candidates.push_back(c);
+    }
+  }
+  return view;
+}
+
 }  // namespace maitre::controller

@@ -12,6 +12,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/dataplane/in_flight_limit.h"
 #include "controller/models/registrar.h"
 #include "controller/serving_metrics.h"
 #include "core/work_queue.h"
@@ -26,6 +27,8 @@ struct FrontendOptions {
   Registrar* registrar = nullptr;
   WorkQueue* control = nullptr;
   ServingMetrics* metrics = nullptr;
+  // Bounds the queries in flight (may be null: no bound).
+  InFlightLimit* in_flight = nullptr;
   const Clock* clock = SteadyClock::Get();
   std::string version = "0.1.0";
 };

@@ -1,5 +1,6 @@
 // The app routes of the HTTP front-end (PUT /v2/apps/{app}, GET /v2/apps,
-// GET /v2/apps/{app}), routed in-process over a real registry and catalog.
+// GET /v2/apps/{app}), routed in-process over a real registry and catalog,
+// and /infer's in-flight bound.
 // The rest of the API is covered end to end in tests/e2e_*_test.cc.
 #include "controller/frontend/http_frontend.h"
 
@@ -102,6 +103,36 @@ TEST_F(AppRoutesTest, ABadMaxAccuracyDropIs400NamingTheField) {
   }
   json app = SendJson("GET", "/v2/apps/fashion");
   EXPECT_EQ(app["defaults"]["max_accuracy_drop"], 0.25);
+}
+
+// With every permit of the in-flight bound taken, /infer is refused 429
+// before its body is decoded: a body that is not JSON gets 429, not 400.
+TEST(InferInFlightTest, AFullBoundRefusesBeforeTheBodyIsDecoded) {
+  InFlightLimit limit(1);
+  FrontendOptions options;
+  options.in_flight = &limit;
+  http::Router router;
+  AddHttpRoutes(options, router);
+  ASSERT_TRUE(router.status().ok()) << router.status();
+  auto send = [&router] {
+    http::Request request;
+    request.method = "POST";
+    request.path = "/v2/models/m/infer";
+    request.body = "not json";
+    std::optional<http::Response> answer;
+    router.Route(std::move(request), http::Responder::FromCallback(
+                                         [&answer](http::Response r) { answer = std::move(r); }));
+    EXPECT_TRUE(answer.has_value());
+    return answer.value_or(http::Response{});
+  };
+  InFlightLimit::Permit taken = limit.TryAcquire();
+  http::Response refused = send();
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_THAT(refused.body, HasSubstr("--max-in-flight"));
+  taken.Release();
+  http::Response decoded = send();
+  EXPECT_EQ(decoded.status, 400) << decoded.body;
+  EXPECT_EQ(limit.in_flight(), 0);  // the refused and the malformed hold nothing
 }
 
 }  // namespace

@@ -1,0 +1,64 @@
+// Admission control on the data path (docs/architecture.md, "Admission and
+// overload"): before a query is sent, estimate when each instance that could
+// serve it would answer; if none would answer before the query's deadline,
+// the query is refused at once (429, RESOURCE_EXHAUSTED) instead of waiting
+// in a queue it cannot leave in time. A refusal costs microseconds, so under
+// overload the controller keeps answering and its queues stay short.
+//
+// The estimate for one instance, from the variant's profile on its worker
+// type:
+//     ahead   = max(0, waiting − replicas + 1)     (a free replica takes one)
+//     b       = clamp(ahead, 1, profile.max_batch())  (the batch the queue allows)
+//     finish  = ready_in + ahead / (replicas · ThroughputAt(b)) + LatencyAt(b)
+// `waiting` counts the queries this controller already sent there. Unlike
+// the selection policy's estimate (policy/selection.h), which takes the mean
+// batch of the last report, this one lets the queue form the batches it
+// would form: a deep queue drains in large batches, so the estimate does not
+// overstate the wait just when the queue grows (which would refuse work
+// that the instance can still serve in time).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/profile.h"
+#include "core/time.h"
+
+namespace maitre::controller {
+
+// One instance that could serve the query.
+struct AdmissionCandidate {
+  // The variant's profile on the instance's worker type; null while it has
+  // none (not profiled yet): such an instance cannot be judged and admits.
+  const Profile* profile = nullptr;
+  int64_t waiting = 0;  // queries sent there from this controller, unanswered
+  int replicas = 1;     // from the worker's last report; at least 1 is assumed
+  Nanos ready_in = 0;   // a loading instance: until it is expected ready
+};
+
+// Time from now until `candidate` would answer one more query; nullopt when
+// it has no profile.
+std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate);
+
+struct AdmissionVerdict {
+  bool admit = true;
+  // When refused: the earliest estimated answer among the candidates.
+  Nanos best_finish = 0;
+};
+
+// Admits when any candidate would answer within `time_left` (the query's
+// deadline minus now), when any cannot be estimated, or when there is none
+// (nothing is loaded yet: the selection policy decides whether a load can
+// serve in time).
+AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left);
+
+// The refusal's message: the model, the estimated wait and what the query
+// allowed.
+std::string RefusalMessage(absl::string_view model, Nanos best_finish, Nanos time_left);
+
+}  // namespace maitre::controller
