@@ -13,9 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "controller/dataplane/dispatcher.h"
-#include "controller/dataplane/selection_catalogue.h"
-#include "controller/registry/registry.h"
-#include "controller/registry/registry_test_util.h"
+#include "controller/dataplane/dispatcher_testing.h"
 #include "core/work_queue.h"
 
 namespace maitre::controller {
@@ -78,42 +76,27 @@ struct Outcome {
 class DispatcherAdmissionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto registry = registry::Registry::Open({dir_.File("registry.db")});
-    ASSERT_TRUE(registry.ok()) << registry.status();
-    registry_ = *std::move(registry);
-    ASSERT_TRUE(registry_->PutApp({"a", {}}).ok());
-    namespace util = registry::test_util;
-    ASSERT_TRUE(registry_
-                    ->RegisterModel(util::MakeModel("a", kKey.model, "m"),
-                                    {util::MakeVariant(kKey.model, kKey.variant, Runtime::kOpenCv)})
-                    .ok());
     // 5 s per query and no batching: a query admitted behind n others is
     // estimated to answer in (n + 1) · 5 s.
-    ASSERT_TRUE(registry_
-                    ->PutProfile(util::MakeProfile(kKey.model, kKey.variant, "small",
-                                                   /*base_ms=*/5000, /*max_batch=*/1))
+    ASSERT_TRUE(testing::SetUpOneVariant(
+                    dir_.File("registry.db"), kKey,
+                    registry::test_util::MakeProfile(kKey.model, kKey.variant, "small",
+                                                     /*base_ms=*/5000, /*max_batch=*/1)
+                        .profile,
+                    [this](const std::string&, const std::string&) {
+                      return std::make_unique<Forward>(worker_);
+                    },
+                    world_)
                     .ok());
-    ASSERT_TRUE(catalog_.Reload(*registry_).ok());
-
-    Cluster::Options cluster;
-    cluster.types = WorkerTypeTable({{"small", 1, 4096, 0.1}});
-    cluster.connect = [this](const std::string&, const std::string&) {
-      return std::make_unique<Forward>(worker_);
-    };
-    cluster_ = std::make_unique<Cluster>(cluster);
-    auto index = BuildSelectionIndex(*catalog_.Get(), cluster.types, nullptr);
-    ASSERT_TRUE(index.ok()) << index.status();
-    cluster_->SetSelectionIndex(std::make_shared<const policy::SelectionIndex>(*std::move(index)),
-                                ModelSloMs(*catalog_.Get()));
-    placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), &control_});
-    auto id = cluster_->AddWorker("small", "w", 0, "");
+    placer_ = std::make_unique<Placer>(Placer::Options{world_.cluster.get(), &control_});
+    auto id = world_.cluster->AddWorker("small", "w", 0, "");
     ASSERT_TRUE(id.ok()) << id.status();
-    ASSERT_TRUE(cluster_->BeginLoad(*id, kKey, nullptr).ok());
-    cluster_->FinishLoad(*id, kKey, absl::OkStatus());
+    ASSERT_TRUE(world_.cluster->BeginLoad(*id, kKey, nullptr).ok());
+    world_.cluster->FinishLoad(*id, kKey, absl::OkStatus());
 
     Dispatcher::Options options;
-    options.catalog = &catalog_;
-    options.cluster = cluster_.get();
+    options.catalog = &world_.catalog;
+    options.cluster = world_.cluster.get();
     options.placer = placer_.get();
     options.refused = &refused_;
     dispatcher_ = std::make_unique<Dispatcher>(options);
@@ -165,10 +148,8 @@ class DispatcherAdmissionTest : public ::testing::Test {
   }
 
   registry::test_util::TempDir dir_;
-  std::unique_ptr<registry::Registry> registry_;
-  Catalog catalog_;
   std::shared_ptr<HoldingApi> worker_ = std::make_shared<HoldingApi>();
-  std::unique_ptr<Cluster> cluster_;
+  testing::OneVariant world_;
   WorkQueue control_{1};
   std::unique_ptr<Placer> placer_;
   RefusedDemand refused_;
