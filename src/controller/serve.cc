@@ -280,6 +280,10 @@ class Controller {
     builder.AddListeningPort(options.grpc, grpc::InsecureServerCredentials(), &grpc_port_);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_body_bytes));
     builder.SetMaxSendMessageSize(-1);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.grpc_max_streams);
+    grpc::ResourceQuota quota("maitre-clients");
+    quota.Resize(static_cast<size_t>(options.grpc_memory_mb) << 20);
+    builder.SetResourceQuota(quota);
     builder.RegisterService(grpc_frontend_.get());
     grpc_server_ = builder.BuildAndStart();
     if (grpc_server_ == nullptr || grpc_port_ == 0) {
