@@ -16,7 +16,8 @@ std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate) {
   const double service_ms = profile.LatencyAt(batch);
   const double qps = profile.ThroughputAt(batch) * replicas;
   const double drain_ms = ahead == 0 ? 0 : (qps > 0 ? 1000.0 * ahead / qps : service_ms * ahead);
-  return std::max<Nanos>(0, candidate.ready_in) + FromMillis(drain_ms + service_ms);
+  const Nanos overhead = candidate.waiting > 0 ? std::max<Nanos>(0, candidate.overhead) : 0;
+  return std::max<Nanos>(0, candidate.ready_in) + FromMillis(drain_ms + service_ms) + overhead;
 }
 
 AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left) {

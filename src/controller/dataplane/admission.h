@@ -10,7 +10,14 @@
 //     ahead   = max(0, waiting − replicas + 1)     (a free replica takes one)
 //     b       = clamp(ahead, 1, profile.max_batch())  (the batch the queue allows)
 //     finish  = ready_in + ahead / (replicas · ThroughputAt(b)) + LatencyAt(b)
-// `waiting` counts the queries this controller already sent there. Unlike
+//               + overhead   (only while waiting > 0)
+// `waiting` counts the queries this controller already sent there, and
+// `overhead` is what this controller's recent round trips there took beyond
+// the worker's own queue and compute time: its own CPU and the network. On
+// a host whose CPU is the bottleneck (the front-end, not the worker), that
+// is where the time goes, and no profile shows it. An instance with nothing
+// in flight ignores it: no reply is coming to bring a stale figure up to
+// date, so after a flood the first query is let through to measure again. Unlike
 // the selection policy's estimate (policy/selection.h), which takes the mean
 // batch of the last report, this one lets the queue form the batches it
 // would form: a deep queue drains in large batches, so the estimate does not
@@ -39,6 +46,7 @@ struct AdmissionCandidate {
   int64_t waiting = 0;  // queries sent there from this controller, unanswered
   int replicas = 1;     // from the worker's last report; at least 1 is assumed
   Nanos ready_in = 0;   // a loading instance: until it is expected ready
+  Nanos overhead = 0;   // recent round trips beyond the worker's time (mean)
 };
 
 // Time from now until `candidate` would answer one more query; nullopt when

@@ -43,6 +43,14 @@ TEST(EstimateFinishTest, LoadingInstanceAddsTheTimeUntilReady) {
   EXPECT_EQ(EstimateFinish({&profile, 0, 1, -5 * kMillisecond}), 2 * kMillisecond);
 }
 
+TEST(EstimateFinishTest, TheControllersOverheadAddsWhileQueriesAreInFlight) {
+  const Profile profile = TestProfile();
+  // One ahead (2 ms at batch 1), its own 2 ms, and 30 ms of round trip.
+  EXPECT_EQ(EstimateFinish({&profile, 1, 1, 0, 30 * kMillisecond}), 34 * kMillisecond);
+  // Idle, the figure is stale: nothing in flight will bring it up to date.
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, 0, 30 * kMillisecond}), 2 * kMillisecond);
+}
+
 TEST(EstimateFinishTest, NoProfileCannotBeEstimated) {
   EXPECT_EQ(EstimateFinish({nullptr, 100, 1, 0}), std::nullopt);
   const Profile empty;

@@ -255,12 +255,16 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
   return Route{best->view.id, best->view.type.name, best->api};
 }
 
-void Cluster::Release(const std::string& worker_id, const VariantKey& key) {
+void Cluster::Release(const std::string& worker_id, const VariantKey& key, Nanos overhead) {
   absl::MutexLock lock(&mu_);
   auto w = workers_.find(worker_id);
   if (w == workers_.end()) return;
   auto inst = w->second.instances.find(key);
-  if (inst != w->second.instances.end() && inst->second.outstanding > 0) {
+  if (inst == w->second.instances.end()) return;
+  // An eighth of each new round trip: a few hundred replies a second follow
+  // a change within tens of milliseconds, one slow reply moves it little.
+  if (overhead >= 0) inst->second.overhead += (overhead - inst->second.overhead) / 8;
+  if (inst->second.outstanding > 0) {
     --inst->second.outstanding;
     if (inst->second.live != policy::kNoId) live_.AddWaiting(inst->second.live, -1);
   }

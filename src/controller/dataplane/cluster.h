@@ -188,7 +188,10 @@ class Cluster {
   // this query, on a reachable worker not in `avoid` (those the query was
   // already lost on); nullopt when none is ready.
   std::optional<Route> PickReady(const VariantKey& key, const std::vector<std::string>& avoid = {});
-  void Release(const std::string& worker_id, const VariantKey& key);
+  // `overhead`, when >= 0, is what this query's round trip took beyond the
+  // worker's queue and compute time; a moving mean of it is kept per
+  // instance for admission control (admission.h).
+  void Release(const std::string& worker_id, const VariantKey& key, Nanos overhead = -1);
 
   // ---- loading ----
   // Where `key` is loading on a reachable worker not in `avoid`, if
@@ -251,6 +254,7 @@ class Cluster {
     std::string error;
     Nanos phase_since = 0;
     int64_t outstanding = 0;
+    Nanos overhead = 0;  // round trips beyond the worker's time: a moving mean
     InstanceStats stats;
     int target_replicas = 1;  // what the last load asked for
     bool resizing = false;    // a ready instance's replica change is under way

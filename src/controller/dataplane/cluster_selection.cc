@@ -240,6 +240,7 @@ AdmissionView Cluster::AdmissionCandidates(const VariantKey& key) const {
       if (inst.phase != InstancePhase::kReady && inst.phase != InstancePhase::kLoading) continue;
       AdmissionCandidate c;
       c.waiting = inst.outstanding;
+      c.overhead = inst.overhead;
       c.replicas = std::max(1, inst.stats.replicas);
       policy::OptionId option = index_ == nullptr
                                     ? policy::kNoId

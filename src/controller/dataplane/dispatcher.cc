@@ -361,12 +361,18 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
     query->sent_variant = query->variant;
     query->sent_worker = route.worker_id;
   }
+  const Nanos sent_at = options_.clock->Now();
   route.api->Infer(
       key, query->inputs, send,
-      [this, query, key, worker = route.worker_id,
+      [this, query, key, sent_at, worker = route.worker_id,
        worker_type = route.worker_type](absl::StatusOr<WorkerReply> reply) mutable {
-        options_.cluster->Release(worker, key);
-        if (!reply.ok()) return OnSendFailed(std::move(query), key, worker, reply.status());
+        if (!reply.ok()) {
+          options_.cluster->Release(worker, key);
+          return OnSendFailed(std::move(query), key, worker, reply.status());
+        }
+        const Nanos worker_time = (reply->queue_us + reply->compute_us) * kMicrosecond;
+        options_.cluster->Release(
+            worker, key, std::max<Nanos>(0, options_.clock->Now() - sent_at - worker_time));
         InferResponse response;
         response.model_name = query->model->name;
         response.model_version = key.variant;
