@@ -164,6 +164,15 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   serve_cmd->add_option("--default-timeout", serve.default_timeout_s,
                         "Seconds a query without a latency objective may take")
       ->capture_default_str();
+  serve_cmd->add_option("--max-in-flight", serve.max_in_flight,
+                        "Queries in flight at most; more are refused 429 (default: from the "
+                        "host's memory, 64 KiB per query in a sixteenth of it)");
+  serve_cmd->add_option("--grpc-max-streams", serve.grpc_max_streams,
+                        "gRPC calls one client connection may have open at once")
+      ->capture_default_str();
+  serve_cmd->add_option("--grpc-memory-mb", serve.grpc_memory_mb,
+                        "Memory gRPC may use for client traffic before it stops reading")
+      ->capture_default_str();
   AddProfilingOptions(*serve_cmd, serve);
   serve_cmd->callback([flags, exit_code] {
     flags->serve.max_body_bytes = flags->max_body_mb << 20;

@@ -24,6 +24,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/dataplane/in_flight_limit.h"
 #include "controller/frontend/grpc_frontend.h"
 #include "controller/frontend/http_frontend.h"
 #include "controller/jobs/job_http.h"
@@ -248,6 +249,9 @@ class Controller {
     // The local provider replaces a lost worker: queries wait for it.
     for (const auto& [type, count] : worker_counts) dispatcher_options.min_workers += count;
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
+    in_flight_ = std::make_unique<InFlightLimit>(
+        options.max_in_flight > 0 ? options.max_in_flight : InFlightLimit::DefaultLimit());
+    spdlog::info("at most {} queries in flight (--max-in-flight)", in_flight_->limit());
     return absl::OkStatus();
   }
 
@@ -321,12 +325,17 @@ class Controller {
     grpc_frontend.dispatcher = dispatcher_.get();
     grpc_frontend.metrics = metrics_.get();
     grpc_frontend.keys = keys_.get();
+    grpc_frontend.in_flight = in_flight_.get();
     grpc_frontend.version = kVersion;
     grpc_frontend_ = std::make_unique<GrpcFrontend>(grpc_frontend);
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options.grpc, grpc::InsecureServerCredentials(), &grpc_port_);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_body_bytes));
     builder.SetMaxSendMessageSize(-1);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.grpc_max_streams);
+    grpc::ResourceQuota quota("maitre-clients");
+    quota.Resize(static_cast<size_t>(options.grpc_memory_mb) << 20);
+    builder.SetResourceQuota(quota);
     builder.RegisterService(grpc_frontend_.get());
     grpc_server_ = builder.BuildAndStart();
     if (grpc_server_ == nullptr || grpc_port_ == 0) {
@@ -376,6 +385,7 @@ class Controller {
     frontend.metrics = metrics_.get();
     frontend.access = access_.get();
     frontend.keys = keys_.get();
+    frontend.in_flight = in_flight_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
     jobs::AddJobRoutes(router, jobs_.get(), *access_);
@@ -502,6 +512,7 @@ class Controller {
   RefusedDemand refused_;  // dispatcher counts, scaling loop takes
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<InFlightLimit> in_flight_;  // shared by both front-ends
   std::unique_ptr<jobs::JobRunner> jobs_;  // before http_server_: its routes use it
   absl::Mutex measurement_mu_;  // one measurement on the workers at a time
   std::unique_ptr<VariantPipeline> pipeline_;

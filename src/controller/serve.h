@@ -42,6 +42,19 @@ struct ServeOptions {
   // "Stopping"); a second signal cuts it short.
   double drain_grace_s = 5;
   double default_timeout_s = 30;
+  // Queries in flight in the controller at most, over HTTP and gRPC
+  // together; more are refused 429 before their body is decoded
+  // (dataplane/in_flight_limit.h). 0: InFlightLimit::DefaultLimit(), from
+  // the host's memory.
+  int64_t max_in_flight = 0;
+  // Bounds on the public gRPC server below the front-end's own: calls one
+  // client connection may have open at once (more wait at the client, as
+  // HTTP/2 has them), and the memory gRPC may use for client traffic (past
+  // it gRPC stops reading from connections instead of queueing what it
+  // read). Without them a flood of calls piles up inside gRPC, before any
+  // handler sees it (docs/experiments.md, "overload").
+  int grpc_max_streams = 256;
+  int grpc_memory_mb = 256;
   // The fewest sweeps per profile, a minute or more apart; it takes up to
   // twice as many until its fastest is seen twice (SweepRule). 1 measures
   // each profile at once, in rounds a second apart.

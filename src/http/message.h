@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/time.h"
 
 namespace maitre::http {
 
@@ -24,6 +25,11 @@ struct Request {
   std::string query;   // raw query string after '?', may be empty
   std::vector<Header> headers;
   std::string body;  // binary-safe
+  // When the server had read the request's head, on its ServerOptions::clock
+  // (0: not received by a Server). Time spent reading the body, and waiting
+  // for the handler, counts from here (docs/architecture.md, "How a query
+  // travels").
+  Nanos arrived = 0;
 
   // Value of the first header called `name` (compared case-insensitively);
   // "" if there is none.

@@ -317,6 +317,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     if (state_ == State::kClosed) return;
     ++activity_;
     if (ec) return OnReadError(ec);
+    head_arrived_ = core_->options.clock->Now();
     state_ = State::kReadingBody;
     if (parser_->is_done()) return Dispatch();
     if (absl::EqualsIgnoreCase(Sv(parser_->get()[bhttp::field::expect]), "100-continue")) {
@@ -398,6 +399,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
       return Write(Response::Error(
           400, absl::StrCat("malformed request path: ", request.status().message())));
     }
+    request->arrived = head_arrived_;
 
     // An answer given inline is parked in deferred_ and written once the
     // handler has returned, so the write never races the handler's own
@@ -573,6 +575,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   Nanos header_since_ = 0;      // when the header being read began (0: not yet seen)
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  Nanos head_arrived_ = 0;  // when the current request's head was read
   State state_ = State::kReading;
   bool keep_alive_ = true;
   bool http10_ = false;

@@ -30,6 +30,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/clock.h"
 #include "core/time.h"
 #include "http/router.h"
 
@@ -61,6 +62,8 @@ struct ServerOptions {
   // the process's descriptors. Create() lowers it to half the descriptor
   // limit (RLIMIT_NOFILE), keeping the rest for everything else.
   int max_connections = 4096;
+  // Stamps each request's Request::arrived.
+  const Clock* clock = SteadyClock::Get();
 };
 
 class Server {

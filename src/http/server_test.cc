@@ -168,6 +168,10 @@ class ServerTest : public ::testing::Test {
         std::move(respond)(std::move(response));
       });
     });
+    // Answers when the server says the request arrived.
+    router.Add("POST", "/arrived", [](Request&& r, const PathParams&, Responder respond) {
+      std::move(respond)(Response::Text(200, absl::StrCat(r.arrived)));
+    });
     router.Add("GET", "/drop", [](Request&&, const PathParams&, Responder) {});
     router.Add("GET", "/throw",
                [](Request&&, const PathParams&, Responder) { throw std::runtime_error("boom"); });
@@ -252,6 +256,21 @@ TEST_F(ServerTest, QueryParamsHeadersAndPathParams) {
   absl::StatusOr<Response> model = client->Send("GET", "/models/fmnist-cnn%3Atorch-opt");
   ASSERT_TRUE(model.ok());
   EXPECT_EQ(model->body, "fmnist-cnn:torch-opt|/models/fmnist-cnn:torch-opt");
+}
+
+TEST_F(ServerTest, EachRequestIsStampedWithItsArrivalOnTheServersClock) {
+  ManualClock clock(1234 * kSecond);
+  ServerOptions options;
+  options.clock = &clock;
+  StartServer(options);
+  std::unique_ptr<Client> client = NewClient();
+  absl::StatusOr<Response> first = client->Send("POST", "/arrived", "{}");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->body, absl::StrCat(1234 * kSecond));
+  clock.Advance(kSecond);  // the next request on the same connection
+  absl::StatusOr<Response> second = client->Send("POST", "/arrived", "{}");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->body, absl::StrCat(1235 * kSecond));
 }
 
 TEST_F(ServerTest, NotFoundAndMethodNotAllowed) {

@@ -154,6 +154,7 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
 
   std::vector<double> latency, service, lag, queue, compute, total, outside;
   std::vector<int64_t> error_counts(run.error_kinds.size(), 0);
+  std::vector<std::vector<double>> error_latency(run.error_kinds.size());
   const double slo = description.slo_ms.value_or(0);
   VariantTally variants(description.variant_accuracy);
   std::vector<SecondTally> seconds;
@@ -177,6 +178,7 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
       ++report.failed;
       if (r.error >= 0 && static_cast<size_t>(r.error) < error_counts.size()) {
         ++error_counts[r.error];
+        if (r.sent != 0) error_latency[r.error].push_back(Ms(r.done - r.sent));
       }
       continue;
     }
@@ -227,11 +229,12 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
   for (size_t i = 0; i < run.error_kinds.size(); ++i) {
     if (error_counts[i] == 0) continue;
     report.errors.push_back({run.error_kinds[i], error_counts[i],
-                             i < run.error_examples.size() ? run.error_examples[i] : ""});
+                             i < run.error_examples.size() ? run.error_examples[i] : "",
+                             Summarize(std::move(error_latency[i]))});
   }
   if (report.unfinished > 0) {
     report.errors.push_back({"unfinished", report.unfinished,
-                             "no answer before the drain timeout after the load phase"});
+                             "no answer before the drain timeout after the load phase", {}});
   }
   std::stable_sort(report.errors.begin(), report.errors.end(),
                    [](const ErrorCount& a, const ErrorCount& b) { return a.count > b.count; });
@@ -310,12 +313,14 @@ std::string FormatReport(const BenchReport& r) {
   if (!r.errors.empty()) {
     out.push_back('\n');
     std::vector<std::vector<std::string>> errors;
-    errors.push_back({"ERROR", "COUNT", "EXAMPLE"});
+    errors.push_back({"ERROR", "COUNT", "MEDIAN MS", "P99 MS", "EXAMPLE"});
     for (const ErrorCount& e : r.errors) {
       std::string example = e.example.size() > 100 ? e.example.substr(0, 97) + "..." : e.example;
-      errors.push_back({e.kind, absl::StrCat(e.count), example});
+      const bool timed = e.latency_ms.count > 0;
+      errors.push_back({e.kind, absl::StrCat(e.count), timed ? Fixed(e.latency_ms.p50) : "-",
+                        timed ? Fixed(e.latency_ms.p99) : "-", example});
     }
-    out.append(Render(errors, "lrl"));
+    out.append(Render(errors, "lrrrl"));
   }
   return out;
 }
@@ -353,12 +358,15 @@ nlohmann::json ReportJson(const BenchReport& r) {
                  {"outside_server_ms_p50", NullIfUnknown(r.outside_server_ms_p50)}};
   nlohmann::json errors = nlohmann::json::object();
   nlohmann::json examples = nlohmann::json::object();
+  nlohmann::json error_latency = nlohmann::json::object();
   for (const ErrorCount& e : r.errors) {
     errors[e.kind] = e.count;
     examples[e.kind] = e.example;
+    if (e.latency_ms.count > 0) error_latency[e.kind] = DistributionJson(e.latency_ms);
   }
   j["errors"] = errors;
   j["error_examples"] = examples;
+  j["error_latency_ms"] = error_latency;
   j["max_in_flight"] = r.max_in_flight;
   j["connections"] = d.connections;
   nlohmann::json served = nlohmann::json::array();

@@ -55,6 +55,10 @@ struct ErrorCount {
   std::string kind;  // "http 503", "grpc UNAVAILABLE", "timeout", "connection", "bad answer"
   int64_t count = 0;
   std::string example;  // the first message seen
+  // How fast these failures came back: answer − sent (the server's and the
+  // network's time, not the client's lag), so a quick refusal (429) shows
+  // apart from a slow timeout. Empty for "unfinished".
+  Distribution latency_ms;
 };
 
 // How the run was set up, for the report's header.

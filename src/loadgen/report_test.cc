@@ -99,8 +99,12 @@ TEST(BuildReportTest, CountsLatencyFromTheScheduledTime) {
   EXPECT_EQ(r.errors[0].kind, "http 503");
   EXPECT_EQ(r.errors[0].count, 2);
   EXPECT_EQ(r.errors[0].example, "overloaded");
+  // The 503s came back 1 ms after they left.
+  EXPECT_EQ(r.errors[0].latency_ms.count, 2);
+  EXPECT_DOUBLE_EQ(r.errors[0].latency_ms.p99, 1);
   EXPECT_EQ(r.errors[1].kind, "unfinished");
   EXPECT_EQ(r.errors[1].count, 1);
+  EXPECT_EQ(r.errors[1].latency_ms.count, 0);
 }
 
 TEST(BuildReportTest, WithoutAnSloNothingIsAViolation) {
@@ -208,6 +212,8 @@ TEST(ReportJsonTest, HasTheFieldsScriptsRead) {
   EXPECT_EQ(j["errors"]["http 503"], 2);
   EXPECT_EQ(j["errors"]["unfinished"], 1);
   EXPECT_EQ(j["error_examples"]["http 503"], "overloaded");
+  EXPECT_EQ(j["error_latency_ms"]["http 503"]["count"], 2);
+  EXPECT_FALSE(j["error_latency_ms"].contains("unfinished"));
   EXPECT_EQ(j["max_in_flight"], 3);
   EXPECT_EQ(j["connections"], 2);
 
@@ -226,6 +232,7 @@ TEST(FormatReportTest, AlignsThePercentileTable) {
   EXPECT_THAT(text, HasSubstr("model fmnist-mlp over http"));
   EXPECT_THAT(text, HasSubstr("http 503"));
   EXPECT_THAT(text, HasSubstr("overloaded"));
+  EXPECT_THAT(text, HasSubstr("MEDIAN MS"));  // how fast each kind of failure came back
   // The numbers of the percentile table end in the same column as their
   // header.
   std::vector<std::string> lines = absl::StrSplit(text, '\n');

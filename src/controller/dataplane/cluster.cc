@@ -255,14 +255,29 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
   return Route{best->view.id, best->view.type.name, best->api};
 }
 
-void Cluster::Release(const std::string& worker_id, const VariantKey& key) {
+void Cluster::Release(const std::string& worker_id, const VariantKey& key, ReplyTimes times) {
   absl::MutexLock lock(&mu_);
   auto w = workers_.find(worker_id);
   if (w == workers_.end()) return;
   auto inst = w->second.instances.find(key);
-  if (inst != w->second.instances.end() && inst->second.outstanding > 0) {
-    --inst->second.outstanding;
-    if (inst->second.live != policy::kNoId) live_.AddWaiting(inst->second.live, -1);
+  if (inst == w->second.instances.end()) return;
+  // An eighth of each new round trip: a few hundred replies a second follow
+  // a change within tens of milliseconds, one slow reply moves it little.
+  InstanceRecord& record = inst->second;
+  if (times.overhead >= 0) record.overhead += (times.overhead - record.overhead) / 8;
+  // A worker slowed by its host (other processes, a loaded controller beside
+  // it) computes slower than its profile, which was measured alone.
+  if (const policy::VariantOption* option = OptionOf(key, w->second.view.type.name);
+      option != nullptr && times.compute > 0 && times.batch > 0) {
+    const double profiled_ms = option->profile.LatencyAt(times.batch);
+    if (profiled_ms > 0) {
+      const double ratio = std::clamp(ToMillis(times.compute) / profiled_ms, 0.5, 20.0);
+      record.slowdown += (ratio - record.slowdown) / 8;
+    }
+  }
+  if (record.outstanding > 0) {
+    --record.outstanding;
+    if (record.live != policy::kNoId) live_.AddWaiting(record.live, -1);
   }
 }
 

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "control/action_sink.h"
 #include "control/query_router.h"
+#include "controller/dataplane/admission.h"
 #include "controller/dataplane/worker_api.h"
 #include "core/clock.h"
 #include "core/variant.h"
@@ -111,6 +112,13 @@ struct Route {
 
 using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
 
+// The instances admission control judges for one query (admission.h). The
+// candidates' profiles live in `index`, which the holder keeps.
+struct AdmissionView {
+  std::shared_ptr<const policy::SelectionIndex> index;
+  std::vector<AdmissionCandidate> candidates;
+};
+
 // What a load's waiters are told when the load ended because its worker was
 // lost (a call to it failed as unreachable, or it left the cluster) rather
 // than because the variant failed to load: UNAVAILABLE, marked so that a
@@ -133,6 +141,15 @@ struct SelectionResult {
   bool waiting_for_load = false;      // the waiter was attached to a load
   std::optional<LoadOrder> load;      // a load to start (already marked loading)
   std::string explanation;            // for kUnsatisfiable / kUnavailable
+};
+
+// What one answered query showed of its instance, for admission control
+// (admission.h): its round trip beyond the worker's queue and compute time,
+// and the worker's compute time for the batch it ran in.
+struct ReplyTimes {
+  Nanos overhead = -1;  // < 0: unknown
+  Nanos compute = -1;   // < 0: unknown
+  int batch = 0;
 };
 
 class Cluster {
@@ -180,7 +197,9 @@ class Cluster {
   // this query, on a reachable worker not in `avoid` (those the query was
   // already lost on); nullopt when none is ready.
   std::optional<Route> PickReady(const VariantKey& key, const std::vector<std::string>& avoid = {});
-  void Release(const std::string& worker_id, const VariantKey& key);
+  // Moving means of the overhead, and of the compute time over what the
+  // profile says for that batch, are kept per instance.
+  void Release(const std::string& worker_id, const VariantKey& key, ReplyTimes times = {});
 
   // ---- loading ----
   // Where `key` is loading on a reachable worker not in `avoid`, if
@@ -227,6 +246,10 @@ class Cluster {
   SelectionResult Select(const policy::SelectionRequest& request, LoadWaiter& waiter,
                          const std::vector<std::string>& avoid = {});
 
+  // The ready and loading instances of `key.model` (only of `key.variant`
+  // when it is set) on reachable workers, as admission control sees them.
+  AdmissionView AdmissionCandidates(const VariantKey& key) const;
+
   std::shared_ptr<WorkerApi> Api(const std::string& worker_id) const;
   std::vector<WorkerView> Snapshot() const;
   size_t worker_count() const;
@@ -234,11 +257,18 @@ class Cluster {
   size_t reachable_worker_count() const;
 
  private:
+  // The selection index's option for `key` on worker type `type`; null
+  // when the index has none (not profiled there yet).
+  const policy::VariantOption* OptionOf(const VariantKey& key, const std::string& type) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   struct InstanceRecord {
     InstancePhase phase = InstancePhase::kLoading;
     std::string error;
     Nanos phase_since = 0;
     int64_t outstanding = 0;
+    Nanos overhead = 0;  // round trips beyond the worker's time: a moving mean
+    double slowdown = 1;  // compute time ÷ the profile's for its batch: a moving mean
     InstanceStats stats;
     int target_replicas = 1;  // what the last load asked for
     bool resizing = false;    // a ready instance's replica change is under way

@@ -228,4 +228,38 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
   return result;
 }
 
+const policy::VariantOption* Cluster::OptionOf(const VariantKey& key,
+                                               const std::string& type) const {
+  if (index_ == nullptr) return nullptr;
+  policy::OptionId option = index_->FindOption(index_->FindVariant(key), index_->FindType(type));
+  return option == policy::kNoId ? nullptr : &index_->option(option);
+}
+
+AdmissionView Cluster::AdmissionCandidates(const VariantKey& key) const {
+  absl::MutexLock lock(&mu_);
+  AdmissionView view;
+  view.index = index_;
+  const Nanos now = options_.clock->Now();
+  for (const auto& [id, w] : workers_) {
+    if (w.view.unreachable) continue;
+    for (const auto& [k, inst] : w.instances) {
+      if (k.model != key.model || (!key.variant.empty() && k.variant != key.variant)) continue;
+      if (inst.phase != InstancePhase::kReady && inst.phase != InstancePhase::kLoading) continue;
+      AdmissionCandidate c;
+      c.waiting = inst.outstanding;
+      c.overhead = inst.overhead;
+      c.slowdown = inst.slowdown;
+      c.replicas = std::max(1, inst.stats.replicas);
+      if (const policy::VariantOption* o = OptionOf(k, w.view.type.name); o != nullptr) {
+        c.profile = &o->profile;
+        if (inst.phase == InstancePhase::kLoading) {
+          c.ready_in = std::max<Nanos>(0, inst.phase_since + FromMillis(o->load_ms) - now);
+        }
+      }
+      view.candidates.push_back(c);
+    }
+  }
+  return view;
+}
+
 }  // namespace maitre::controller

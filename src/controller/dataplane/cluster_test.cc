@@ -1,6 +1,7 @@
 // The Cluster's handling of a worker a call found unreachable (no query goes
 // there, by selection or by a pinned variant, until it reports again), and
-// of queries waiting on an instance that is removed.
+// of queries waiting on an instance that is removed, and what it tells
+// admission control about an instance.
 #include "controller/dataplane/cluster.h"
 
 #include <gtest/gtest.h>
@@ -106,6 +107,33 @@ TEST_F(ClusterUnreachableTest, QueriesWaitingOnARemovedInstanceAreToldToChooseAg
   // A load that finishes after its instance was removed finds no one left.
   cluster_->FinishLoad(workers_[1], loading, absl::OkStatus());
   EXPECT_EQ(told, 2);
+}
+
+TEST_F(ClusterUnreachableTest, AdmissionSeesQueriesInFlightAndTheMeanRoundTripOverhead) {
+  std::optional<Route> route = cluster_->PickReady(kKey);
+  ASSERT_TRUE(route.has_value());
+  ASSERT_TRUE(cluster_->PickReady(kKey).has_value());  // the other worker
+  AdmissionView view = cluster_->AdmissionCandidates(kKey);
+  ASSERT_EQ(view.candidates.size(), 2u);
+  for (const AdmissionCandidate& c : view.candidates) {
+    EXPECT_EQ(c.waiting, 1);
+    ASSERT_NE(c.profile, nullptr);
+    EXPECT_EQ(c.profile->max_batch(), 8);
+  }
+  // Each reply moves the means an eighth of the way to what it showed: its
+  // overhead, and its compute time over the profile's for its batch (the
+  // profile says 1 ms at batch 1; these took 3 ms).
+  cluster_->Release(route->worker_id, kKey, {80 * kMillisecond, 3 * kMillisecond, 1});
+  ASSERT_TRUE(cluster_->PickReady(kKey, {workers_[route->worker_id == workers_[0] ? 1 : 0]})
+                  .has_value());
+  cluster_->Release(route->worker_id, kKey, {80 * kMillisecond, 3 * kMillisecond, 1});
+  for (const AdmissionCandidate& c : cluster_->AdmissionCandidates(kKey).candidates) {
+    if (c.waiting != 0) continue;
+    EXPECT_EQ(c.overhead, 10 * kMillisecond + 70 * kMillisecond / 8);
+    EXPECT_DOUBLE_EQ(c.slowdown, 1 + 2.0 / 8 + (3 - 1.25) / 8);
+  }
+  // Another model's instances are not candidates.
+  EXPECT_TRUE(cluster_->AdmissionCandidates({"other", ""}).candidates.empty());
 }
 
 }  // namespace

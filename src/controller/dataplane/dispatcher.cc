@@ -128,6 +128,8 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
     if (absl::Status s = Choose(*query, key); !s.ok()) return Finish(query, s);
     query->variant = query->pinned;
   }
+  // Before the deadline timer: a refusal is answered without touching it.
+  if (!Admit(query)) return;
   const TimerThread::Handle timer =
       deadline_timer_->Schedule(query->deadline, [this, weak = std::weak_ptr<Query>(query)] {
         if (std::shared_ptr<Query> q = weak.lock()) Expire(q);
@@ -178,6 +180,22 @@ absl::Status Dispatcher::Choose(Query& query, const VariantKey& key) {
   query.inputs = std::make_shared<const std::vector<Tensor>>(std::move(query.unchecked_inputs));
   query.inputs_checked = true;
   return absl::OkStatus();
+}
+
+bool Dispatcher::Admit(const std::shared_ptr<Query>& query) {
+  // A model-less query is judged by the selection policy's own estimate
+  // over all the app's variants.
+  if (!options_.admission_control || query->model == nullptr) return true;
+  const VariantKey key = query->pinned != nullptr ? query->pinned->spec.key
+                                                  : VariantKey{query->model->name, ""};
+  const AdmissionView view = options_.cluster->AdmissionCandidates(key);
+  const Nanos time_left = query->deadline - options_.clock->Now();
+  const AdmissionVerdict verdict = controller::Admit(view.candidates, time_left);
+  if (verdict.admit) return true;
+  CountRefused(*query);
+  Finish(query, absl::ResourceExhaustedError(
+                    RefusalMessage(query->model->name, verdict.best_finish, time_left)));
+  return false;
 }
 
 void Dispatcher::Attempt(std::shared_ptr<Query> query) {
@@ -343,12 +361,20 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
     query->sent_variant = query->variant;
     query->sent_worker = route.worker_id;
   }
+  const Nanos sent_at = options_.clock->Now();
   route.api->Infer(
       key, query->inputs, send,
-      [this, query, key, worker = route.worker_id,
+      [this, query, key, sent_at, worker = route.worker_id,
        worker_type = route.worker_type](absl::StatusOr<WorkerReply> reply) mutable {
-        options_.cluster->Release(worker, key);
-        if (!reply.ok()) return OnSendFailed(std::move(query), key, worker, reply.status());
+        if (!reply.ok()) {
+          options_.cluster->Release(worker, key);
+          return OnSendFailed(std::move(query), key, worker, reply.status());
+        }
+        const Nanos worker_time = (reply->queue_us + reply->compute_us) * kMicrosecond;
+        options_.cluster->Release(
+            worker, key,
+            {std::max<Nanos>(0, options_.clock->Now() - sent_at - worker_time),
+             reply->compute_us * kMicrosecond, reply->batch_size});
         InferResponse response;
         response.model_name = query->model->name;
         response.model_version = key.variant;

@@ -73,6 +73,10 @@ class Dispatcher {
     // process may use (as many as there are, up to this): a 504 then leaves
     // on time while one core stalls (core/timer_thread.h).
     int deadline_timer_lanes = 2;
+    // Refuse (429) a query naming a model or variant at once when no
+    // instance of it is estimated to answer before its deadline
+    // (admission.h).
+    bool admission_control = true;
   };
 
   explicit Dispatcher(Options options);
@@ -87,6 +91,10 @@ class Dispatcher {
  private:
   struct Query;
   void Attempt(std::shared_ptr<Query> query);
+  // Admission control (admission.h), once per query before its first
+  // attempt (retries are not judged again): false when the query was
+  // refused (and answered).
+  bool Admit(const std::shared_ptr<Query>& query);
   // Before a model's variants are profiled: its default variant, on demand.
   void AttemptUnprofiled(std::shared_ptr<Query> query);
   // Counts a query selection refused as demand the autoscalers must see.

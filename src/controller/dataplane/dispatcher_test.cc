@@ -14,9 +14,7 @@
 #include <string>
 
 #include "absl/synchronization/notification.h"
-#include "controller/dataplane/selection_catalogue.h"
-#include "controller/registry/registry.h"
-#include "controller/registry/registry_test_util.h"
+#include "controller/dataplane/dispatcher_testing.h"
 #include "core/work_queue.h"
 
 namespace maitre::controller {
@@ -68,35 +66,21 @@ class StandInApi final : public WorkerApi {
 class DispatcherWorkerLossTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto registry = registry::Registry::Open({dir_.File("registry.db")});
-    ASSERT_TRUE(registry.ok()) << registry.status();
-    registry_ = *std::move(registry);
-    ASSERT_TRUE(registry_->PutApp({"a", {}}).ok());
-    namespace util = registry::test_util;
-    ASSERT_TRUE(registry_
-                    ->RegisterModel(util::MakeModel("a", kKey.model, "m"),
-                                    {util::MakeVariant(kKey.model, kKey.variant, Runtime::kOpenCv)})
+    ASSERT_TRUE(testing::SetUpOneVariant(
+                    dir_.File("registry.db"), kKey,
+                    registry::test_util::MakeProfile(kKey.model, kKey.variant, "small").profile,
+                    [this](const std::string& address, const std::string&) {
+                      return std::make_unique<StandInApi>(&workers_[address]);
+                    },
+                    world_)
                     .ok());
-    ASSERT_TRUE(registry_->PutProfile(util::MakeProfile(kKey.model, kKey.variant, "small")).ok());
-    ASSERT_TRUE(catalog_.Reload(*registry_).ok());
-
-    Cluster::Options cluster;
-    cluster.types = WorkerTypeTable({{"small", 1, 4096, 0.1}});
-    cluster.connect = [this](const std::string& address, const std::string&) {
-      return std::make_unique<StandInApi>(&workers_[address]);
-    };
-    cluster_ = std::make_unique<Cluster>(cluster);
-    auto index = BuildSelectionIndex(*catalog_.Get(), cluster.types, nullptr);
-    ASSERT_TRUE(index.ok()) << index.status();
-    cluster_->SetSelectionIndex(std::make_shared<const policy::SelectionIndex>(*std::move(index)),
-                                ModelSloMs(*catalog_.Get()));
-    placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), &control_});
+    placer_ = std::make_unique<Placer>(Placer::Options{world_.cluster.get(), &control_});
   }
 
   void MakeDispatcher(int min_workers = 0) {
     Dispatcher::Options options;
-    options.catalog = &catalog_;
-    options.cluster = cluster_.get();
+    options.catalog = &world_.catalog;
+    options.cluster = world_.cluster.get();
     options.placer = placer_.get();
     options.default_timeout = 20 * kSecond;
     options.min_workers = min_workers;
@@ -106,11 +90,11 @@ class DispatcherWorkerLossTest : public ::testing::Test {
   // Registers the stand-in at `address`; with `loaded`, kKey is ready there.
   std::string AddWorker(const std::string& address, bool loaded) {
     workers_[address];  // exists before the cluster connects to it
-    auto id = cluster_->AddWorker("small", address, 0, "");
+    auto id = world_.cluster->AddWorker("small", address, 0, "");
     EXPECT_TRUE(id.ok()) << id.status();
     if (loaded) {
-      EXPECT_TRUE(cluster_->BeginLoad(*id, kKey, nullptr).ok());
-      cluster_->FinishLoad(*id, kKey, absl::OkStatus());
+      EXPECT_TRUE(world_.cluster->BeginLoad(*id, kKey, nullptr).ok());
+      world_.cluster->FinishLoad(*id, kKey, absl::OkStatus());
     }
     return *id;
   }
@@ -137,17 +121,15 @@ class DispatcherWorkerLossTest : public ::testing::Test {
   }
 
   bool Unreachable(const std::string& id) {
-    for (const WorkerView& w : cluster_->Snapshot()) {
+    for (const WorkerView& w : world_.cluster->Snapshot()) {
       if (w.id == id) return w.unreachable;
     }
     return false;
   }
 
   registry::test_util::TempDir dir_;
-  std::unique_ptr<registry::Registry> registry_;
-  Catalog catalog_;
   std::map<std::string, StandIn> workers_;  // by address; never erased, so stable
-  std::unique_ptr<Cluster> cluster_;
+  testing::OneVariant world_;
   WorkQueue control_{1};
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
@@ -187,7 +169,7 @@ TEST_F(DispatcherWorkerLossTest,
   EXPECT_EQ(workers_["lost"].loads, 1);
   EXPECT_EQ(workers_["lost"].infers, 0);
   EXPECT_TRUE(Unreachable(lost));
-  EXPECT_FALSE(cluster_->LastLoadFailure(kKey).has_value());
+  EXPECT_FALSE(world_.cluster->LastLoadFailure(kKey).has_value());
 }
 
 TEST_F(DispatcherWorkerLossTest, WithNoWorkerLeftAQueryWaitsForTheReplacement) {

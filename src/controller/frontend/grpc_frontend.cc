@@ -106,8 +106,20 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelMetadata(
 grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* context,
                                                    const grpc::ByteBuffer* request_bytes,
                                                    grpc::ByteBuffer* response_bytes) {
-  Nanos received = o_.clock->Now();
+  // The callback API runs this once the call's request has arrived: the
+  // call's start, from which its deadline counts.
+  const Nanos received = o_.clock->Now();
   auto* reactor = context->DefaultReactor();
+  InFlightLimit::Permit permit;
+  if (o_.in_flight != nullptr) {
+    permit = o_.in_flight->TryAcquire();
+    if (!permit.held()) {
+      absl::Status refused = absl::ResourceExhaustedError(o_.in_flight->RefusalMessage());
+      o_.metrics->RecordQuery("", "", refused, nullptr);
+      reactor->Finish(rpc::ToGrpc(refused));
+      return reactor;
+    }
+  }
   inference::ModelInferRequest request;
   grpc::ByteBuffer copy(*request_bytes);  // shares the slices; Deserialize consumes it
   if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &request)
@@ -152,7 +164,8 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
   }
   o_.dispatcher->Infer(
       std::move(target), *std::move(parsed), received,
-      [this, reactor, response_bytes](absl::StatusOr<InferResponse> result) {
+      [this, reactor, response_bytes,
+       permit = std::move(permit)](absl::StatusOr<InferResponse> result) mutable {
         if (!result.ok()) {
           reactor->Finish(rpc::ToGrpc(result.status()));
         } else {
@@ -164,6 +177,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
         }
         // Finished calls are still sent when the gRPC server shuts down, so
         // the drain need not wait for the bytes.
+        permit.Release();
         absl::MutexLock lock(&mu_);
         --in_flight_;
       });

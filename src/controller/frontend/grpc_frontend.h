@@ -4,8 +4,11 @@
 // finishes when the answer comes back, holding no thread meanwhile.
 // ModelInfer takes its request as raw bytes and parses them itself, so that
 // a malformed protobuf is answered INVALID_ARGUMENT with a message (gRPC's
-// own deserializer would answer a bare status). While the controller drains
-// (BeginDrain) new inferences are answered UNAVAILABLE and those in flight
+// own deserializer would answer a bare status). Every call takes a permit
+// of the controller's InFlightLimit before its request is decoded and holds
+// it until answered; without one it is refused RESOURCE_EXHAUSTED at once,
+// so the calls the callback API accepts cannot pile up. While the
+// controller drains (BeginDrain) new inferences are answered UNAVAILABLE and those in flight
 // finish.
 //
 // Thread-safety: thread-safe.
@@ -18,6 +21,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/dataplane/in_flight_limit.h"
 #include "controller/serving_metrics.h"
 #include "inference.grpc.pb.h"
 
@@ -35,6 +39,8 @@ class GrpcFrontend final
     // Who may call (docs/operations.md, "API keys"): the server-wide calls
     // are open, model calls need a key reaching the model's app.
     const KeyRing* keys = nullptr;
+    // Bounds the queries in flight (may be null: no bound).
+    InFlightLimit* in_flight = nullptr;
     const Clock* clock = SteadyClock::Get();
     std::string version;
   };

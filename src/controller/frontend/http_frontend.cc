@@ -120,7 +120,20 @@ class Frontend {
   }
 
   void Infer(http::Request&& request, InferTarget target, http::Responder respond) {
-    Nanos received = o_.clock->Now();
+    // Deadlines count from the request's arrival (its head read by the
+    // server), so time spent reading the body and queued for this handler
+    // is charged to the query (docs/architecture.md, "How a query travels").
+    const Nanos received = request.arrived != 0 ? request.arrived : o_.clock->Now();
+    InFlightLimit::Permit permit;
+    if (o_.in_flight != nullptr) {
+      permit = o_.in_flight->TryAcquire();
+      if (!permit.held()) {
+        absl::Status refused = absl::ResourceExhaustedError(o_.in_flight->RefusalMessage());
+        if (o_.metrics != nullptr) o_.metrics->RecordQuery("", "", refused, nullptr);
+        std::move(respond)(ErrorResponse(refused));
+        return;
+      }
+    }
     int64_t json_length = -1;
     absl::string_view header = request.GetHeader("Inference-Header-Content-Length");
     if (!header.empty() && (!absl::SimpleAtoi(header, &json_length) || json_length < 0)) {
@@ -130,7 +143,7 @@ class Frontend {
     }
     auto parsed = ParseInferRequest(request.body, json_length);
     if (!parsed.ok()) {
-      o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
+      if (o_.metrics != nullptr) o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
       std::move(respond)(ErrorResponse(parsed.status()));
       return;
     }
@@ -139,10 +152,13 @@ class Frontend {
     bool all_binary = parsed->binary_outputs;
     o_.dispatcher->Infer(
         std::move(target), *std::move(parsed), received,
-        [respond = std::move(respond), requested = std::move(requested),
-         all_binary](absl::StatusOr<InferResponse> result) mutable {
+        [respond = std::move(respond), requested = std::move(requested), all_binary,
+         permit = std::move(permit)](absl::StatusOr<InferResponse> result) mutable {
+          // The answer is the query's last use of the memory the permit
+          // stands for (the request is gone, the response handed over).
           if (!result.ok()) {
             std::move(respond)(ErrorResponse(result.status()));
+            permit.Release();
             return;
           }
           EncodedResponse encoded = WriteInferResponse(*result, requested, all_binary);
@@ -153,6 +169,7 @@ class Frontend {
                 {"Inference-Header-Content-Length", std::to_string(encoded.json_length)});
           }
           std::move(respond)(std::move(response));
+          permit.Release();
         });
   }
 

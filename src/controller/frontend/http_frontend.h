@@ -14,6 +14,7 @@
 #include "controller/dataplane/dispatcher.h"
 #include "controller/access/http_access.h"
 #include "controller/models/model_removal.h"
+#include "controller/dataplane/in_flight_limit.h"
 #include "controller/models/registrar.h"
 #include "controller/serving_metrics.h"
 #include "core/work_queue.h"
@@ -31,6 +32,8 @@ struct FrontendOptions {
   ServingMetrics* metrics = nullptr;
   const HttpAccess* access = nullptr;  // who may reach each route
   KeyRing* keys = nullptr;  // a deleted app's keys are revoked; may be null
+  // Bounds the queries in flight (may be null: no bound).
+  InFlightLimit* in_flight = nullptr;
   const Clock* clock = SteadyClock::Get();
   std::string version = "0.1.0";
 };

@@ -1,6 +1,6 @@
 // The app routes of the HTTP front-end (PUT /v2/apps/{app}, GET /v2/apps,
 // GET /v2/apps/{app}, DELETE), routed in-process over a real registry and
-// catalog.
+// catalog, and /infer's in-flight bound.
 // The rest of the API is covered end to end in tests/e2e_*_test.cc.
 #include "controller/frontend/http_frontend.h"
 
@@ -168,6 +168,37 @@ TEST_F(AppRoutesTest, DeleteAnswersWhatWentAndTheRightCodeWhenItCannot) {
   EXPECT_EQ(deleted["models"], json::array());
   EXPECT_EQ(Send("GET", "/v2/apps/audio").status, 404);
   EXPECT_EQ(Send("DELETE", "/v2/apps/audio").status, 404);
+}
+
+// With every permit of the in-flight bound taken, /infer is refused 429
+// before its body is decoded: a body that is not JSON gets 429, not 400.
+TEST_F(AppRoutesTest, AFullInFlightBoundRefusesInferBeforeTheBodyIsDecoded) {
+  InFlightLimit limit(1);
+  FrontendOptions options;
+  options.in_flight = &limit;
+  options.access = access_.get();
+  http::Router router;
+  AddHttpRoutes(options, router);
+  ASSERT_TRUE(router.status().ok()) << router.status();
+  auto send = [&router] {
+    http::Request request;
+    request.method = "POST";
+    request.path = "/v2/models/m/infer";
+    request.body = "not json";
+    std::optional<http::Response> answer;
+    router.Route(std::move(request), http::Responder::FromCallback(
+                                         [&answer](http::Response r) { answer = std::move(r); }));
+    EXPECT_TRUE(answer.has_value());
+    return answer.value_or(http::Response{});
+  };
+  InFlightLimit::Permit taken = limit.TryAcquire();
+  http::Response refused = send();
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_THAT(refused.body, HasSubstr("--max-in-flight"));
+  taken.Release();
+  http::Response decoded = send();
+  EXPECT_EQ(decoded.status, 400) << decoded.body;
+  EXPECT_EQ(limit.in_flight(), 0);  // the refused and the malformed hold nothing
 }
 
 }  // namespace

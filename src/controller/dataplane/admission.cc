@@ -1,0 +1,49 @@
+#include "controller/dataplane/admission.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace maitre::controller {
+
+std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate) {
+  if (candidate.profile == nullptr || candidate.profile->empty()) return std::nullopt;
+  const Profile& profile = *candidate.profile;
+  const int replicas = std::max(1, candidate.replicas);
+  const int64_t ahead = std::max<int64_t>(0, candidate.waiting - replicas + 1);
+  const int batch =
+      static_cast<int>(std::clamp<int64_t>(ahead, 1, std::max(1, profile.max_batch())));
+  const double service_ms = profile.LatencyAt(batch);
+  const double qps = profile.ThroughputAt(batch) * replicas;
+  const double drain_ms = ahead == 0 ? 0 : (qps > 0 ? 1000.0 * ahead / qps : service_ms * ahead);
+  // No reply is coming to an idle instance to bring stale figures up to
+  // date: the first query after a flood is judged by the profile alone.
+  const bool busy = candidate.waiting > 0;
+  const Nanos overhead = busy ? std::max<Nanos>(0, candidate.overhead) : 0;
+  const double slowdown = busy ? std::max(1.0, candidate.slowdown) : 1.0;
+  return std::max<Nanos>(0, candidate.ready_in) + FromMillis(slowdown * (drain_ms + service_ms)) +
+         overhead;
+}
+
+AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left) {
+  AdmissionVerdict verdict;
+  if (candidates.empty()) return verdict;
+  bool first = true;
+  for (const AdmissionCandidate& c : candidates) {
+    std::optional<Nanos> finish = EstimateFinish(c);
+    if (!finish.has_value() || *finish <= time_left) return verdict;
+    if (first || *finish < verdict.best_finish) verdict.best_finish = *finish;
+    first = false;
+  }
+  verdict.admit = false;
+  return verdict;
+}
+
+std::string RefusalMessage(absl::string_view model, Nanos best_finish, Nanos time_left) {
+  return absl::StrCat("model '", model, "' is overloaded: the earliest estimated answer is in ",
+                      best_finish / kMillisecond, " ms, but the query allows ",
+                      std::max<Nanos>(0, time_left) / kMillisecond,
+                      " ms; retry later, or with a longer latency_ms");
+}
+
+}  // namespace maitre::controller

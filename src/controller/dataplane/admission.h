@@ -1,0 +1,79 @@
+// Admission control on the data path (docs/architecture.md, "Admission and
+// overload"): before a query is sent, estimate when each instance that could
+// serve it would answer; if none would answer before the query's deadline,
+// the query is refused at once (429, RESOURCE_EXHAUSTED) instead of waiting
+// in a queue it cannot leave in time. A refusal costs microseconds, so under
+// overload the controller keeps answering and its queues stay short.
+//
+// The estimate for one instance, from the variant's profile on its worker
+// type:
+//     ahead   = max(0, waiting − replicas + 1)     (a free replica takes one)
+//     b       = clamp(ahead, 1, profile.max_batch())  (the batch the queue allows)
+//     finish  = ready_in + slowdown · (ahead / (replicas · ThroughputAt(b))
+//               + LatencyAt(b)) + overhead   (slowdown, overhead: only while
+//                                             waiting > 0)
+// `waiting` counts the queries this controller already sent there, and
+// `overhead` is what this controller's recent round trips there took beyond
+// the worker's own queue and compute time: its own CPU and the network. On
+// a host whose CPU is the bottleneck (the front-end, not the worker), that
+// is where the time goes, and no profile shows it. `slowdown` is how much
+// slower than its profile the worker has recently computed (a moving mean
+// of compute time ÷ the profile's at that batch): profiles are measured
+// alone, and a worker sharing its host under load computes slower, so
+// without it the estimate finds room that is not there and the excess is
+// answered 504 at its deadline instead of 429 at once. An instance with nothing
+// in flight ignores it: no reply is coming to bring a stale figure up to
+// date, so after a flood the first query is let through to measure again. Unlike
+// the selection policy's estimate (policy/selection.h), which takes the mean
+// batch of the last report, this one lets the queue form the batches it
+// would form: a deep queue drains in large batches, so the estimate does not
+// overstate the wait just when the queue grows (which would refuse work
+// that the instance can still serve in time).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/profile.h"
+#include "core/time.h"
+
+namespace maitre::controller {
+
+// One instance that could serve the query.
+struct AdmissionCandidate {
+  // The variant's profile on the instance's worker type; null while it has
+  // none (not profiled yet): such an instance cannot be judged and admits.
+  const Profile* profile = nullptr;
+  int64_t waiting = 0;  // queries sent there from this controller, unanswered
+  int replicas = 1;     // from the worker's last report; at least 1 is assumed
+  Nanos ready_in = 0;   // a loading instance: until it is expected ready
+  Nanos overhead = 0;   // recent round trips beyond the worker's time (mean)
+  double slowdown = 1;  // recent compute time ÷ the profile's (mean)
+};
+
+// Time from now until `candidate` would answer one more query; nullopt when
+// it has no profile.
+std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate);
+
+struct AdmissionVerdict {
+  bool admit = true;
+  // When refused: the earliest estimated answer among the candidates.
+  Nanos best_finish = 0;
+};
+
+// Admits when any candidate would answer within `time_left` (the query's
+// deadline minus now), when any cannot be estimated, or when there is none
+// (nothing is loaded yet: the selection policy decides whether a load can
+// serve in time).
+AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left);
+
+// The refusal's message: the model, the estimated wait and what the query
+// allowed.
+std::string RefusalMessage(absl::string_view model, Nanos best_finish, Nanos time_left);
+
+}  // namespace maitre::controller

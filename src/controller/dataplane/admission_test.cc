@@ -1,0 +1,114 @@
+#include "controller/dataplane/admission.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace maitre::controller {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 2 ms at batch 1, 4 ms at batch 4, 10 ms at batch 16 (the largest).
+Profile TestProfile() {
+  return *Profile::Create({{1, 2, 3}, {4, 4, 6}, {16, 10, 15}}, /*load_ms=*/500,
+                          /*memory_mb=*/100);
+}
+
+TEST(EstimateFinishTest, IdleInstanceTakesOneBatchOfOne) {
+  const Profile profile = TestProfile();
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, 0}), 2 * kMillisecond);
+}
+
+TEST(EstimateFinishTest, QueueDrainsInTheBatchesItAllows) {
+  const Profile profile = TestProfile();
+  // 4 waiting, 1 replica: 4 ahead, drained at batch 4 (1,000 q/s) in 4 ms,
+  // then its own batch of 4 takes 4 ms.
+  EXPECT_EQ(EstimateFinish({&profile, 4, 1, 0}), 8 * kMillisecond);
+  // 64 ahead: batches of 16 (1,600 q/s): 40 ms, plus 10 ms.
+  EXPECT_EQ(EstimateFinish({&profile, 64, 1, 0}), 50 * kMillisecond);
+}
+
+TEST(EstimateFinishTest, FreeReplicasTakeQueriesAtOnce) {
+  const Profile profile = TestProfile();
+  // Two replicas, one query in flight: the other replica is free.
+  EXPECT_EQ(EstimateFinish({&profile, 1, 2, 0}), 2 * kMillisecond);
+  // 65 in flight on two replicas: 64 ahead drain twice as fast.
+  EXPECT_EQ(EstimateFinish({&profile, 65, 2, 0}), 30 * kMillisecond);
+}
+
+TEST(EstimateFinishTest, LoadingInstanceAddsTheTimeUntilReady) {
+  const Profile profile = TestProfile();
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, 300 * kMillisecond}), 302 * kMillisecond);
+  // A load that is overdue is counted as ready now.
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, -5 * kMillisecond}), 2 * kMillisecond);
+}
+
+TEST(EstimateFinishTest, TheControllersOverheadAddsWhileQueriesAreInFlight) {
+  const Profile profile = TestProfile();
+  // One ahead (2 ms at batch 1), its own 2 ms, and 30 ms of round trip.
+  EXPECT_EQ(EstimateFinish({&profile, 1, 1, 0, 30 * kMillisecond}), 34 * kMillisecond);
+  // Idle, the figure is stale: nothing in flight will bring it up to date.
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, 0, 30 * kMillisecond}), 2 * kMillisecond);
+}
+
+TEST(EstimateFinishTest, AWorkerSlowerThanItsProfileStretchesTheWorkWhileBusy) {
+  const Profile profile = TestProfile();
+  // 4 ahead and its own batch (8 ms by the profile) at 2.5× the profile.
+  EXPECT_EQ(EstimateFinish({&profile, 4, 1, 0, 0, 2.5}), 20 * kMillisecond);
+  // Idle: judged by the profile, so that the next reply measures again.
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, 0, 0, 2.5}), 2 * kMillisecond);
+  // Faster than the profile is not trusted: the profile is the floor.
+  EXPECT_EQ(EstimateFinish({&profile, 4, 1, 0, 0, 0.5}), 8 * kMillisecond);
+}
+
+TEST(EstimateFinishTest, NoProfileCannotBeEstimated) {
+  EXPECT_EQ(EstimateFinish({nullptr, 100, 1, 0}), std::nullopt);
+  const Profile empty;
+  EXPECT_EQ(EstimateFinish({&empty, 100, 1, 0}), std::nullopt);
+}
+
+TEST(EstimateFinishTest, ZeroReplicasReportedCountAsOne) {
+  const Profile profile = TestProfile();
+  EXPECT_EQ(EstimateFinish({&profile, 4, 0, 0}), EstimateFinish({&profile, 4, 1, 0}));
+}
+
+TEST(AdmitTest, AdmitsWhenAnyCandidateMakesTheDeadline) {
+  const Profile profile = TestProfile();
+  AdmissionVerdict v = Admit({{&profile, 64, 1, 0}, {&profile, 0, 1, 0}}, 20 * kMillisecond);
+  EXPECT_TRUE(v.admit);
+}
+
+TEST(AdmitTest, RefusesWhenNoneMakesTheDeadlineAndReportsTheEarliest) {
+  const Profile profile = TestProfile();
+  AdmissionVerdict v = Admit({{&profile, 64, 1, 0}, {&profile, 65, 2, 0}}, 20 * kMillisecond);
+  EXPECT_FALSE(v.admit);
+  EXPECT_EQ(v.best_finish, 30 * kMillisecond);
+}
+
+TEST(AdmitTest, AnUnprofiledCandidateAdmits) {
+  const Profile profile = TestProfile();
+  EXPECT_TRUE(Admit({{&profile, 64, 1, 0}, {nullptr, 1000, 1, 0}}, 20 * kMillisecond).admit);
+}
+
+TEST(AdmitTest, NoCandidateAdmits) { EXPECT_TRUE(Admit({}, 0).admit); }
+
+TEST(AdmitTest, ALongDeadlineAdmitsADeepQueue) {
+  // A query without an objective has the default timeout (30 s) to wait.
+  const Profile profile = TestProfile();
+  EXPECT_TRUE(Admit({{&profile, 10000, 1, 0}}, 30 * kSecond).admit);
+}
+
+TEST(AdmitTest, APassedDeadlineRefusesEvenAnIdleInstance) {
+  const Profile profile = TestProfile();
+  EXPECT_FALSE(Admit({{&profile, 0, 1, 0}}, -kMillisecond).admit);
+}
+
+TEST(RefusalMessageTest, NamesTheModelTheWaitAndTheAllowance) {
+  const std::string m = RefusalMessage("fmnist-mlp", 48 * kMillisecond, 21 * kMillisecond);
+  EXPECT_THAT(m, HasSubstr("'fmnist-mlp'"));
+  EXPECT_THAT(m, HasSubstr("48 ms"));
+  EXPECT_THAT(m, HasSubstr("21 ms"));
+}
+
+}  // namespace
+}  // namespace maitre::controller

@@ -1,0 +1,219 @@
+// The dispatcher under a flood (docs/architecture.md, "Admission and
+// overload"): once the queries already sent to the only instance would keep
+// a new one past its deadline, the new one is refused RESOURCE_EXHAUSTED
+// before Infer returns, without reaching the worker, and counted as refused
+// demand; the queries already admitted are still answered. The worker is an
+// in-process stand-in that holds every query until the test lets it answer.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "controller/dataplane/dispatcher.h"
+#include "controller/dataplane/dispatcher_testing.h"
+#include "core/work_queue.h"
+
+namespace maitre::controller {
+namespace {
+
+using ::testing::HasSubstr;
+
+const VariantKey kKey{"m", "v"};
+
+// Holds each query's callback until Answer().
+class HoldingApi final : public WorkerApi {
+ public:
+  void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>, const InferOptions&,
+             WorkerReplyCallback done) override {
+    absl::MutexLock lock(&mu_);
+    held_.push_back(std::move(done));
+  }
+  absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
+                                  const std::vector<LatencyPoint>&) override {
+    return LoadResult{1, 10};
+  }
+  absl::Status Unload(const VariantKey&) override { return absl::OkStatus(); }
+  absl::StatusOr<Profile> ProfileVariant(const VariantSpec&, const ProfileRequest&) override {
+    return absl::UnimplementedError("no profiling here");
+  }
+  absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
+    return absl::UnimplementedError("no evaluation here");
+  }
+  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec&,
+                                              const std::vector<Tensor>&) override {
+    return absl::UnimplementedError("no single runs here");
+  }
+
+  size_t held() {
+    absl::MutexLock lock(&mu_);
+    return held_.size();
+  }
+  // Answers every query held so far.
+  void Answer() {
+    std::vector<WorkerReplyCallback> held;
+    {
+      absl::MutexLock lock(&mu_);
+      held.swap(held_);
+    }
+    for (WorkerReplyCallback& done : held) {
+      WorkerReply reply;
+      reply.outputs.push_back({"logits", DataType::kFp32, {1, 10}, std::string(40, '\0')});
+      std::move(done)(std::move(reply));
+    }
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<WorkerReplyCallback> held_ ABSL_GUARDED_BY(mu_);
+};
+
+// What came back for one query, and whether it came before Infer returned.
+struct Outcome {
+  absl::Mutex mu;
+  bool answered = false;
+  absl::Status status;
+};
+
+class DispatcherAdmissionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // 5 s per query and no batching: a query admitted behind n others is
+    // estimated to answer in (n + 1) · 5 s.
+    ASSERT_TRUE(testing::SetUpOneVariant(
+                    dir_.File("registry.db"), kKey,
+                    registry::test_util::MakeProfile(kKey.model, kKey.variant, "small",
+                                                     /*base_ms=*/5000, /*max_batch=*/1)
+                        .profile,
+                    [this](const std::string&, const std::string&) {
+                      return std::make_unique<Forward>(worker_);
+                    },
+                    world_)
+                    .ok());
+    placer_ = std::make_unique<Placer>(Placer::Options{world_.cluster.get(), &control_});
+    auto id = world_.cluster->AddWorker("small", "w", 0, "");
+    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_TRUE(world_.cluster->BeginLoad(*id, kKey, nullptr).ok());
+    world_.cluster->FinishLoad(*id, kKey, absl::OkStatus());
+
+    Dispatcher::Options options;
+    options.catalog = &world_.catalog;
+    options.cluster = world_.cluster.get();
+    options.placer = placer_.get();
+    options.refused = &refused_;
+    dispatcher_ = std::make_unique<Dispatcher>(options);
+  }
+
+  // The cluster owns its WorkerApi; this one passes calls to the test's.
+  class Forward final : public WorkerApi {
+   public:
+    explicit Forward(std::shared_ptr<HoldingApi> to) : to_(std::move(to)) {}
+    void Infer(const VariantKey& k, std::shared_ptr<const std::vector<Tensor>> in,
+               const InferOptions& o, WorkerReplyCallback done) override {
+      to_->Infer(k, std::move(in), o, std::move(done));
+    }
+    absl::StatusOr<LoadResult> Load(const VariantSpec& s, int r,
+                                    const std::vector<LatencyPoint>& p) override {
+      return to_->Load(s, r, p);
+    }
+    absl::Status Unload(const VariantKey& k) override { return to_->Unload(k); }
+    absl::StatusOr<Profile> ProfileVariant(const VariantSpec& s,
+                                           const ProfileRequest& r) override {
+      return to_->ProfileVariant(s, r);
+    }
+    absl::StatusOr<Evaluation> Evaluate(const VariantSpec& s, const std::string& f,
+                                        int n) override {
+      return to_->Evaluate(s, f, n);
+    }
+    absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec& s,
+                                                const std::vector<Tensor>& in) override {
+      return to_->RunOnce(s, in);
+    }
+
+   private:
+    std::shared_ptr<HoldingApi> to_;
+  };
+
+  // Sends one query for model m with a latency objective of a minute;
+  // `answered_inline` says whether it was answered before Infer returned.
+  std::shared_ptr<Outcome> Send(bool* answered_inline) {
+    auto outcome = std::make_shared<Outcome>();
+    InferRequest request;
+    request.requirements.latency_ms = 60'000;
+    request.inputs.push_back(
+        {"input", DataType::kFp32, {1, 1, 28, 28}, std::string(784 * 4, '\0')});
+    dispatcher_->Infer({"", kKey.model, ""}, std::move(request), SteadyClock::Get()->Now(),
+                       [outcome](absl::StatusOr<InferResponse> r) {
+                         absl::MutexLock lock(&outcome->mu);
+                         outcome->answered = true;
+                         outcome->status = r.status();
+                       });
+    absl::MutexLock lock(&outcome->mu);
+    *answered_inline = outcome->answered;
+    return outcome;
+  }
+
+  registry::test_util::TempDir dir_;
+  std::shared_ptr<HoldingApi> worker_ = std::make_shared<HoldingApi>();
+  testing::OneVariant world_;
+  WorkQueue control_{1};
+  std::unique_ptr<Placer> placer_;
+  RefusedDemand refused_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(DispatcherAdmissionTest, AFloodIsRefusedAtOnceWhileAdmittedQueriesAreAnswered) {
+  // Admit until the first refusal: with 60 s to answer and 5 s a query,
+  // about a dozen fit in the queue.
+  std::vector<std::shared_ptr<Outcome>> admitted;
+  std::shared_ptr<Outcome> refused;
+  for (int i = 0; i < 100 && refused == nullptr; ++i) {
+    bool inline_answer = false;
+    std::shared_ptr<Outcome> outcome = Send(&inline_answer);
+    if (inline_answer) {
+      refused = outcome;
+    } else {
+      admitted.push_back(outcome);
+    }
+  }
+  ASSERT_NE(refused, nullptr) << "no query was refused";
+  EXPECT_GE(admitted.size(), 10u);
+  EXPECT_LE(admitted.size(), 13u);
+  EXPECT_EQ(worker_->held(), admitted.size());
+  {
+    absl::MutexLock lock(&refused->mu);
+    EXPECT_EQ(refused->status.code(), absl::StatusCode::kResourceExhausted) << refused->status;
+    EXPECT_THAT(refused->status.message(), HasSubstr("model 'm'"));
+  }
+  // The rest of the flood is refused before Infer returns, and none of it
+  // reaches the worker.
+  for (int i = 0; i < 200; ++i) {
+    bool inline_answer = false;
+    std::shared_ptr<Outcome> outcome = Send(&inline_answer);
+    ASSERT_TRUE(inline_answer);
+    absl::MutexLock lock(&outcome->mu);
+    ASSERT_EQ(outcome->status.code(), absl::StatusCode::kResourceExhausted);
+  }
+  EXPECT_EQ(worker_->held(), admitted.size());
+  EXPECT_EQ(refused_.Take()["a"], 201);  // the autoscalers see the demand
+
+  // The admitted queries are answered, and the instance takes queries again.
+  worker_->Answer();
+  for (const std::shared_ptr<Outcome>& outcome : admitted) {
+    absl::MutexLock lock(&outcome->mu);
+    ASSERT_TRUE(outcome->answered);
+    EXPECT_TRUE(outcome->status.ok()) << outcome->status;
+  }
+  bool inline_answer = true;
+  std::shared_ptr<Outcome> after = Send(&inline_answer);
+  EXPECT_FALSE(inline_answer);
+  EXPECT_EQ(worker_->held(), 1u);
+  worker_->Answer();
+  absl::MutexLock lock(&after->mu);
+  EXPECT_TRUE(after->status.ok()) << after->status;
+}
+
+}  // namespace
+}  // namespace maitre::controller
