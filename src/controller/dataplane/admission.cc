@@ -6,16 +6,21 @@
 
 namespace maitre::controller {
 
-std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate) {
+std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t rows) {
   if (candidate.profile == nullptr || candidate.profile->empty()) return std::nullopt;
   const Profile& profile = *candidate.profile;
   const int replicas = std::max(1, candidate.replicas);
-  const int64_t ahead = std::max<int64_t>(0, candidate.waiting - replicas + 1);
-  const int batch =
-      static_cast<int>(std::clamp<int64_t>(ahead, 1, std::max(1, profile.max_batch())));
+  const int64_t max_batch = std::max(1, profile.max_batch());
+  rows = std::max<int64_t>(1, rows);
+  // The queries ahead are taken to be the size of this one: the load is
+  // what this query sees, and one-row and eight-row queries drain at very
+  // different speeds.
+  const int64_t ahead = std::max<int64_t>(0, candidate.waiting - replicas + 1) * rows;
+  const int batch = static_cast<int>(std::clamp<int64_t>(std::max(ahead, rows), 1, max_batch));
   const double service_ms = profile.LatencyAt(batch);
-  const double qps = profile.ThroughputAt(batch) * replicas;
-  const double drain_ms = ahead == 0 ? 0 : (qps > 0 ? 1000.0 * ahead / qps : service_ms * ahead);
+  const double rows_per_s = profile.ThroughputAt(batch) * replicas;
+  const double drain_ms =
+      ahead == 0 ? 0 : (rows_per_s > 0 ? 1000.0 * ahead / rows_per_s : service_ms * ahead);
   // No reply is coming to an idle instance to bring stale figures up to
   // date: the first query after a flood is judged by the profile alone.
   const bool busy = candidate.waiting > 0;
@@ -25,12 +30,13 @@ std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate) {
          overhead;
 }
 
-AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left) {
+AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left,
+                       int64_t rows) {
   AdmissionVerdict verdict;
   if (candidates.empty()) return verdict;
   bool first = true;
   for (const AdmissionCandidate& c : candidates) {
-    std::optional<Nanos> finish = EstimateFinish(c);
+    std::optional<Nanos> finish = EstimateFinish(c, rows);
     if (!finish.has_value() || *finish <= time_left) return verdict;
     if (first || *finish < verdict.best_finish) verdict.best_finish = *finish;
     first = false;

@@ -7,8 +7,10 @@
 //
 // The estimate for one instance, from the variant's profile on its worker
 // type:
-//     ahead   = max(0, waiting − replicas + 1)     (a free replica takes one)
-//     b       = clamp(ahead, 1, profile.max_batch())  (the batch the queue allows)
+//     ahead   = max(0, waiting − replicas + 1) · rows  (a free replica takes
+//               one; the queries ahead are taken to be this one's size)
+//     b       = clamp(max(ahead, rows), 1, profile.max_batch())  (the batch, in
+//               rows, the queue allows)
 //     finish  = ready_in + slowdown · (ahead / (replicas · ThroughputAt(b))
 //               + LatencyAt(b)) + overhead   (slowdown, overhead: only while
 //                                             waiting > 0)
@@ -56,9 +58,9 @@ struct AdmissionCandidate {
   double slowdown = 1;  // recent compute time ÷ the profile's (mean)
 };
 
-// Time from now until `candidate` would answer one more query; nullopt when
-// it has no profile.
-std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate);
+// Time from now until `candidate` would answer one more query of `rows`
+// rows; nullopt when it has no profile.
+std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t rows = 1);
 
 struct AdmissionVerdict {
   bool admit = true;
@@ -70,7 +72,8 @@ struct AdmissionVerdict {
 // deadline minus now), when any cannot be estimated, or when there is none
 // (nothing is loaded yet: the selection policy decides whether a load can
 // serve in time).
-AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left);
+AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left,
+                       int64_t rows = 1);
 
 // The refusal's message: the model, the estimated wait and what the query
 // allowed.

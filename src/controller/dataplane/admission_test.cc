@@ -61,6 +61,17 @@ TEST(EstimateFinishTest, AWorkerSlowerThanItsProfileStretchesTheWorkWhileBusy) {
   EXPECT_EQ(EstimateFinish({&profile, 4, 1, 0, 0, 0.5}), 8 * kMillisecond);
 }
 
+TEST(EstimateFinishTest, QueriesOfSeveralRowsDrainInRows) {
+  const Profile profile = TestProfile();
+  // An idle instance and a query of 4 rows: one batch of 4, 4 ms.
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, 0}, 4), 4 * kMillisecond);
+  // 16 queries of 4 rows ahead: 64 rows in batches of 16 (1,600 rows/s),
+  // 40 ms, then a batch of 16 rows, 10 ms (the same wait as 64 one-row ones).
+  EXPECT_EQ(EstimateFinish({&profile, 16, 1, 0}, 4), 50 * kMillisecond);
+  EXPECT_FALSE(Admit({{&profile, 16, 1, 0}}, 20 * kMillisecond, 4).admit);
+  EXPECT_TRUE(Admit({{&profile, 16, 1, 0}}, 20 * kMillisecond, 1).admit);
+}
+
 TEST(EstimateFinishTest, NoProfileCannotBeEstimated) {
   EXPECT_EQ(EstimateFinish({nullptr, 100, 1, 0}), std::nullopt);
   const Profile empty;

@@ -190,7 +190,7 @@ bool Dispatcher::Admit(const std::shared_ptr<Query>& query) {
                                                   : VariantKey{query->model->name, ""};
   const AdmissionView view = options_.cluster->AdmissionCandidates(key);
   const Nanos time_left = query->deadline - options_.clock->Now();
-  const AdmissionVerdict verdict = controller::Admit(view.candidates, time_left);
+  const AdmissionVerdict verdict = controller::Admit(view.candidates, time_left, RowsOf(*query));
   if (verdict.admit) return true;
   CountRefused(*query);
   Finish(query, absl::ResourceExhaustedError(
@@ -280,16 +280,20 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
   Send(std::move(query), *std::move(result.route));
 }
 
+int64_t Dispatcher::RowsOf(const Query& query) {
+  const std::vector<Tensor>& inputs =
+      query.inputs_checked ? *query.inputs : query.unchecked_inputs;
+  const int64_t rows = inputs.empty() || inputs[0].shape.empty() ? 1 : inputs[0].shape[0];
+  return std::max<int64_t>(rows, 1);
+}
+
 void Dispatcher::CountRefused(const Query& query) {
   if (options_.refused == nullptr) return;
   const std::string* app = query.app != nullptr     ? &query.app->name
                            : query.model != nullptr ? &query.model->app
                                                     : nullptr;
   if (app == nullptr) return;
-  const std::vector<Tensor>& inputs =
-      query.inputs_checked ? *query.inputs : query.unchecked_inputs;
-  int64_t rows = inputs.empty() || inputs[0].shape.empty() ? 1 : inputs[0].shape[0];
-  options_.refused->Add(*app, std::max<int64_t>(rows, 1));
+  options_.refused->Add(*app, RowsOf(query));
 }
 
 void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {

@@ -97,6 +97,8 @@ class Dispatcher {
   bool Admit(const std::shared_ptr<Query>& query);
   // Before a model's variants are profiled: its default variant, on demand.
   void AttemptUnprofiled(std::shared_ptr<Query> query);
+  // The rows `query` carries (its first input's first dimension), at least 1.
+  static int64_t RowsOf(const Query& query);
   // Counts a query selection refused as demand the autoscalers must see.
   void CountRefused(const Query& query);
   // Fixes the serving variant (and, for an app query, the model), checking
