@@ -70,12 +70,19 @@ absl::Status AppendData(element e, DataType dtype, const std::string& name, std:
         } else if constexpr (std::is_floating_point_v<T>) {
           double v = 0;
           if (auto s = number(&v); !s.ok()) return s;
-          // 1e39 would become FP32's infinity, which no model can answer.
-          if (std::fabs(v) > static_cast<double>(std::numeric_limits<T>::max())) {
+          // 1e39 would become FP32's infinity, which no model can answer. A
+          // decimal rounds to the nearest FP32, so one short of halfway past
+          // the largest still becomes the largest: 3.40282347e+38, FLT_MAX
+          // printed to the nine digits that identify it, lies above it.
+          constexpr double kLargest = std::numeric_limits<T>::max();
+          const double half_step =
+              (kLargest - static_cast<double>(std::nextafter(std::numeric_limits<T>::max(),
+                                                             T{0}))) / 2;
+          if (!(std::fabs(v) < kLargest + half_step)) {
             return Invalid("input '", name,
                            absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
           }
-          T f = static_cast<T>(v);
+          T f = static_cast<T>(std::clamp(v, -kLargest, kLargest));
           append(&f, sizeof f);
         } else {
           int64_t i = 0;

@@ -44,6 +44,19 @@ TEST(InferCodecTest, ParsesFlatAndNestedJsonData) {
   EXPECT_EQ(boolean->inputs[0].As<uint8_t>()[0], 1);
 }
 
+// FLT_MAX printed to the nine digits that identify an FP32 lies above it
+// but rounds back to it: a client echoing a value it was sent must not be
+// refused (fuzz/corpus/infer_binary/found_flt_max_as_json).
+TEST(InferCodecTest, TheLargestFp32PrintedAsADecimalIsAccepted) {
+  auto largest = ParseInferRequest(
+      R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],
+                     "data":[3.40282347e+38,-3.40282347e+38]}]})",
+      -1);
+  ASSERT_TRUE(largest.ok()) << largest.status();
+  EXPECT_EQ(largest->inputs[0].As<float>()[0], std::numeric_limits<float>::max());
+  EXPECT_EQ(largest->inputs[0].As<float>()[1], -std::numeric_limits<float>::max());
+}
+
 TEST(InferCodecTest, RejectsBadRequestsWithAReason) {
   struct Case {
     const char* body;
@@ -81,6 +94,9 @@ TEST(InferCodecTest, RejectsBadRequestsWithAReason) {
            // Past FP32's range a number would become an infinity; JSON itself
            // has no NaN or Infinity, and numbers past FP64's are not JSON.
            {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],"data":[1,-1e39]}]})",
+            "out of range for FP32"},
+           // Just past halfway beyond FLT_MAX: it would round to infinity.
+           {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[3.4028236e38]}]})",
             "out of range for FP32"},
            {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[NaN]}]})",
             "not valid JSON"},
