@@ -24,27 +24,12 @@ using ::testing::HasSubstr;
 const VariantKey kKey{"m", "v"};
 
 // Holds each query's callback until Answer().
-class HoldingApi final : public WorkerApi {
+class HoldingApi final : public testing::ServingOnlyApi {
  public:
   void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>, const InferOptions&,
              WorkerReplyCallback done) override {
     absl::MutexLock lock(&mu_);
     held_.push_back(std::move(done));
-  }
-  absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
-                                  const std::vector<LatencyPoint>&) override {
-    return LoadResult{1, 10};
-  }
-  absl::Status Unload(const VariantKey&) override { return absl::OkStatus(); }
-  absl::StatusOr<Profile> ProfileVariant(const VariantSpec&, const ProfileRequest&) override {
-    return absl::UnimplementedError("no profiling here");
-  }
-  absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
-    return absl::UnimplementedError("no evaluation here");
-  }
-  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec&,
-                                              const std::vector<Tensor>&) override {
-    return absl::UnimplementedError("no single runs here");
   }
 
   size_t held() {
@@ -106,30 +91,13 @@ class DispatcherAdmissionTest : public ::testing::Test {
     dispatcher_ = std::make_unique<Dispatcher>(options);
   }
 
-  // The cluster owns its WorkerApi; this one passes calls to the test's.
-  class Forward final : public WorkerApi {
+  // The cluster owns its WorkerApi; this one passes queries to the test's.
+  class Forward final : public testing::ServingOnlyApi {
    public:
     explicit Forward(std::shared_ptr<HoldingApi> to) : to_(std::move(to)) {}
     void Infer(const VariantKey& k, std::shared_ptr<const std::vector<Tensor>> in,
                const InferOptions& o, WorkerReplyCallback done) override {
       to_->Infer(k, std::move(in), o, std::move(done));
-    }
-    absl::StatusOr<LoadResult> Load(const VariantSpec& s, int r,
-                                    const std::vector<LatencyPoint>& p) override {
-      return to_->Load(s, r, p);
-    }
-    absl::Status Unload(const VariantKey& k) override { return to_->Unload(k); }
-    absl::StatusOr<Profile> ProfileVariant(const VariantSpec& s,
-                                           const ProfileRequest& r) override {
-      return to_->ProfileVariant(s, r);
-    }
-    absl::StatusOr<Evaluation> Evaluate(const VariantSpec& s, const std::string& f,
-                                        int n) override {
-      return to_->Evaluate(s, f, n);
-    }
-    absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec& s,
-                                                const std::vector<Tensor>& in) override {
-      return to_->RunOnce(s, in);
     }
 
    private:

@@ -30,7 +30,7 @@ struct StandIn {
   std::atomic<int> loads{0};
 };
 
-class StandInApi final : public WorkerApi {
+class StandInApi final : public testing::ServingOnlyApi {
  public:
   explicit StandInApi(StandIn* worker) : worker_(worker) {}
   void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>, const InferOptions&,
@@ -46,17 +46,6 @@ class StandInApi final : public WorkerApi {
     ++worker_->loads;
     if (worker_->dead) return absl::UnavailableError("failed to connect to all addresses");
     return LoadResult{1, 10};
-  }
-  absl::Status Unload(const VariantKey&) override { return absl::OkStatus(); }
-  absl::StatusOr<Profile> ProfileVariant(const VariantSpec&, const ProfileRequest&) override {
-    return absl::UnimplementedError("no profiling here");
-  }
-  absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
-    return absl::UnimplementedError("no evaluation here");
-  }
-  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec&,
-                                              const std::vector<Tensor>&) override {
-    return absl::UnimplementedError("no runs here");
   }
 
  private:

@@ -1,6 +1,7 @@
 // What the dispatcher's tests share: a registry and catalog holding one app
 // ("a") with one model and its one variant, profiled on worker type "small",
-// and a cluster of that type whose selection index is built from it.
+// and a cluster of that type whose selection index is built from it; and a
+// base for stand-in workers that serve and load but do no control work.
 //
 // Thread-safety: test set-up; call from the test's thread.
 #pragma once
@@ -16,6 +17,28 @@
 #include "controller/registry/registry_test_util.h"
 
 namespace maitre::controller::testing {
+
+// A stand-in worker that loads at once (one replica, 10 MB) and unloads;
+// its tests never profile, evaluate or run a model once. Subclasses answer
+// Infer.
+class ServingOnlyApi : public WorkerApi {
+ public:
+  absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
+                                  const std::vector<LatencyPoint>&) override {
+    return LoadResult{1, 10};
+  }
+  absl::Status Unload(const VariantKey&) override { return absl::OkStatus(); }
+  absl::StatusOr<Profile> ProfileVariant(const VariantSpec&, const ProfileRequest&) override {
+    return absl::UnimplementedError("no profiling here");
+  }
+  absl::StatusOr<Evaluation> Evaluate(const VariantSpec&, const std::string&, int) override {
+    return absl::UnimplementedError("no evaluation here");
+  }
+  absl::StatusOr<std::vector<Tensor>> RunOnce(const VariantSpec&,
+                                              const std::vector<Tensor>&) override {
+    return absl::UnimplementedError("no single runs here");
+  }
+};
 
 struct OneVariant {
   std::unique_ptr<registry::Registry> registry;
