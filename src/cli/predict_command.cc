@@ -2,14 +2,11 @@
 
 #include <iostream>
 #include <memory>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "cli/api_client.h"
 #include "core/arrivals.h"
 #include "core/file_util.h"
@@ -34,32 +31,8 @@ struct PredictArgs {
 absl::StatusOr<std::vector<Nanos>> ReadArrivalTimes(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
-  // ParseTraceCsv wants the app names up front: take them from the app
-  // column, wherever the header puts it (second without a header).
-  int app_column = 1;
-  std::set<std::string> names;
-  bool first = true;
-  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
-    if (first && !fields.empty() && absl::StripAsciiWhitespace(fields[0]) != "" &&
-        !absl::ascii_isdigit(absl::StripAsciiWhitespace(fields[0])[0]) &&
-        absl::StripAsciiWhitespace(fields[0])[0] != '.') {
-      app_column = -1;
-      for (size_t i = 0; i < fields.size(); ++i) {
-        if (absl::StripAsciiWhitespace(fields[i]) == "app") app_column = static_cast<int>(i);
-      }
-      first = false;
-      continue;
-    }
-    first = false;
-    if (app_column >= 0 && app_column < static_cast<int>(fields.size())) {
-      std::string name(absl::StripAsciiWhitespace(fields[static_cast<size_t>(app_column)]));
-      if (!name.empty()) names.insert(name);
-    }
-  }
-  auto rows = ParseTraceCsv(*text, std::vector<std::string>(names.begin(), names.end()));
+  std::vector<std::string> apps;
+  auto rows = ParseTraceCsvAnyApps(*text, &apps);
   if (!rows.ok()) return rows.status();
   std::vector<Nanos> times;
   times.reserve(rows->size());

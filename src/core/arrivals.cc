@@ -358,8 +358,12 @@ std::unique_ptr<ArrivalSource> CreateReplay(std::vector<Arrival> rows, Nanos dur
   return std::make_unique<Replay>(std::move(rows), duration);
 }
 
-absl::StatusOr<std::vector<Arrival>> ParseTraceCsv(absl::string_view text,
-                                                   const std::vector<std::string>& app_names) {
+namespace {
+
+// ParseTraceCsv, and with `learn` an app not in `app_names` is added to it
+// rather than refused.
+absl::StatusOr<std::vector<Arrival>> ParseTrace(absl::string_view text,
+                                                std::vector<std::string>& app_names, bool learn) {
   enum Column { kArrival, kApp, kLatency, kMinAccuracy };
   std::vector<Column> columns = {kArrival, kApp, kLatency, kMinAccuracy};
   std::vector<Arrival> rows;
@@ -415,6 +419,10 @@ absl::StatusOr<std::vector<Arrival>> ParseTraceCsv(absl::string_view text,
           break;
         case kApp: {
           auto it = std::find(app_names.begin(), app_names.end(), f);
+          if (it == app_names.end() && learn) {
+            app_names.emplace_back(f);
+            it = app_names.end() - 1;
+          }
           if (it == app_names.end()) {
             return Invalid(absl::StrCat("trace line ", line_no, ": unknown app \"", f,
                                         "\" (a trace whose second column is not an app needs a "
@@ -443,6 +451,20 @@ absl::StatusOr<std::vector<Arrival>> ParseTraceCsv(absl::string_view text,
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Arrival& x, const Arrival& y) { return x.time < y.time; });
   return rows;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Arrival>> ParseTraceCsv(absl::string_view text,
+                                                   const std::vector<std::string>& app_names) {
+  std::vector<std::string> known = app_names;
+  return ParseTrace(text, known, /*learn=*/false);
+}
+
+absl::StatusOr<std::vector<Arrival>> ParseTraceCsvAnyApps(absl::string_view text,
+                                                          std::vector<std::string>* apps) {
+  apps->clear();
+  return ParseTrace(text, *apps, /*learn=*/true);
 }
 
 std::string WriteTraceCsv(const std::vector<Arrival>& arrivals,

@@ -93,6 +93,12 @@ absl::StatusOr<std::unique_ptr<ArrivalSource>> CreateGenerator(const GeneratorSp
 absl::StatusOr<std::vector<Arrival>> ParseTraceCsv(absl::string_view text,
                                                    const std::vector<std::string>& app_names);
 
+// ParseTraceCsv for a trace whose apps are not known beforehand: every app
+// it names is accepted, and `*apps` gets their names, in the order they
+// first appear (an arrival's `app` indexes it).
+absl::StatusOr<std::vector<Arrival>> ParseTraceCsvAnyApps(absl::string_view text,
+                                                          std::vector<std::string>* apps);
+
 // Writes arrivals in the form ParseTraceCsv reads, with a header.
 std::string WriteTraceCsv(const std::vector<Arrival>& arrivals,
                           const std::vector<std::string>& app_names);

@@ -224,6 +224,14 @@ TEST(TraceCsvTest, ErrorsNameTheLine) {
   EXPECT_FALSE(ParseTraceCsv("app\n", apps).ok());
   EXPECT_FALSE(ParseTraceCsv("1,a,-4\n", apps).ok());
   EXPECT_FALSE(ParseTraceCsv("1,a,4,1.5\n", apps).ok());
+  // Apps not known beforehand are learned, in order of appearance.
+  std::vector<std::string> learned = {"stale"};
+  auto any = ParseTraceCsvAnyApps("arrival_ms,app\n3,y\n1,x\n2,y\n4,\n", &learned);
+  ASSERT_TRUE(any.ok()) << any.status();
+  EXPECT_EQ(learned, std::vector<std::string>({"y", "x"}));
+  ASSERT_EQ(any->size(), 4u);
+  EXPECT_EQ((*any)[0].app, 1);  // sorted by time: 1 ms is x's
+  EXPECT_EQ((*any)[1].app, 0);
   EXPECT_FALSE(ParseTraceCsv("-1\n", apps).ok());
 }
 
