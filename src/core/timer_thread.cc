@@ -9,12 +9,18 @@
 #include "absl/strings/str_cat.h"
 #include "core/cores.h"
 #include "core/status_macros.h"
+#include "core/thread_name.h"
 
 namespace maitre {
 
 TimerThread::TimerThread(const Clock* clock, int lanes) : clock_(clock) {
   for (int i = 0; i < std::max(1, lanes); ++i) lanes_.push_back(std::make_unique<Lane>());
-  for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { Loop(*l); });
+  for (auto& lane : lanes_) {
+    lane->thread = std::thread([this, l = lane.get()] {
+      NameThisThread("timer");
+      Loop(*l);
+    });
+  }
 }
 
 TimerThread::~TimerThread() {

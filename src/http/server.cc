@@ -29,6 +29,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
+#include "core/thread_name.h"
 #include "http/beast_request.h"
 #include "http/host_port.h"
 
@@ -778,7 +779,10 @@ void Server::Start() {
   asio::post(core->accept_strand, [core] { core->Accept(); });
   threads_.reserve(core->options.threads);
   for (int i = 0; i < core->options.threads; ++i) {
-    threads_.emplace_back([core] { internal::RunIoContext(&core->ioc); });
+    threads_.emplace_back([core] {
+      NameThisThread("http-io");
+      internal::RunIoContext(&core->ioc);
+    });
   }
 }
 

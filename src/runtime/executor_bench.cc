@@ -1,5 +1,5 @@
 // Run() latency of every zoo model on both runtimes (and torch with
-// optimize_for_inference, the torch-opt variant), at batch 1 and 8, and
+// optimize_for_inference, the torch-opt variant), at batch 1, 8, 16 and 32, and
 // alternating between the two (what a worker's batcher produces, and what
 // makes OpenCV reallocate its net on each shape change).
 //
@@ -102,7 +102,8 @@ int Main(int argc, char** argv) {
       const std::string& path =
           flavor.runtime == Runtime::kTorch ? model.torchscript : model.onnx;
       for (std::vector<int64_t> batches :
-           {std::vector<int64_t>{1}, std::vector<int64_t>{8}, std::vector<int64_t>{1, 8}}) {
+           {std::vector<int64_t>{1}, std::vector<int64_t>{8}, std::vector<int64_t>{16},
+            std::vector<int64_t>{32}, std::vector<int64_t>{1, 8}}) {
         std::string name = absl::StrCat(model.name, "/", flavor.name, "/",
                                         batches.size() == 1 ? "batch" : "alternate");
         for (int64_t b : batches) absl::StrAppend(&name, ":", b);

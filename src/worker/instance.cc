@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/batch.h"
+#include "core/thread_name.h"
 
 namespace maitre::worker {
 namespace {
@@ -57,14 +58,20 @@ Instance::Instance(Options options)
     executors_.push_back(std::move(executor));
     StartReplicaLocked(executors_.size() - 1);
   }
-  reaper_ = std::thread([this] { ReaperLoop(); });
+  reaper_ = std::thread([this] {
+    NameThisThread("reaper");
+    ReaperLoop();
+  });
 }
 
 Instance::~Instance() { Stop(); }
 
 void Instance::StartReplicaLocked(size_t index) {
   ++active_replicas_;
-  threads_.emplace_back([this, index] { ReplicaLoop(index); });
+  threads_.emplace_back([this, index] {
+    NameThisThread("replica");
+    ReplicaLoop(index);
+  });
 }
 
 void Instance::RemoveReplicas(int n) {
@@ -86,31 +93,45 @@ int Instance::replicas() const {
 }
 
 void Instance::Submit(InferTask task) {
+  std::vector<InferTask> tasks;
+  tasks.push_back(std::move(task));
+  SubmitAll(std::move(tasks));
+}
+
+void Instance::SubmitAll(std::vector<InferTask> tasks) {
   Nanos now = clock_->Now();
-  absl::Status refused;
+  std::vector<std::pair<InferTask, absl::Status>> refused;
   {
+    // One lock and one wake-up for the whole group: a replica that wakes
+    // sees every query of it at once and can batch them together.
     absl::MutexLock lock(&mu_);
-    stats_.OnArrival(task.rows);
-    if (stopping_) {
-      refused = absl::NotFoundError(absl::StrCat(key_.ToString(), " is being unloaded"));
-    } else if (task.deadline <= now) {
-      refused = absl::DeadlineExceededError("the deadline passed before the query was queued");
-    } else if (queue_.size() >= max_queue_) {
-      refused = absl::ResourceExhaustedError(
-          absl::StrCat(key_.ToString(), " has ", queue_.size(), " queries waiting; try later"));
-    } else {
-      // The policy plans with the objective; expiry uses the hard deadline.
-      policy::QueuedQuery meta{now, std::min(task.objective, task.deadline), task.rows};
-      if (!task.best_effort) ++queued_with_objective_;
-      queue_.Push(meta, Pending{now, std::move(task)});
-      ++version_;
-      return;
+    for (InferTask& task : tasks) {
+      stats_.OnArrival(task.rows);
+      absl::Status why;
+      if (stopping_) {
+        why = absl::NotFoundError(absl::StrCat(key_.ToString(), " is being unloaded"));
+      } else if (task.deadline <= now) {
+        why = absl::DeadlineExceededError("the deadline passed before the query was queued");
+        stats_.OnDropped(task.rows);
+      } else if (queue_.size() >= max_queue_) {
+        why = absl::ResourceExhaustedError(
+            absl::StrCat(key_.ToString(), " has ", queue_.size(), " queries waiting; try later"));
+      } else {
+        // The policy plans with the objective; expiry uses the hard deadline.
+        policy::QueuedQuery meta{now, std::min(task.objective, task.deadline), task.rows};
+        if (!task.best_effort) ++queued_with_objective_;
+        queue_.Push(meta, Pending{now, std::move(task)});
+        continue;
+      }
+      refused.emplace_back(std::move(task), std::move(why));
     }
-    if (refused.code() == absl::StatusCode::kDeadlineExceeded) stats_.OnDropped(task.rows);
+    if (refused.size() < tasks.size()) ++version_;
   }
-  InferResult result;
-  result.status = refused;
-  std::move(task.done)(std::move(result));
+  for (auto& [task, why] : refused) {
+    InferResult result;
+    result.status = why;
+    std::move(task.done)(std::move(result));
+  }
 }
 
 std::vector<Instance::Pending> Instance::PopLocked(size_t n) {

@@ -81,6 +81,8 @@ class Instance {
   const VariantKey& key() const { return key_; }
 
   void Submit(InferTask task);
+  // Submits several tasks at once, as one queue change.
+  void SubmitAll(std::vector<InferTask> tasks);
 
   // Adds a replica running `executor`. Used by the model autoscaler.
   void AddReplica(std::unique_ptr<runtime::Executor> executor);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/secret_token.h"
+#include "core/thread_name.h"
 #include "rpc/convert.h"
 
 namespace maitre::worker {
@@ -41,6 +42,7 @@ class WorkerService::Call final : public Tag {
 
   grpc::ServerContext& context() { return context_; }
   const Request& request() const { return request_; }
+  Request* mutable_request() { return &request_; }
   Response* response() { return &response_; }
 
   // Asks gRPC for the next call of this kind.
@@ -116,7 +118,10 @@ void WorkerService::Start() {
                                                    &WorkerService::Evaluate);
   Await<v1::RunOnceRequest, v1::RunOnceResponse>(&Service::RequestRunOnce,
                                                  &WorkerService::RunOnce);
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("worker-cq");
+    Loop();
+  });
 }
 
 void WorkerService::Stop() {
@@ -137,7 +142,7 @@ void WorkerService::Loop() {
 }
 
 void WorkerService::Infer(Call<v1::InferRequest, v1::InferResponse>* call) {
-  const v1::InferRequest& request = call->request();
+  v1::InferRequest& request = *call->mutable_request();
   VariantKey key{request.model(), request.variant()};
   std::shared_ptr<Instance> instance = manager_->Find(key);
   if (instance == nullptr) {
@@ -145,31 +150,59 @@ void WorkerService::Infer(Call<v1::InferRequest, v1::InferResponse>* call) {
                               absl::StrCat(key.ToString(), " is not loaded on this worker")));
     return;
   }
-  InferTask task;
-  task.inputs.reserve(request.inputs_size());
-  for (const v1::Tensor& t : request.inputs()) task.inputs.push_back(rpc::FromProto(t));
-  task.rows = task.inputs.empty() || task.inputs[0].shape.empty()
-                  ? 1
-                  : static_cast<int32_t>(task.inputs[0].shape[0]);
-  task.deadline =
-      DeadlineOnClock(call->context(), *clock_) - request.reply_margin_us() * kMicrosecond;
-  task.best_effort = request.best_effort();
-  task.objective = request.objective_us() > 0
-                       ? std::min(task.deadline, clock_->Now() + request.objective_us() * kMicrosecond)
-                       : task.deadline;
-  task.done = [call](InferResult result) {
-    v1::InferResponse* response = call->response();
-    if (result.status.ok()) {
-      for (Tensor& t : result.outputs) rpc::ToProto(std::move(t), response->add_outputs());
+  const int n = request.queries_size();
+  if (n == 0) {
+    call->Finish(grpc::Status::OK);
+    return;
+  }
+  // Every answer is written into its place in the response; the last one
+  // to arrive sends the call's answer.
+  auto* answers = call->response()->mutable_answers();
+  answers->Reserve(n);
+  for (int i = 0; i < n; ++i) answers->Add();
+  auto remaining = std::make_shared<std::atomic<int>>(n);
+  const Nanos now = clock_->Now();
+  const Nanos call_deadline = DeadlineOnClock(call->context(), *clock_);
+  std::vector<InferTask> tasks(n);
+  for (int i = 0; i < n; ++i) {
+    v1::Query& query = *request.mutable_queries(i);
+    InferTask& task = tasks[i];
+    task.inputs.reserve(query.inputs_size());
+    // The rows move out of the request: it is not read again.
+    for (v1::Tensor& t : *query.mutable_inputs()) {
+      task.inputs.push_back(rpc::FromProto(std::move(t)));
     }
-    v1::Timings* timings = response->mutable_timings();
-    timings->set_queue_us(result.queue / kMicrosecond);
-    timings->set_compute_us(result.compute / kMicrosecond);
-    timings->set_total_us(result.total / kMicrosecond);
-    timings->set_batch_size(result.batch_rows);
-    call->Finish(rpc::ToGrpc(result.status));
-  };
-  instance->Submit(std::move(task));
+    task.rows = task.inputs.empty() || task.inputs[0].shape.empty()
+                    ? 1
+                    : static_cast<int32_t>(task.inputs[0].shape[0]);
+    const Nanos deadline =
+        query.timeout_us() > 0 ? std::min(call_deadline, now + query.timeout_us() * kMicrosecond)
+                               : call_deadline;
+    task.deadline = deadline - query.reply_margin_us() * kMicrosecond;
+    task.best_effort = query.best_effort();
+    task.objective = query.objective_us() > 0
+                         ? std::min(task.deadline, now + query.objective_us() * kMicrosecond)
+                         : task.deadline;
+    task.done = [call, remaining, answer = answers->Mutable(i)](InferResult result) {
+      if (result.status.ok()) {
+        for (Tensor& t : result.outputs) rpc::ToProto(std::move(t), answer->add_outputs());
+      } else {
+        answer->set_code(static_cast<int>(result.status.code()));
+        answer->set_message(std::string(result.status.message()));
+      }
+      v1::Timings* timings = answer->mutable_timings();
+      timings->set_queue_us(result.queue / kMicrosecond);
+      timings->set_compute_us(result.compute / kMicrosecond);
+      timings->set_total_us(result.total / kMicrosecond);
+      timings->set_batch_size(result.batch_rows);
+      // The answers written by other threads are published by this
+      // decrement (acq_rel): the thread that reaches zero sees them all.
+      if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        call->Finish(grpc::Status::OK);
+      }
+    };
+  }
+  instance->SubmitAll(std::move(tasks));
 }
 
 void WorkerService::Load(Call<v1::LoadRequest, v1::LoadResponse>* call) {

@@ -1,11 +1,15 @@
 // The gRPC implementation of WorkerApi. The data path uses the callback
-// client API, so no controller thread waits on a worker.
+// client API, so no controller thread waits on a worker, and groups the
+// queries that wait for an instance's earlier calls into one call
+// (call_coalescer.h).
 #include <chrono>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "controller/dataplane/call_coalescer.h"
 #include "controller/dataplane/worker_api.h"
+#include "core/clock.h"
 #include "maitre/worker.grpc.pb.h"
 #include "core/secret_token.h"
 #include "rpc/convert.h"
@@ -20,6 +24,111 @@ namespace v1 = ::maitre::worker::v1;
 constexpr Nanos kLoadTimeout = 120 * kSecond;
 constexpr Nanos kProfileTimeout = 600 * kSecond;
 
+// The data path of one worker: its call slots and the queries waiting for
+// them. Shared with the calls in flight, which may return after the
+// WorkerApi that started them is gone (the worker left the cluster).
+class InferChannel : public std::enable_shared_from_this<InferChannel> {
+ public:
+  InferChannel(std::shared_ptr<v1::Worker::Stub> stub, std::string authorization)
+      : stub_(stub), authorization_(std::move(authorization)) {}
+
+  void Infer(const VariantKey& key, OutgoingQuery query) {
+    std::vector<OutgoingQuery> send = coalescer_.Offer(key, std::move(query));
+    if (!send.empty()) Call(key, std::move(send));
+  }
+
+  const Clock* clock() const { return clock_; }
+
+ private:
+  // Sends `queries` in one call; when it returns, the queries that waited
+  // for it leave in the next call before these are answered.
+  void Call(const VariantKey& key, std::vector<OutgoingQuery> queries) {
+    struct InFlight {
+      grpc::ClientContext context;
+      v1::InferRequest request;
+      v1::InferResponse response;
+      std::vector<OutgoingQuery> queries;
+    };
+    auto* call = new InFlight;
+    call->request.set_model(key.model);
+    call->request.set_variant(key.variant);
+    const Nanos now = clock_->Now();
+    Nanos latest = now + kMillisecond;
+    for (const OutgoingQuery& q : queries) {
+      v1::Query* out = call->request.add_queries();
+      for (const Tensor& t : *q.inputs) rpc::ToProto(Tensor(t), out->add_inputs());
+      out->set_best_effort(q.options.best_effort);
+      out->set_timeout_us(std::max<Nanos>(q.deadline - now, kMicrosecond) / kMicrosecond);
+      out->set_reply_margin_us(q.options.reply_margin / kMicrosecond);
+      // The objective counts from the query's offer; the time it waited
+      // here is gone from it.
+      const Nanos waited = now - (q.deadline - q.options.timeout);
+      out->set_objective_us(
+          q.options.objective > 0
+              ? std::max<Nanos>(q.options.objective - waited, kMicrosecond) / kMicrosecond
+              : 0);
+      latest = std::max(latest, q.deadline);
+    }
+    call->queries = std::move(queries);
+    call->context.set_deadline(std::chrono::system_clock::now() +
+                               std::chrono::nanoseconds(latest - now));
+    call->context.AddMetadata(kAuthorizationHeader, authorization_);
+    stub_->async()->Infer(
+        &call->context, &call->request, &call->response,
+        [self = shared_from_this(), key, call](grpc::Status status) {
+          std::unique_ptr<InFlight> owned(call);
+          CallCoalescer::Next next = self->coalescer_.CallReturned(key, self->clock_->Now());
+          if (!next.send.empty()) self->Call(key, std::move(next.send));
+          for (OutgoingQuery& q : next.expired) {
+            std::move(q.done)(absl::DeadlineExceededError(
+                "the query's deadline passed while it waited for a call to its worker"));
+          }
+          Answer(status, owned->response, owned->queries);
+        });
+  }
+
+  // Hands each query its answer from the call's response.
+  static void Answer(const grpc::Status& status, v1::InferResponse& response,
+                     std::vector<OutgoingQuery>& queries) {
+    if (status.ok() && response.answers_size() != static_cast<int>(queries.size())) {
+      for (OutgoingQuery& q : queries) {
+        std::move(q.done)(absl::InternalError(absl::StrCat(
+            "the worker answered ", response.answers_size(), " of ", queries.size(),
+            " queries")));
+      }
+      return;
+    }
+    for (size_t i = 0; i < queries.size(); ++i) {
+      if (!status.ok()) {
+        std::move(queries[i].done)(rpc::FromGrpc(status));
+        continue;
+      }
+      v1::Answer& answer = *response.mutable_answers(static_cast<int>(i));
+      if (answer.code() != 0) {
+        std::move(queries[i].done)(
+            absl::Status(static_cast<absl::StatusCode>(answer.code()), answer.message()));
+        continue;
+      }
+      WorkerReply reply;
+      reply.outputs.reserve(answer.outputs_size());
+      for (v1::Tensor& t : *answer.mutable_outputs()) {
+        reply.outputs.push_back(rpc::FromProto(std::move(t)));
+      }
+      const v1::Timings& timings = answer.timings();
+      reply.queue_us = timings.queue_us();
+      reply.compute_us = timings.compute_us();
+      reply.total_us = timings.total_us();
+      reply.batch_size = timings.batch_size();
+      std::move(queries[i].done)(std::move(reply));
+    }
+  }
+
+  const std::shared_ptr<v1::Worker::Stub> stub_;
+  const std::string authorization_;
+  const Clock* const clock_ = SteadyClock::Get();
+  CallCoalescer coalescer_{CallCoalescer::Options{}};
+};
+
 class GrpcWorkerApi final : public WorkerApi {
  public:
   GrpcWorkerApi(const std::string& address, const std::string& call_token)
@@ -29,45 +138,13 @@ class GrpcWorkerApi final : public WorkerApi {
     args.SetMaxSendMessageSize(-1);
     stub_ = v1::Worker::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    infer_ = std::make_shared<InferChannel>(stub_, authorization_);
   }
 
   void Infer(const VariantKey& key, std::shared_ptr<const std::vector<Tensor>> inputs,
              const InferOptions& options, WorkerReplyCallback done) override {
-    // The call's state lives until gRPC reports completion.
-    struct Call {
-      grpc::ClientContext context;
-      v1::InferRequest request;
-      v1::InferResponse response;
-      WorkerReplyCallback done;
-    };
-    auto* call = new Call;
-    call->done = std::move(done);
-    call->request.set_model(key.model);
-    call->request.set_variant(key.variant);
-    call->request.set_best_effort(options.best_effort);
-    call->request.set_reply_margin_us(options.reply_margin / kMicrosecond);
-    call->request.set_objective_us(std::max<Nanos>(options.objective, 0) / kMicrosecond);
-    for (const Tensor& t : *inputs) rpc::ToProto(Tensor(t), call->request.add_inputs());
-    Prepare(&call->context, std::max<Nanos>(options.timeout, kMillisecond));
-    stub_->async()->Infer(&call->context, &call->request, &call->response,
-                          [call](grpc::Status status) {
-                            std::unique_ptr<Call> owned(call);
-                            if (!status.ok()) {
-                              std::move(owned->done)(rpc::FromGrpc(status));
-                              return;
-                            }
-                            WorkerReply reply;
-                            reply.outputs.reserve(owned->response.outputs_size());
-                            for (v1::Tensor& t : *owned->response.mutable_outputs()) {
-                              reply.outputs.push_back(rpc::FromProto(std::move(t)));
-                            }
-                            const v1::Timings& timings = owned->response.timings();
-                            reply.queue_us = timings.queue_us();
-                            reply.compute_us = timings.compute_us();
-                            reply.total_us = timings.total_us();
-                            reply.batch_size = timings.batch_size();
-                            std::move(owned->done)(std::move(reply));
-                          });
+    infer_->Infer(key, OutgoingQuery{std::move(inputs), options,
+                                     infer_->clock()->Now() + options.timeout, std::move(done)});
   }
 
   absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
@@ -155,7 +232,8 @@ class GrpcWorkerApi final : public WorkerApi {
 
   const std::string address_;
   const std::string authorization_;
-  std::unique_ptr<v1::Worker::Stub> stub_;
+  std::shared_ptr<v1::Worker::Stub> stub_;
+  std::shared_ptr<InferChannel> infer_;
 };
 
 }  // namespace

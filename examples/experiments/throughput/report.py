@@ -1,0 +1,96 @@
+"""Turns the throughput experiment's summary.json into the table in docs/architecture.md.
+
+    /usr/bin/python3 report.py results/summary.json [--docs docs/architecture.md]
+
+The raw capacity is the executor's best rows/s on one core over the runtimes
+and batch sizes measured (all well within the objective on the zoo), times
+the cores left after the load generator's share in the same run.
+"""
+import json
+import re
+import sys
+
+
+def best_raw(raw):
+    flavor, batch, rate = max(((f, b, r) for f, rates in raw.items() for b, r in rates.items()),
+                              key=lambda x: x[2])
+    return flavor, batch, rate
+
+
+def table(summary):
+    builds = list(summary["served"])
+    cores = summary["host_cores"]
+    lines = []
+    head = ["model", "transport"] + [f"{b} rows/s" for b in builds]
+    if len(builds) > 1:
+        head.append(f"{builds[-1]} ÷ {builds[0]}")
+    head += ["raw best, 1 core", f"{builds[-1]}: share of capacity",
+             f"{builds[-1]}: CPU µs/query (controller / workers / load generator)",
+             f"{builds[-1]}: variants"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    targets = list(summary["served"][builds[-1]])
+    for model in targets:
+        flavor, batch, rate = best_raw(summary["raw"][model.split(":")[0]])
+        for protocol in summary["setup"]["protocols"]:
+            runs = [summary["served"][b].get(model, {}).get(protocol) for b in builds]
+            row = [model, protocol]
+            row += [str(r["rows_per_s"]) if r else "—" for r in runs]
+            if len(builds) > 1:
+                row.append(f"{runs[-1]['rows_per_s'] / runs[0]['rows_per_s']:.2f}×"
+                           if runs[0] and runs[-1] else "—")
+            row.append(f"{rate} ({flavor}, batch {batch})")
+            last = runs[-1]
+            if last:
+                cpu = last["cpu_run"]
+                capacity = rate * (cores - cpu["loadgen_cores"])
+                row.append(f"{last['rows_per_s'] / capacity:.1%}")
+                us = cpu["us_per_query"]
+                workers = sum(v["total_us"] for k, v in us.items() if k != "controller")
+                row.append(f"{us['controller']['total_us']:.0f} / {workers:.0f} / "
+                           f"{cpu['loadgen_us_per_query']:.0f}")
+                total = sum(last["by_variant"].values()) or 1
+                row.append(", ".join(f"{v.split(':')[-1]} {n / total:.0%}"
+                                     for v, n in sorted(last["by_variant"].items(),
+                                                        key=lambda kv: -kv[1])))
+            else:
+                row += ["—", "—", "—"]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def threads(summary):
+    """Per build, model and transport: where the CPU goes, thread by thread."""
+    lines = []
+    for build, models in summary["served"].items():
+        for model, protocols in models.items():
+            for protocol, run in protocols.items():
+                if not run:
+                    continue
+                parts = []
+                for process, split in run["cpu_run"]["us_per_query"].items():
+                    top = ", ".join(f"{name} {us:.0f}"
+                                    for name, us in list(split["threads_us"].items())[:4])
+                    parts.append(f"{process} {split['total_us']:.0f} ({top})")
+                lines.append(f"- {build}, {model}, {protocol}: " + "; ".join(parts) +
+                             f"; load generator {run['cpu_run']['loadgen_us_per_query']:.0f}")
+    return "\n".join(lines)
+
+
+def main():
+    summary = json.load(open(sys.argv[1]))
+    text = table(summary) + "\n\nCPU per query, µs, by process (its busiest threads):\n\n" + \
+        threads(summary)
+    print(text)
+    if "--docs" in sys.argv:
+        path = sys.argv[sys.argv.index("--docs") + 1]
+        doc = open(path).read()
+        begin, end = "<!-- throughput:begin -->", "<!-- throughput:end -->"
+        if begin in doc:
+            doc = re.sub(re.escape(begin) + ".*?" + re.escape(end),
+                         lambda _: f"{begin}\n{text}\n{end}", doc, flags=re.S)
+            open(path, "w").write(doc)
+
+
+if __name__ == "__main__":
+    main()
