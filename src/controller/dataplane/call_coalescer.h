@@ -28,7 +28,8 @@ namespace maitre::controller {
 struct OutgoingQuery {
   std::shared_ptr<const std::vector<Tensor>> inputs;
   WorkerApi::InferOptions options;
-  Nanos deadline = 0;  // when its timeout ends, on the caller's clock
+  Nanos offered = 0;   // when it was offered, on the caller's clock
+  Nanos deadline = 0;  // when its timeout ends
   WorkerReplyCallback done;
 };
 

@@ -374,7 +374,10 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
           options_.cluster->Release(worker, key);
           return OnSendFailed(std::move(query), key, worker, reply.status());
         }
-        const Nanos worker_time = (reply->queue_us + reply->compute_us) * kMicrosecond;
+        // The round trip's own cost: what neither the worker's queue and
+        // compute nor the wait for a call to it explain.
+        const Nanos worker_time =
+            (reply->queue_us + reply->compute_us) * kMicrosecond + reply->held;
         options_.cluster->Release(
             worker, key,
             {std::max<Nanos>(0, options_.clock->Now() - sent_at - worker_time),
@@ -395,7 +398,8 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
         }
         response.timings.worker = worker;
         response.timings.worker_type = worker_type;
-        response.timings.queue_us = reply->queue_us;
+        // Waiting for a call to the worker is queueing too.
+        response.timings.queue_us = reply->queue_us + reply->held / kMicrosecond;
         response.timings.compute_us = reply->compute_us;
         response.timings.batch_size = reply->batch_size;
         Finish(query, std::move(response));

@@ -48,6 +48,7 @@ class InferChannel : public std::enable_shared_from_this<InferChannel> {
       v1::InferRequest request;
       v1::InferResponse response;
       std::vector<OutgoingQuery> queries;
+      Nanos sent = 0;
     };
     auto* call = new InFlight;
     call->request.set_model(key.model);
@@ -62,14 +63,15 @@ class InferChannel : public std::enable_shared_from_this<InferChannel> {
       out->set_reply_margin_us(q.options.reply_margin / kMicrosecond);
       // The objective counts from the query's offer; the time it waited
       // here is gone from it.
-      const Nanos waited = now - (q.deadline - q.options.timeout);
       out->set_objective_us(
           q.options.objective > 0
-              ? std::max<Nanos>(q.options.objective - waited, kMicrosecond) / kMicrosecond
+              ? std::max<Nanos>(q.options.objective - (now - q.offered), kMicrosecond) /
+                    kMicrosecond
               : 0);
       latest = std::max(latest, q.deadline);
     }
     call->queries = std::move(queries);
+    call->sent = now;
     call->context.set_deadline(std::chrono::system_clock::now() +
                                std::chrono::nanoseconds(latest - now));
     call->context.AddMetadata(kAuthorizationHeader, authorization_);
@@ -83,13 +85,13 @@ class InferChannel : public std::enable_shared_from_this<InferChannel> {
             std::move(q.done)(absl::DeadlineExceededError(
                 "the query's deadline passed while it waited for a call to its worker"));
           }
-          Answer(status, owned->response, owned->queries);
+          Answer(status, owned->response, owned->queries, owned->sent);
         });
   }
 
   // Hands each query its answer from the call's response.
   static void Answer(const grpc::Status& status, v1::InferResponse& response,
-                     std::vector<OutgoingQuery>& queries) {
+                     std::vector<OutgoingQuery>& queries, Nanos sent) {
     if (status.ok() && response.answers_size() != static_cast<int>(queries.size())) {
       for (OutgoingQuery& q : queries) {
         std::move(q.done)(absl::InternalError(absl::StrCat(
@@ -119,6 +121,7 @@ class InferChannel : public std::enable_shared_from_this<InferChannel> {
       reply.compute_us = timings.compute_us();
       reply.total_us = timings.total_us();
       reply.batch_size = timings.batch_size();
+      reply.held = sent - queries[i].offered;
       std::move(queries[i].done)(std::move(reply));
     }
   }
@@ -143,8 +146,9 @@ class GrpcWorkerApi final : public WorkerApi {
 
   void Infer(const VariantKey& key, std::shared_ptr<const std::vector<Tensor>> inputs,
              const InferOptions& options, WorkerReplyCallback done) override {
-    infer_->Infer(key, OutgoingQuery{std::move(inputs), options,
-                                     infer_->clock()->Now() + options.timeout, std::move(done)});
+    const Nanos now = infer_->clock()->Now();
+    infer_->Infer(key, OutgoingQuery{std::move(inputs), options, now, now + options.timeout,
+                                     std::move(done)});
   }
 
   absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,

@@ -24,6 +24,9 @@ struct WorkerReply {
   int64_t compute_us = 0;
   int64_t total_us = 0;  // at the worker
   int32_t batch_size = 0;
+  // How long the query waited in the controller for a call to the worker
+  // (CallCoalescer): queueing, like the worker's, not a round trip's cost.
+  Nanos held = 0;
 };
 
 using WorkerReplyCallback = absl::AnyInvocable<void(absl::StatusOr<WorkerReply>) &&>;
