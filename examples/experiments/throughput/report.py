@@ -1,6 +1,7 @@
 """Turns the throughput experiment's summary.json into the table in docs/architecture.md.
 
     /usr/bin/python3 report.py results/summary.json [--docs docs/architecture.md]
+        [--svg docs/throughput-cpu.svg]
 
 The raw capacity is the executor's best rows/s on one core over the runtimes
 and batch sizes measured (all well within the objective on the zoo), times
@@ -71,10 +72,58 @@ def threads(summary):
                 for process, split in run["cpu_run"]["us_per_query"].items():
                     top = ", ".join(f"{name} {us:.0f}"
                                     for name, us in list(split["threads_us"].items())[:4])
-                    parts.append(f"{process} {split['total_us']:.0f} ({top})")
+                    parts.append(f"{process} {split['total_us']:.0f} ({top}; "
+                                 f"{split.get('switches', 0):.1f} switches)")
                 lines.append(f"- {build}, {model}, {protocol}: " + "; ".join(parts) +
                              f"; load generator {run['cpu_run']['loadgen_us_per_query']:.0f}")
     return "\n".join(lines)
+
+
+def svg(summary):
+    """A stacked bar per run of the last build: CPU µs per query, by process and thread."""
+    build = list(summary["served"])[-1]
+    bars = []
+    for target, protocols in summary["served"][build].items():
+        for protocol, run in protocols.items():
+            if not run:
+                continue
+            parts = []
+            for process, split in run["cpu_run"]["us_per_query"].items():
+                kind = "controller" if process == "controller" else "worker"
+                named = sum(split["threads_us"].values()) or 1
+                for thread, us in split["threads_us"].items():
+                    # Scaled so the threads add up to the process (dead threads included).
+                    parts.append((kind, f"{kind} {thread}", us * split["total_us"] / named))
+            parts.append(("loadgen", "load generator", run["cpu_run"]["loadgen_us_per_query"]))
+            bars.append((f"{target} {protocol}", parts))
+    colours = {"controller": ["#1f77b4", "#6baed6", "#9ecae1", "#c6dbef"],
+               "worker": ["#d62728", "#fb6a4a", "#fc9272", "#fcbba1"],
+               "loadgen": ["#7f7f7f"]}
+    scale = 1.6  # pixels per µs
+    width = 260 + int(scale * max(sum(p[2] for p in parts) for _, parts in bars)) + 60
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+           f'height="{40 + 34 * len(bars)}" font-family="sans-serif" font-size="11">',
+           f'<text x="4" y="16">CPU per query (µs), {build}: controller (blue), workers (red), '
+           'load generator (grey); segments are threads, largest first</text>']
+    for i, (label, parts) in enumerate(bars):
+        y = 30 + 34 * i
+        out.append(f'<text x="4" y="{y + 15}">{label}</text>')
+        x = 250.0
+        used = {"controller": 0, "worker": 0, "loadgen": 0}
+        for kind, name, us in parts:
+            if us < 0.5:
+                continue
+            colour = colours[kind][min(used[kind], len(colours[kind]) - 1)]
+            used[kind] += 1
+            w = us * scale
+            out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{colour}">'
+                       f'<title>{name}: {us:.0f} µs</title></rect>')
+            if w > 34:
+                out.append(f'<text x="{x + 2:.1f}" y="{y + 14}" fill="white">{us:.0f}</text>')
+            x += w
+        out.append(f'<text x="{x + 4:.1f}" y="{y + 15}">{x / scale - 250 / scale:.0f}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
 
 
 def main():
@@ -82,6 +131,8 @@ def main():
     text = table(summary) + "\n\nCPU per query, µs, by process (its busiest threads):\n\n" + \
         threads(summary)
     print(text)
+    if "--svg" in sys.argv:
+        open(sys.argv[sys.argv.index("--svg") + 1], "w").write(svg(summary))
     if "--docs" in sys.argv:
         path = sys.argv[sys.argv.index("--docs") + 1]
         doc = open(path).read()
