@@ -91,7 +91,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "Listen address for workers (joining, reports, model files)")
       ->capture_default_str();
   serve_cmd->add_option("--workers", serve.workers,
-                        "Local workers to keep running, type:count,... (\"\" for none)")
+                        "Local workers to keep running, type:count,... (\"\" for none; auto: one "
+                        "of each type when this machine's cores fit them all, else the "
+                        "smallest type on every core, so that no two share a core)")
       ->capture_default_str();
   serve_cmd->add_option("--worker-types", serve.worker_types,
                         "Worker types, name:cores:memory_mb:price_per_hour,...");

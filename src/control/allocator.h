@@ -26,6 +26,7 @@
 #include "core/worker_type.h"
 #include "policy/allocation_milp.h"
 #include "policy/autoscaling_cluster.h"
+#include "policy/autoscaling_consolidation.h"
 #include "policy/autoscaling_model.h"
 #include "policy/migration.h"
 
@@ -77,6 +78,9 @@ struct AllocatorOptions {
   // The INFaaS allocator's rules.
   ModelScaling model_scaling = ModelScaling::kInfaas;
   policy::ModelAutoscalerOptions model;  // kHorizontal turns its upgrades and downgrades off
+  // Giving a model up on a worker: the hysteresis after it spread
+  // (policy/autoscaling_consolidation.h).
+  policy::ConsolidationOptions consolidation;
   // Interference migration (policy/migration.h); off, Interfered instances
   // only have their capacity lowered.
   bool migrate_interfered = true;

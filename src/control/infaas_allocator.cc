@@ -242,6 +242,21 @@ absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionS
     }
     snapshots.push_back(std::move(snapshot));
   }
+  // A model with a move under way on any worker is given up nowhere this
+  // round (as if every worker kept it): consolidation then decides nothing
+  // for it, rather than deciding a give-up that would not be carried out
+  // and that its memory would take for done.
+  std::set<std::string> moving;
+  for (const policy::WorkerScalingSnapshot& s : snapshots) {
+    for (const policy::ScalingModel& m : s.snapshot.models) {
+      if (Busy({s.worker, m.model})) moving.insert(m.model);
+    }
+  }
+  for (policy::WorkerScalingSnapshot& s : snapshots) {
+    for (const policy::ScalingModel& m : s.snapshot.models) {
+      if (moving.count(m.model) > 0) s.keep.insert(m.model);
+    }
+  }
   absl::StatusOr<std::set<Where>> vacated = Consolidate(observation, snapshots, sink);
   if (!vacated.ok()) return vacated.status();
   absl::Status status;
@@ -278,7 +293,8 @@ absl::StatusOr<std::set<InfaasAllocator::Where>> InfaasAllocator::Consolidate(
     const Observation& observation, const std::vector<policy::WorkerScalingSnapshot>& snapshots,
     ActionSink& sink) {
   auto decision = policy::DecideConsolidation(snapshots, consolidation_state_, observation.now,
-                                              model_autoscaler_->options());
+                                              model_autoscaler_->options(),
+                                              options_.consolidation);
   if (!decision.ok()) {
     return absl::InternalError(absl::StrCat("consolidation: ", decision.status().message()));
   }

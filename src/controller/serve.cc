@@ -105,7 +105,14 @@ class Controller {
     if (!options.worker_types.empty()) {
       MAITRE_ASSIGN_OR_RETURN(types, WorkerTypeTable::Parse(options.worker_types));
     }
-    MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(options.workers, types));
+    // The default layout never pins two workers to one core: the
+    // autoscalers count each worker's cores as its own.
+    const std::string workers =
+        options.workers == "auto"
+            ? DefaultLocalWorkers(types, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
+            : options.workers;
+    if (options.workers == "auto") spdlog::info("local workers: {} (--workers auto)", workers);
+    MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(workers, types));
     // Names are checked before anything starts.
     MAITRE_RETURN_IF_ERROR(control::CheckAllocatorName(options.allocator));
     if (!options.router.empty()) {

@@ -19,10 +19,13 @@ struct ServeOptions {
   // Where workers join and report: a port apart from the clients' (loopback
   // by default; docs/operations.md, "Security", before opening it wider).
   std::string control = "127.0.0.1:8002";
-  // Local workers to start and keep running, "type:count,...". The embedded
-  // default starts one of each type so both exist. "" starts none (workers
-  // then join from elsewhere with `maitre worker --controller`).
-  std::string workers = "cpu-1:1,cpu-2:1";
+  // Local workers to start and keep running, "type:count,...". "auto", the
+  // embedded default, derives them from this machine's cores so that no two
+  // workers share a core: one of each type when their cores fit, else the
+  // smallest type on every core (DefaultLocalWorkers; two cpu-1 on a 2-core
+  // machine). "" starts none (workers then join from elsewhere with
+  // `maitre worker --controller`).
+  std::string workers = "auto";
   // The worker-type table, "name:cores:memory_mb:price_per_hour,...".
   // Empty: cpu-1 and cpu-2 (see WorkerTypeTable::Default).
   std::string worker_types;

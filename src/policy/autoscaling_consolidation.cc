@@ -22,6 +22,7 @@ struct Holding {
   double load_s = 0;       // the longest load time among its running variants
   double best_accuracy = -std::numeric_limits<double>::infinity();
   int replicas = 0;  // ready and loading
+  bool ready = false;  // some replica is ready
   bool loading = false;
   bool keep = false;  // may not be given up now
 };
@@ -40,6 +41,7 @@ Holding Summarise(const std::string& worker, const ModelScalingSnapshot& s,
     h.cost_per_s += held * v.cost_per_s;
     h.load_s = std::max(h.load_s, v.load_s);
     h.best_accuracy = std::max(h.best_accuracy, v.accuracy);
+    h.ready |= v.replicas > 0;
     h.loading |= v.loading > 0;
   }
   return h;
@@ -49,7 +51,7 @@ Holding Summarise(const std::string& worker, const ModelScalingSnapshot& s,
 
 absl::StatusOr<ConsolidationDecision> DecideConsolidation(
     const std::vector<WorkerScalingSnapshot>& workers, const ConsolidationState& previous,
-    Nanos now, const ModelAutoscalerOptions& o) {
+    Nanos now, const ModelAutoscalerOptions& o, const ConsolidationOptions& c) {
   std::set<std::string> names;
   std::map<std::string, std::vector<Holding>> by_model;
   for (const WorkerScalingSnapshot& w : workers) {
@@ -84,6 +86,35 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
                                                       : std::vector<ModelAutoscalerState::LoadSample>{},
                          load, now, std::min(horizon, o.history_limit));
 
+    // Hysteresis: how the model's workers changed since the last call.
+    ConsolidationState::Spread& spread = decision.state.spread[model];
+    {
+      auto last = previous.spread.find(model);
+      const ConsolidationState::Spread before =
+          last != previous.spread.end() ? last->second : ConsolidationState::Spread{};
+      spread.marks = before.marks;
+      // Forgotten marks first, then one per worker gone (the latest first),
+      // then one per worker added while the model was served elsewhere.
+      spread.marks.erase(std::remove_if(spread.marks.begin(), spread.marks.end(),
+                                        [&](const ModelAutoscalerState::LoadSample& m) {
+                                          return c.spread_memory <= 0 ||
+                                                 now - m.at >= c.spread_memory;
+                                        }),
+                         spread.marks.end());
+      for (const Holding* h : held) spread.workers.insert(*h->worker);
+      for (const std::string& w : before.workers) {
+        if (spread.workers.count(w) == 0 && !spread.marks.empty()) spread.marks.pop_back();
+      }
+      const double spread_at = PeakLoadOver(history, now, min_wait).value_or(load);
+      for (const std::string& w : spread.workers) {
+        if (before.workers.count(w) == 0 && before.served && !before.workers.empty() &&
+            c.spread_memory > 0) {
+          spread.marks.push_back({now, spread_at});
+        }
+      }
+      for (const Holding* h : held) spread.served |= h->ready;
+    }
+
     if (loading || held.size() < 2) continue;
 
     const Holding* best = nullptr;
@@ -99,6 +130,11 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
       if (!peak.has_value() || capacity - h->capacity_qps < o.scale_down_headroom * *peak - kEps) {
         continue;
       }
+      // The load the model last spread at has not fallen clearly.
+      if (!spread.marks.empty() &&
+          o.scale_down_headroom * *peak > spread.marks.back().load_qps + kEps) {
+        continue;
+      }
       auto rank = [](const Holding* x) {
         return std::make_tuple(-x->cost_per_s, x->capacity_qps, *x->worker);
       };
@@ -111,6 +147,10 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
     // up a cheaper one (selection had loaded a GPU engine a few seconds
     // before, at 4 qps, and the CPU instance went instead).
     if (best == nullptr || best->keep) continue;
+    // The worker goes now: the next call must see it come back, however
+    // soon, as a worker added (a reload inside one round is a spread too).
+    spread.workers.erase(*best->worker);
+    if (!spread.marks.empty()) spread.marks.pop_back();
     VacateAction action;
     action.model = model;
     action.worker = *best->worker;

@@ -8,7 +8,8 @@
 // model's other workers alone would have carried its whole load with the
 // scale-down headroom over the wait (the load time of what goes, at least
 // `min_scale_down_wait` and `min_consolidation_wait`) — the per-worker rule,
-// applied to the model cluster-wide.
+// applied to the model cluster-wide — and the load has fallen clearly below
+// the load the model spread at (hysteresis, below).
 //
 // A worker's capacity for the model is its replicas' saturation throughput,
 // scaled down when its replicas (of every model, and reservations) take
@@ -20,6 +21,19 @@
 // machine with CPU, Inferentia and GPU devices as three workers, a rule that
 // let only a worker down to its last replica go kept four Inferentia engines
 // and two CPU ones beside the GPU engine that alone carried 700 qps).
+//
+// Hysteresis. Selection and the autoscalers spread a model to another
+// worker when the workers holding it could not keep up; under the same load
+// that worker should keep it, or the give-up is undone within seconds
+// (under a steady load the controller gave the zoo CNN up and reloaded it
+// 34 times in 17 minutes, with bursts of 504s after each). So the policy
+// remembers, per model, the load at which each worker was added while the
+// model was already served elsewhere: the peak of its load over the wait
+// then. The worker count goes back down only once the peak over the wait is
+// at most that load / `scale_down_headroom` (a load that really fell), and
+// the last worker added is the first such mark to go. A mark is forgotten
+// after `ConsolidationOptions::spread_memory`, and a model held on several
+// workers before the policy first saw it has none.
 //
 // At most one worker gives a model up per round; never while any replica of
 // the model is loading (a transition is under way); never the model's last
@@ -58,9 +72,26 @@ struct WorkerScalingSnapshot {
   std::set<std::string> keep;
 };
 
-// What the policy remembers: each model's load over the whole cluster.
+// What the policy remembers: each model's load over the whole cluster, and
+// how it spread over the workers.
 struct ConsolidationState {
   std::map<std::string, std::vector<ModelAutoscalerState::LoadSample>> history;  // by model
+  struct Spread {
+    std::set<std::string> workers;  // holding replicas of the model at the last call
+    bool served = false;            // one of them had a ready replica
+    // One mark per worker added while the model was served elsewhere: the
+    // load it was added at (the peak over the wait then), and when. The
+    // last is the latest; one is dropped for every worker that goes.
+    std::vector<ModelAutoscalerState::LoadSample> marks;
+  };
+  std::map<std::string, Spread> spread;  // by model
+};
+
+// The hysteresis's own settings (the rest come from ModelAutoscalerOptions).
+struct ConsolidationOptions {
+  // How long a spread mark holds a model on its workers at a steady load;
+  // 0 turns the hysteresis off.
+  Nanos spread_memory = 30 * 60 * kSecond;
 };
 
 // Unload every replica of `model` on `worker`: these (variant, ready replicas).
@@ -82,6 +113,7 @@ struct ConsolidationDecision {
 // ValidateScalingSnapshot) or a worker named twice.
 absl::StatusOr<ConsolidationDecision> DecideConsolidation(
     const std::vector<WorkerScalingSnapshot>& workers, const ConsolidationState& previous,
-    Nanos now, const ModelAutoscalerOptions& options);
+    Nanos now, const ModelAutoscalerOptions& options,
+    const ConsolidationOptions& consolidation = {});
 
 }  // namespace maitre::policy

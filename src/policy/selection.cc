@@ -114,6 +114,9 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
 
   // Steps 1, 2 and 5's candidates in one pass over the scope's instances.
   bool have_healthy = false, have_loading = false, have_degraded = false;
+  // A loaded (not loading) instance of a feasible option: if nothing is
+  // chosen, it was too busy (step 6's kBusy).
+  bool have_loaded = false;
   HealthyKey healthy{};
   FastestKey loading{}, degraded{};
   OptionId healthy_option = kNoId, loading_option = kNoId, degraded_option = kNoId;
@@ -126,6 +129,7 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     if (oid == kNoId) continue;
     const VariantOption& o = index.option(oid);
     if (!selection_internal::StaticFit(o, limits)) continue;
+    have_loaded |= in.state != InstanceState::kInactive && selection_internal::Feasible(o, limits);
     const double est = selection_internal::EstimateMs(o, in, now);
     if (!selection_internal::MakesDeadline(est, now, request.deadline)) continue;
     const bool inactive = in.state == InstanceState::kInactive;
@@ -204,8 +208,9 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     return d;
   }
   d.outcome = SelectionOutcome::kUnavailable;  // step 6
-  d.unavailable =
-      d.load.valid() || under_way ? UnavailableReason::kDeadline : UnavailableReason::kNoRoom;
+  d.unavailable = d.load.valid() || under_way ? UnavailableReason::kDeadline
+                  : have_loaded               ? UnavailableReason::kBusy
+                                              : UnavailableReason::kNoRoom;
   return d;
 }
 
@@ -274,12 +279,41 @@ std::string ExplainUnsatisfiable(const SelectionIndex& index, const SelectionReq
       o.price_per_hour, missed);
 }
 
+// The instances that could serve are loaded but busy: how soon the least
+// busy would answer, against the time the query has left.
+std::string ExplainBusy(const SelectionIndex& index, const LiveState& live,
+                        const SelectionRequest& r) {
+  absl::InlinedVector<ColdEntry, 4> pinned_buffer;
+  const Scope scope = ScopeOf(index, live, r, pinned_buffer);
+  const Limits limits = Limits::Of(r);
+  double soonest_ms = -1;
+  for (InstanceId id : scope.instances) {
+    if (scope.model != kNoId && live.instance_model(id) != scope.model) continue;
+    const LiveInstance& in = live.instance(id);
+    const LiveWorker& worker = live.worker(in.worker);
+    if (!worker.accepting || in.state == InstanceState::kInactive) continue;
+    const OptionId oid = index.FindOption(in.variant, worker.type);
+    if (oid == kNoId || !selection_internal::Feasible(index.option(oid), limits)) continue;
+    const double est = selection_internal::EstimateMs(index.option(oid), in, r.now);
+    if (soonest_ms < 0 || est < soonest_ms) soonest_ms = est;
+  }
+  std::string left = r.deadline >= kInfiniteFuture
+                         ? std::string("it has no deadline")
+                         : absl::StrFormat("it has %.4g ms left", ToMillis(r.deadline - r.now));
+  return absl::StrFormat(
+      "variants of %s meet %s, but the instances serving them are busy: the least busy would "
+      "answer in %.4g ms, and %s",
+      ScopeName(index, r), RequirementsText(r), soonest_ms, left);
+}
+
 // Why no feasible option could be loaded anywhere: no worker of the types
 // they are profiled on has joined, or none of those has the memory, or the
 // ones with the memory already hold the variant or are draining. Said
-// apart, because each asks the operator for something else.
+// apart, because each asks the operator for something else. `head` says
+// what is true of the instances (`busy`: some are loaded, but too busy);
+// the cause follows it.
 std::string ExplainNoRoom(const SelectionIndex& index, const LiveState& live,
-                          const SelectionRequest& r) {
+                          const SelectionRequest& r, const std::string& head, bool busy) {
   absl::InlinedVector<ColdEntry, 4> pinned_buffer;
   const Scope scope = ScopeOf(index, live, r, pinned_buffer);
   const Limits limits = Limits::Of(r);
@@ -304,8 +338,6 @@ std::string ExplainNoRoom(const SelectionIndex& index, const LiveState& live,
       most_free_mb = std::max(most_free_mb, free_mb);
     }
   }
-  const std::string head = absl::StrCat("variants of ", ScopeName(index, r), " meet ",
-                                        RequirementsText(r), ", but none is loaded and healthy");
   if (absent.size() == types.size()) {
     return absl::StrCat(head, ", and no worker of a type they are profiled on (",
                         absl::StrJoin(absent, ", "),
@@ -322,6 +354,11 @@ std::string ExplainNoRoom(const SelectionIndex& index, const LiveState& live,
     return absl::StrCat(head, ", and every worker of a type they run on is draining (",
                         absl::StrJoin(draining, ", "), "); retry once it is replaced");
   }
+  if (busy) {
+    return absl::StrCat(head,
+                        "; every worker with the memory to load another already holds one; "
+                        "retry shortly, allow more latency, or add workers");
+  }
   return absl::StrCat(head,
                       ", and every worker with the memory to load one already holds it "
                       "(loading or unloading); retry shortly");
@@ -335,7 +372,17 @@ std::string ExplainDecision(const SelectionIndex& index, const LiveState& live,
     case SelectionOutcome::kUnsatisfiable:
       return ExplainUnsatisfiable(index, request, d);
     case SelectionOutcome::kUnavailable:
-      if (d.unavailable == UnavailableReason::kNoRoom) return ExplainNoRoom(index, live, request);
+      if (d.unavailable == UnavailableReason::kNoRoom) {
+        return ExplainNoRoom(index, live, request,
+                             absl::StrCat("variants of ", ScopeName(index, request), " meet ",
+                                          RequirementsText(request),
+                                          ", but none is loaded and healthy"),
+                             /*busy=*/false);
+      }
+      if (d.unavailable == UnavailableReason::kBusy) {
+        return ExplainNoRoom(index, live, request, ExplainBusy(index, live, request),
+                             /*busy=*/true);
+      }
       return absl::StrCat(
           "variants of ", ScopeName(index, request), " meet ", RequirementsText(request),
           ", but none can answer before this query's deadline",

@@ -44,7 +44,11 @@
 //     kUseInstance; `degraded` is set.
 //  6. Else kUnavailable: the requirements can be met, but not before this
 //     deadline (kDeadline: a placement exists but loads too slowly, or a
-//     load is under way) or not at all now (kNoRoom: no room to load).
+//     load is under way) or not at all now: kBusy when an instance of a
+//     feasible option is loaded (not loading) on an accepting worker, so it
+//     was passed over for its estimate: the load, not the room, refuses the
+//     query; else kNoRoom (no room to load: no worker of a fitting type
+//     has joined, has the memory, or lacks the variant already).
 //     `load` is set when a placement exists, so the next queries can be
 //     served.
 // Overloaded and Interfered instances are therefore used only in step 5,
@@ -106,7 +110,8 @@ enum UnmetRequirement : uint8_t {
 enum class UnavailableReason : uint8_t {
   kNone,
   kDeadline,  // a load is possible or under way, but nothing serves before the deadline
-  kNoRoom,    // no worker of a fitting type has the memory to load a feasible option
+  kNoRoom,    // no feasible option is loaded, and none can be loaded anywhere now
+  kBusy,      // feasible options are loaded but too busy, and no more can be loaded now
 };
 
 struct LoadPlan {

@@ -64,6 +64,8 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
   // Step 5: any instance that makes the deadline.
   InstanceId degraded = kNoId;
   selection_internal::FastestKey degraded_key{};
+  // Step 6: a loaded instance of a feasible option passed over (kBusy).
+  bool have_loaded = false;
   for (InstanceId id : instances) {
     const LiveInstance& in = live.instance(id);
     if (!InScope(index, request, in.variant)) continue;
@@ -74,6 +76,7 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     if (oid == kNoId) continue;
     const VariantOption& o = index.option(oid);
     if (!selection_internal::StaticFit(o, limits)) continue;
+    have_loaded |= in.state != InstanceState::kInactive && selection_internal::Feasible(o, limits);
     const double est = selection_internal::EstimateMs(o, in, now);
     if (!selection_internal::MakesDeadline(est, now, request.deadline)) continue;
     const bool fits = selection_internal::WithinLatency(est, limits);
@@ -178,8 +181,9 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     return d;
   }
   d.outcome = SelectionOutcome::kUnavailable;
-  d.unavailable =
-      d.load.valid() || under_way ? UnavailableReason::kDeadline : UnavailableReason::kNoRoom;
+  d.unavailable = d.load.valid() || under_way ? UnavailableReason::kDeadline
+                  : have_loaded               ? UnavailableReason::kBusy
+                                              : UnavailableReason::kNoRoom;
   return d;
 }
 

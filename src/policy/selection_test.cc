@@ -239,8 +239,41 @@ TEST_F(SelectionTest, DeadlineLaterThanTheObjectiveAllowsASlowInstance) {
   r.deadline = kNow + 30 * kMillisecond;
   d = Decide(r);
   EXPECT_EQ(d.outcome, O::kUnavailable);
-  EXPECT_EQ(d.unavailable, UnavailableReason::kNoRoom);
-  EXPECT_THAT(ExplainDecision(index_, live_, r, d), HasSubstr("memory"));
+  // The instance is there but busy; and no other fits, for want of memory.
+  EXPECT_EQ(d.unavailable, UnavailableReason::kBusy);
+  const std::string text = ExplainDecision(index_, live_, r, d);
+  EXPECT_THAT(text, HasSubstr("busy: the least busy would answer in 33 ms, and it has 30 ms left"));
+  EXPECT_THAT(text, HasSubstr("no worker has the memory to load one"));
+}
+
+// At 128 queries in flight the server answered "no worker has the memory
+// to load one" while its workers had gigabytes free: every instance was
+// busy and every worker already held the variants. The reason is the load.
+TEST_F(SelectionTest, BusyInstancesOnWorkersThatHoldEveryVariantAreNotAMemoryShortage) {
+  // Both CNN variants on both small workers (1000 MB free each, 400 MB
+  // needed), 32 queries in flight on each instance; no big worker.
+  for (int i = 0; i < 2; ++i) {
+    WorkerId w = Worker(small_, 0.9, 1000);
+    Instance(cnn_, w, InstanceState::kActive, 32);
+    Instance(opt_, w, InstanceState::kOverloaded, 32);
+  }
+  SelectionRequest r = Request(20, 0.9);
+  SelectionDecision d = Decide(r);
+  ASSERT_EQ(d.outcome, O::kUnavailable);
+  EXPECT_EQ(d.unavailable, UnavailableReason::kBusy);
+  EXPECT_FALSE(d.load.valid());
+  const std::string text = ExplainDecision(index_, live_, r, d);
+  // cnn:opt, 32 ahead at 6 ms each: 198 ms.
+  EXPECT_THAT(text, HasSubstr("variants of app 'vision' meet min_accuracy 0.9 and latency_ms 20, "
+                              "but the instances serving them are busy: the least busy would "
+                              "answer in 198 ms, and it has 20 ms left"));
+  EXPECT_THAT(text, HasSubstr("every worker with the memory to load another already holds one"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("no worker has the memory")));
+  // A loading instance is a load under way, not a busy one: the deadline.
+  live_.RemoveInstance(0);
+  live_.SetReadyAt(Instance(cnn_, 0, InstanceState::kInactive), kNow + kSecond);
+  d = Decide(r);
+  EXPECT_EQ(d.unavailable, UnavailableReason::kDeadline);
 }
 
 // "No room" says which of its causes it is: before any worker of a fitting

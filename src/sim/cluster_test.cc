@@ -5,6 +5,7 @@
 // the time they are paid for.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <set>
 #include <string>
 
@@ -205,6 +206,56 @@ TEST(ClusterTest, AModelSpreadOverTwoWorkersUnderAPeakEndsOnOne) {
   EXPECT_EQ(workers_holding(), 1u);
   EXPECT_EQ(sim->control_counters().vacated, 1);
   ExpectEveryQueryResolved(*sim);
+}
+
+// A steady load near one instance's capacity (docs/experiments.md,
+// "steady-load"): a burst's queue makes selection load the model on the
+// second worker, and consolidation finds one instance enough. Without
+// its hysteresis it gave the model up about twice a minute and selection
+// loaded it back within a second; with it, the spread holds.
+TEST(ClusterTest, ASteadyLoadDoesNotGiveAModelUpAndLoadItBack) {
+  constexpr char kSteady[] = R"(
+name: steady
+cluster:
+  workers: {cpu-1: 2}
+profiles:
+  - {model: cnn, variant: torch, worker_type: cpu-1, accuracy: 0.76, load_ms: 500,
+     memory_mb: 100, points: [[1, 6, 6.6], [2, 8, 8.8], [4, 12, 13.2], [8, 20, 22],
+                              [16, 36, 39.6], [32, 68, 74.8]]}
+apps:
+  - name: classify
+    latency_ms: 40
+    models: [cnn]
+    instances: [{variant: "cnn:torch", worker: 0}]
+trace:
+  generator: piecewise
+  schedule: [{at_s: 0, rate_qps: 20}, {at_s: 60, rate_qps: 300}]
+  duration_s: 600
+  seed: 1
+policies:
+  batching: {name: proteus, max_batch: 32}
+  routing: selection
+  allocator: {name: infaas, spread_memory_s: MEMORY}
+  model_autoscaler: infaas
+  cluster_autoscaler: off
+)";
+  auto run = [&](const std::string& memory) {
+    auto e = ParseExperiment(Fill(kSteady, "MEMORY", memory), ".");
+    EXPECT_TRUE(e.ok()) << e.status();
+    auto sim = BuildSimulator(*std::move(e));
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    EXPECT_TRUE((*sim)->Run().ok());
+    ExpectEveryQueryResolved(**sim);
+    return (*sim)->control_counters();
+  };
+  const ControlCounters without = run("0");
+  EXPECT_GE(without.vacated, 10);
+  std::cerr << "without the hysteresis: " << without.vacated << " given up, "
+            << without.loads_by_selection << " loaded by selection\n";
+  EXPECT_GE(without.loads_by_selection, without.vacated);
+  const ControlCounters with = run("1800");
+  EXPECT_EQ(with.vacated, 0);
+  EXPECT_EQ(with.loads_by_selection, 1);  // the spread, once
 }
 
 TEST(ClusterTest, AddsAWorkerThatServesAfterItsLaunchDelayAndBillsIt) {

@@ -210,7 +210,8 @@ policies:
   batching: nexus
   routing: selection
   selection: {router: infaas, loads: true, allow_degraded: false}
-  allocator: {name: infaas, min_instance_age_s: 10, observed_capacity_memory_s: 5}
+  allocator: {name: infaas, min_instance_age_s: 10, observed_capacity_memory_s: 5,
+              spread_memory_s: 600}
   model_autoscaler: {name: horizontal, lambda_per_s: 0.2, min_scale_down_wait_s: 5,
                      min_consolidation_wait_s: 45, interval_s: 2}
   cluster_autoscaler: {name: on, idle_cooldown_s: 30, min_workers: 2, interval_s: 4}
@@ -238,6 +239,7 @@ TEST(ExperimentConfigManagedTest, ParsesTheControlPlane) {
   EXPECT_EQ(c.allocator, "infaas");
   EXPECT_EQ(c.min_instance_age, 10 * kSecond);
   EXPECT_EQ(c.observed_capacity_memory, 5 * kSecond);
+  EXPECT_EQ(c.consolidation.spread_memory, 600 * kSecond);
   EXPECT_EQ(c.model_autoscaling, ModelAutoscaling::kHorizontal);
   EXPECT_EQ(c.model_autoscaler.lambda_per_s, 0.2);
   EXPECT_EQ(c.model_autoscaler.min_scale_down_wait, 5 * kSecond);
@@ -272,9 +274,12 @@ TEST(ExperimentConfigManagedTest, ErrorsNameTheKey) {
        "policies.allocator"},
       {with("min_instance_age_s: 10", "min_instance_age_s: -1"),
        "policies.allocator.min_instance_age_s"},
-      {with("{name: infaas, min_instance_age_s: 10, observed_capacity_memory_s: 5}",
+      {with("{name: infaas, min_instance_age_s: 10, observed_capacity_memory_s: 5,\n"
+            "              spread_memory_s: 600}",
             "{name: proteus, min_slowdown: 0}"),
        "policies.allocator.min_slowdown"},
+      {with("spread_memory_s: 600", "spread_memory_s: -1"),
+       "policies.allocator.spread_memory_s"},
       {with("launch_s: 40", "launch_s: -1"), "cluster.worker_types[0]"},
       {with("report_interval_s: 0.5", "report_interval_s: 0"), "policies.report_interval_s"},
       {with("min_workers: 2", "min_workers: -2"), "policies.cluster_autoscaler.min_workers"},

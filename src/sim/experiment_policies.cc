@@ -211,7 +211,8 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
         a, ap,
         {"name", "min_instance_age_s", "observed_capacity_memory_s", "period_s", "band",
          "demand_window_s", "min_demand_qps", "max_accuracy_drop", "max_utilisation",
-         "min_slowdown", "solve_time_limit_s", "migrate_interfered", "migrate_after_s"}));
+         "min_slowdown", "solve_time_limit_s", "migrate_interfered", "migrate_after_s",
+         "spread_memory_s"}));
     MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "name", &c.allocator, true));
     control::ProteusOptions& p = c.proteus;
     MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "period_s", &p.period));
@@ -242,6 +243,11 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
     MAITRE_RETURN_IF_ERROR(ReadBool(a, ap, "migrate_interfered", &c.migrate_interfered));
     MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "migrate_after_s", &c.migration.migrate_after));
     if (c.migration.migrate_after < 0) return Bad(Key(ap, "migrate_after_s"), "must be >= 0");
+    MAITRE_RETURN_IF_ERROR(
+        ReadSeconds(a, ap, "spread_memory_s", &c.consolidation.spread_memory));
+    if (c.consolidation.spread_memory < 0) {
+      return Bad(Key(ap, "spread_memory_s"), "must be >= 0 (0: no hysteresis)");
+    }
     if (c.min_instance_age < 0) return Bad(Key(ap, "min_instance_age_s"), "must be >= 0");
     if (c.observed_capacity_memory < 0) {
       return Bad(Key(ap, "observed_capacity_memory_s"), "must be >= 0");

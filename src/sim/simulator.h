@@ -143,6 +143,8 @@ struct ControlSetup {
   std::string allocator = "infaas";
   Nanos min_instance_age = 30 * kSecond;
   Nanos observed_capacity_memory = 30 * kSecond;
+  // Consolidation's hysteresis (policy/autoscaling_consolidation.h).
+  policy::ConsolidationOptions consolidation;
   // Interference migration by the INFaaS allocator (policy/migration.h).
   bool migrate_interfered = true;
   policy::MigrationOptions migration;

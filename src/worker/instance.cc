@@ -108,7 +108,7 @@ void Instance::SubmitAll(std::vector<InferTask> tasks) {
     for (InferTask& task : tasks) {
       stats_.OnArrival(task.rows);
       absl::Status why;
-      if (stopping_) {
+      if (stopping_ || draining_) {
         why = absl::NotFoundError(absl::StrCat(key_.ToString(), " is being unloaded"));
       } else if (task.deadline <= now) {
         why = absl::DeadlineExceededError("the deadline passed before the query was queued");
@@ -212,12 +212,26 @@ void Instance::ReplicaLoop(size_t index) {
     if (ExpireLocked(now)) continue;
     policy::BatchDecision decision = policy::DecideForInstance(
         *policy_, queue_.View(), queued_with_objective_, max_batch_, now);
+    if (draining_ && !queue_.empty() &&
+        decision.action == policy::BatchDecision::Action::kWait) {
+      // Nothing more will come to batch with: run what is here, up to the
+      // largest batch.
+      int32_t rows = 0, take = 0;
+      for (const policy::QueuedQuery& q : queue_.View()) {
+        if (take > 0 && rows + q.rows > max_batch_) break;
+        rows += q.rows;
+        ++take;
+      }
+      decision = policy::BatchDecision::Dispatch(take);
+    }
     const int32_t count = std::min<int32_t>(decision.count, static_cast<int32_t>(queue_.size()));
     if (decision.action == policy::BatchDecision::Action::kDispatch && count > 0) {
       std::vector<Pending> batch = PopLocked(count);
+      ++running_batches_;
       mu_.Unlock();
       RunBatch(executor, std::move(batch));
       mu_.Lock();
+      --running_batches_;  // a drain's condition sees it as this unlocks
       continue;
     }
     if (decision.action == policy::BatchDecision::Action::kDrop && count > 0) {
@@ -313,6 +327,16 @@ InstanceReport Instance::TakeReport() {
     ++version_;  // idle replicas decide again: a lower demand may end a wait
   }
   return report;
+}
+
+void Instance::Drain(Nanos deadline) {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+  ++version_;  // waiting replicas decide again, and dispatch
+  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || (queue_.empty() && running_batches_ == 0);
+  };
+  clock_->AwaitWithDeadline(&mu_, absl::Condition(&drained), deadline);
 }
 
 void Instance::Stop() {

@@ -95,7 +95,15 @@ class Instance {
   // Returns this interval's figures and starts a new interval.
   InstanceReport TakeReport();
 
-  // Answers every queued task UNAVAILABLE and joins the threads. Idempotent.
+  // Unloading drains: from now on Submit answers NOT_FOUND (as for a
+  // variant this worker does not hold; the controller chooses again), the
+  // replicas run every query already queued at once, without waiting to
+  // build batches (each within its deadline; the reaper still answers late
+  // ones), and this returns once none is queued or running, or at
+  // `deadline` on the instance's clock. Stop() answers what is left.
+  void Drain(Nanos deadline);
+
+  // Answers every queued task NOT_FOUND and joins the threads. Idempotent.
   void Stop();
 
  private:
@@ -146,6 +154,8 @@ class Instance {
   // the reaper is only needed (and only woken) while none is idle.
   int idle_replicas_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  int running_batches_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);  // one per replica
   std::thread reaper_;

@@ -177,6 +177,7 @@ absl::Status InstanceManager::Unload(const VariantKey& key) {
     instance = std::move(it->second);
     instances_.erase(it);
   }
+  instance->Drain(options_.clock->Now() + options_.unload_drain_limit);
   instance->Stop();
   spdlog::info("unloaded {}", key.ToString());
   return absl::OkStatus();

@@ -75,6 +75,10 @@ class InstanceManager {
     // The instances' batching policy. The worker plans with a dispatch
     // margin of 1 ms (see BatchingOptions) unless this sets another.
     policy::BatchingOptions batching = WorkerBatchingDefaults();
+    // Unload lets an instance run what it holds for at most this long
+    // (Instance::Drain); the controller drains its queries first, so this
+    // bounds stragglers only.
+    Nanos unload_drain_limit = 5 * kSecond;
   };
 
   explicit InstanceManager(Options options);
@@ -86,6 +90,8 @@ class InstanceManager {
   // needs one.
   absl::StatusOr<LoadOutcome> Load(const VariantSpec& spec, int replicas,
                                    std::vector<LatencyPoint> profile);
+  // Takes the instance out of Find() (new queries get NOT_FOUND), lets it
+  // run what it holds (at most `unload_drain_limit`), then stops it.
   absl::Status Unload(const VariantKey& key);
 
   // The loaded instance of `key`, or null.

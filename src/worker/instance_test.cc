@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "absl/synchronization/notification.h"
 #include "worker/testing/fake_executor.h"
 
@@ -33,13 +35,14 @@ struct Fixture {
   FakeExecutor* executor = nullptr;
   std::unique_ptr<Instance> instance;
 
-  explicit Fixture(size_t max_queue = 100) {
+  explicit Fixture(size_t max_queue = 100, Nanos max_queue_delay = 0) {
     auto fake = std::make_unique<FakeExecutor>();
     executor = fake.get();
     Instance::Options options;
     options.key = {"m", "v"};
     options.replicas.push_back(std::move(fake));
-    options.policy = *policy::CreateBatchingPolicy({"timeout", 8, 0}, Profile());
+    options.policy =
+        *policy::CreateBatchingPolicy({"timeout", 8, max_queue_delay}, Profile());
     options.clock = &clock;
     options.max_queue = max_queue;
     instance = *Instance::Create(std::move(options));
@@ -145,6 +148,59 @@ TEST(InstanceTest, StopAnswersEverythingQueued) {
   f.Submit(after, 1, kSecond);
   after.done.WaitForNotification();
   EXPECT_EQ(after.result.status.code(), absl::StatusCode::kNotFound);
+}
+
+// Unloading drains (InstanceManager::Unload): what the instance holds is
+// run, not handed back, and new queries are refused as for a variant the
+// worker does not hold.
+TEST(InstanceTest, DrainRunsWhatIsQueuedAtOnceAndRefusesNewQueries) {
+  // The policy would hold these a second for company; the clock stands still.
+  Fixture f(100, kSecond);
+  f.executor->Close();
+  Answer a, b, c;
+  f.Submit(a, 1, 10 * kSecond);
+  f.Submit(b, 2, 10 * kSecond);
+  f.Submit(c, 3, 10 * kSecond);
+  EXPECT_FALSE(a.done.HasBeenNotified());
+  absl::Notification drained;
+  std::thread drainer([&] {
+    f.instance->Drain(f.clock.Now() + 10 * kSecond);
+    drained.Notify();
+  });
+  f.executor->AwaitRunning(1);  // all three at once, without waiting
+  EXPECT_FALSE(drained.HasBeenNotified());  // not while its batch runs
+  Answer refused;
+  f.Submit(refused, 4, 10 * kSecond);
+  refused.done.WaitForNotification();
+  EXPECT_EQ(refused.result.status.code(), absl::StatusCode::kNotFound);
+  f.executor->Open();
+  drainer.join();
+  for (Answer* x : {&a, &b, &c}) {
+    x->done.WaitForNotification();
+    EXPECT_TRUE(x->result.status.ok()) << x->result.status;
+    EXPECT_EQ(x->result.batch_rows, 3);
+  }
+  f.instance->Stop();
+}
+
+TEST(InstanceTest, DrainReturnsAtItsDeadline) {
+  Fixture f;
+  f.executor->Close();
+  Answer running;
+  f.Submit(running, 1, 100 * kSecond);
+  f.executor->AwaitRunning(1);
+  absl::Notification drained;
+  const Nanos deadline = f.clock.Now() + kSecond;
+  std::thread drainer([&] {
+    f.instance->Drain(deadline);
+    drained.Notify();
+  });
+  f.clock.Advance(kSecond);
+  drained.WaitForNotification();
+  drainer.join();
+  f.executor->Open();
+  f.instance->Stop();
+  EXPECT_TRUE(running.result.status.ok());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
@@ -96,6 +97,12 @@ absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
 }
 
 bool Cluster::ApplyReport(const WorkerReport& report) {
+  // Instances that drained for too long: their unloads go ahead (below,
+  // outside the lock).
+  std::vector<absl::AnyInvocable<void() &&>> overdue;
+  absl::Cleanup run_overdue = [&overdue] {
+    for (auto& drained : overdue) std::move(drained)();
+  };
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(report.worker_id);
   if (it == workers_.end()) return false;
@@ -129,6 +136,16 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
   } else if (!w.view.idle_since.has_value()) {
     w.view.idle_since = previous_report;  // the report covers the time since
   }
+  for (auto& [key, inst] : w.instances) {
+    if (inst.phase == InstancePhase::kUnloading && inst.drained &&
+        w.view.last_report - inst.phase_since >= options_.unload_drain_limit) {
+      spdlog::warn("{} on {}: {} queries still in flight after {:.0f} s of draining; unloading",
+                   key.ToString(), w.view.id, inst.outstanding,
+                   ToSeconds(w.view.last_report - inst.phase_since));
+      overdue.push_back(std::move(inst.drained));
+      inst.drained = nullptr;
+    }
+  }
   LiveApplyReportLocked(w);
   return true;
 }
@@ -148,14 +165,14 @@ WorkerView Cluster::ViewOf(const Worker& worker) const {
   return view;
 }
 
-std::pair<WorkerView, std::vector<LoadWaiter>> Cluster::EraseWorkerLocked(
-    const std::string& worker_id) {
+Cluster::Erased Cluster::EraseWorkerLocked(const std::string& worker_id) {
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) return {};
-  WorkerView view = ViewOf(it->second);
-  std::vector<LoadWaiter> waiters;
+  Erased erased;
+  erased.view = ViewOf(it->second);
   for (auto& [key, inst] : it->second.instances) {
-    for (LoadWaiter& w : inst.waiters) waiters.push_back(std::move(w));
+    for (LoadWaiter& w : inst.waiters) erased.waiters.push_back(std::move(w));
+    if (inst.drained) erased.drained.push_back(std::move(inst.drained));
     LiveRemoveInstanceLocked(inst);
   }
   if (it->second.live != policy::kNoId) {
@@ -163,17 +180,19 @@ std::pair<WorkerView, std::vector<LoadWaiter>> Cluster::EraseWorkerLocked(
     worker_by_live_.erase(it->second.live);
   }
   workers_.erase(it);
-  return {std::move(view), std::move(waiters)};
+  return erased;
 }
 
-void Cluster::NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> waiters,
-                            absl::string_view reason) {
+void Cluster::NotifyRemoved(Erased erased, absl::string_view reason) {
+  const WorkerView& view = erased.view;
   if (view.id.empty()) return;
   spdlog::warn("worker {} ({}) removed: {}", view.id, view.address, reason);
-  for (LoadWaiter& w : waiters) {
+  for (LoadWaiter& w : erased.waiters) {
     std::move(w)(
         WorkerLostError(absl::StrCat("worker ", view.id, " was lost while loading: ", reason)));
   }
+  // Nothing is left to unload there: the drains' callbacks go unused.
+  erased.drained.clear();
   std::vector<std::function<void(const WorkerView&)>> callbacks;
   {
     absl::MutexLock lock(&mu_);
@@ -183,16 +202,16 @@ void Cluster::NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> wait
 }
 
 void Cluster::RemoveWorker(const std::string& worker_id, absl::string_view reason) {
-  std::pair<WorkerView, std::vector<LoadWaiter>> removed;
+  Erased removed;
   {
     absl::MutexLock lock(&mu_);
     removed = EraseWorkerLocked(worker_id);
   }
-  NotifyRemoved(removed.first, std::move(removed.second), reason);
+  NotifyRemoved(std::move(removed), reason);
 }
 
 std::vector<std::string> Cluster::RemoveSilentWorkers() {
-  std::vector<std::pair<WorkerView, std::vector<LoadWaiter>>> removed;
+  std::vector<Erased> removed;
   {
     absl::MutexLock lock(&mu_);
     Nanos now = options_.clock->Now();
@@ -203,9 +222,9 @@ std::vector<std::string> Cluster::RemoveSilentWorkers() {
     for (const std::string& id : silent) removed.push_back(EraseWorkerLocked(id));
   }
   std::vector<std::string> ids;
-  for (auto& [view, waiters] : removed) {
-    ids.push_back(view.id);
-    NotifyRemoved(view, std::move(waiters), "it stopped reporting");
+  for (Erased& erased : removed) {
+    ids.push_back(erased.view.id);
+    NotifyRemoved(std::move(erased), "it stopped reporting");
   }
   return ids;
 }
@@ -256,6 +275,11 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
 }
 
 void Cluster::Release(const std::string& worker_id, const VariantKey& key, ReplyTimes times) {
+  // The last query of an instance being unloaded: it has drained.
+  absl::AnyInvocable<void() &&> drained;
+  absl::Cleanup run_drained = [&drained] {
+    if (drained) std::move(drained)();
+  };
   absl::MutexLock lock(&mu_);
   auto w = workers_.find(worker_id);
   if (w == workers_.end()) return;
@@ -278,6 +302,10 @@ void Cluster::Release(const std::string& worker_id, const VariantKey& key, Reply
   if (record.outstanding > 0) {
     --record.outstanding;
     if (record.live != policy::kNoId) live_.AddWaiting(record.live, -1);
+  }
+  if (record.outstanding == 0 && record.phase == InstancePhase::kUnloading && record.drained) {
+    drained = std::move(record.drained);
+    record.drained = nullptr;
   }
 }
 
@@ -311,6 +339,7 @@ absl::Status Cluster::BeginLoad(const std::string& worker_id, const VariantKey& 
       inst.phase = InstancePhase::kLoading;
       inst.error.clear();
       inst.phase_since = options_.clock->Now();
+      inst.drained = nullptr;  // an instance being unloaded is taken back
       LiveAddInstanceLocked(w->second, key, inst, policy::InstanceState::kInactive);
       if (waiter) inst.waiters.push_back(std::move(waiter));
       return absl::OkStatus();
@@ -368,15 +397,38 @@ void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
   for (LoadWaiter& waiter : waiters) std::move(waiter)(status);
 }
 
-void Cluster::BeginUnload(const std::string& worker_id, const VariantKey& key) {
+void Cluster::BeginUnload(const std::string& worker_id, const VariantKey& key,
+                          absl::AnyInvocable<void() &&> drained) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto w = workers_.find(worker_id);
+    InstanceRecord* found = nullptr;
+    if (w != workers_.end()) {
+      auto inst = w->second.instances.find(key);
+      if (inst != w->second.instances.end()) found = &inst->second;
+    }
+    if (found != nullptr) {
+      InstanceRecord& record = *found;
+      record.phase = InstancePhase::kUnloading;
+      record.phase_since = options_.clock->Now();
+      LiveRemoveInstanceLocked(record);
+      if (record.outstanding > 0 && drained) {
+        record.drained = std::move(drained);
+        return;
+      }
+      record.drained = nullptr;
+    }
+  }
+  // Nothing in flight there (or nothing to unload): go ahead at once.
+  if (drained) std::move(drained)();
+}
+
+bool Cluster::Unloading(const std::string& worker_id, const VariantKey& key) const {
   absl::MutexLock lock(&mu_);
   auto w = workers_.find(worker_id);
-  if (w == workers_.end()) return;
+  if (w == workers_.end()) return false;
   auto inst = w->second.instances.find(key);
-  if (inst == w->second.instances.end()) return;
-  inst->second.phase = InstancePhase::kUnloading;
-  inst->second.phase_since = options_.clock->Now();
-  LiveRemoveInstanceLocked(inst->second);
+  return inst != w->second.instances.end() && inst->second.phase == InstancePhase::kUnloading;
 }
 
 void Cluster::RemoveInstance(const std::string& worker_id, const VariantKey& key) {

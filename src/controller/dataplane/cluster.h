@@ -159,6 +159,10 @@ class Cluster {
     const Clock* clock = SteadyClock::Get();
     // A worker that has not reported for this long is considered lost.
     Nanos silence_limit = 3 * kSecond;
+    // An instance being unloaded waits for the queries this controller sent
+    // it to be answered (BeginUnload), at most this long: each has a
+    // deadline, 30 s by default for queries without a latency objective.
+    Nanos unload_drain_limit = 35 * kSecond;
     // What chooses each query's instance from the live view (null: the
     // selection policy, "infaas").
     std::shared_ptr<const control::QueryRouter> router;
@@ -221,8 +225,19 @@ class Cluster {
   // against the variant, and the waiters get a WorkerLostError.
   void FinishLoad(const std::string& worker_id, const VariantKey& key, absl::Status status);
   // Marks an instance as being unloaded: no query is routed to it, and the
-  // worker's reports (which still list it) do not bring it back.
-  void BeginUnload(const std::string& worker_id, const VariantKey& key);
+  // worker's reports (which still list it) do not bring it back. It drains:
+  // `drained` (may be null) is called, outside the lock, once no query this
+  // controller sent it is in flight any more (at once if none is), or after
+  // the drain limit (checked on its worker's reports). Only then should the
+  // worker be told to unload it, so that every query it took is answered
+  // by it rather than handed back. It is never called if, first, the
+  // instance is removed or its worker lost (nothing is left to unload), or
+  // a load of the variant there takes the instance back (kLoading), which
+  // Unloading() then says too.
+  void BeginUnload(const std::string& worker_id, const VariantKey& key,
+                   absl::AnyInvocable<void() &&> drained = nullptr);
+  // Whether the instance is still being unloaded (not taken back by a load).
+  bool Unloading(const std::string& worker_id, const VariantKey& key) const;
   // Removes an instance after it was unloaded (or a worker said it does not
   // hold it). Queries waiting on its load are told to choose again (OK).
   void RemoveInstance(const std::string& worker_id, const VariantKey& key);
@@ -273,6 +288,8 @@ class Cluster {
     int target_replicas = 1;  // what the last load asked for
     bool resizing = false;    // a ready instance's replica change is under way
     std::vector<LoadWaiter> waiters;
+    // kUnloading: what to do once it has drained (BeginUnload).
+    absl::AnyInvocable<void() &&> drained;
     // Its entry in the selection's live view (kNoId while its variant has
     // no profile) and its state machine's memory.
     policy::InstanceId live = policy::kNoId;
@@ -296,10 +313,13 @@ class Cluster {
 
   WorkerView ViewOf(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the worker and returns what is left to do outside the lock.
-  std::pair<WorkerView, std::vector<LoadWaiter>> EraseWorkerLocked(const std::string& worker_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void NotifyRemoved(const WorkerView& view, std::vector<LoadWaiter> waiters,
-                     absl::string_view reason);
+  struct Erased {
+    WorkerView view;
+    std::vector<LoadWaiter> waiters;
+    std::vector<absl::AnyInvocable<void() &&>> drained;
+  };
+  Erased EraseWorkerLocked(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifyRemoved(Erased erased, absl::string_view reason);
 
   const Options options_;
   std::shared_ptr<const control::QueryRouter> router_;

@@ -192,6 +192,7 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
       inst.phase = InstancePhase::kLoading;
       inst.error.clear();
       inst.phase_since = options_.clock->Now();
+      inst.drained = nullptr;  // an instance being unloaded is taken back
       LiveAddInstanceLocked(w, key, inst, policy::InstanceState::kInactive);
       result.load = LoadOrder{w.view.id, key};
       loading = &inst;

@@ -136,5 +136,53 @@ TEST_F(ClusterUnreachableTest, AdmissionSeesQueriesInFlightAndTheMeanRoundTripOv
   EXPECT_TRUE(cluster_->AdmissionCandidates({"other", ""}).candidates.empty());
 }
 
+// An instance being unloaded drains: no query goes there, and its unload
+// waits until the queries already there are answered, or the drain limit
+// has passed (seen on a report), or a load takes the instance back.
+TEST_F(ClusterUnreachableTest, AnInstanceBeingUnloadedDrainsFirst) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cluster_->PickReady(kKey).has_value());
+  // Fewest in flight first: two on workers_[0], one on workers_[1].
+  int drained = 0;
+  cluster_->BeginUnload(workers_[0], kKey, [&drained] { ++drained; });
+  EXPECT_TRUE(cluster_->Unloading(workers_[0], kKey));
+  EXPECT_EQ(Select(4), std::set<std::string>{workers_[1]});
+  cluster_->Release(workers_[0], kKey);
+  EXPECT_EQ(drained, 0);
+  cluster_->Release(workers_[0], kKey);
+  EXPECT_EQ(drained, 1);
+  cluster_->Release(workers_[0], kKey);  // nothing left: no second call
+  EXPECT_EQ(drained, 1);
+
+  // With nothing in flight it goes ahead at once; an unknown one too.
+  int idle = 0;
+  cluster_->BeginUnload(workers_[0], {"m", "nowhere"}, [&idle] { ++idle; });
+  EXPECT_EQ(idle, 1);
+}
+
+TEST_F(ClusterUnreachableTest, ADrainEndsAtItsLimitOrWhenALoadTakesTheInstanceBack) {
+  ASSERT_TRUE(cluster_->PickReady(kKey).has_value());  // on workers_[0], never answered
+  ASSERT_TRUE(cluster_->PickReady(kKey).has_value());  // on workers_[1]
+  int drained0 = 0, drained1 = 0;
+  cluster_->BeginUnload(workers_[0], kKey, [&drained0] { ++drained0; });
+  cluster_->BeginUnload(workers_[1], kKey, [&drained1] { ++drained1; });
+  WorkerReport report;
+  report.worker_id = workers_[0];
+  clock_.Advance(34 * kSecond);
+  ASSERT_TRUE(cluster_->ApplyReport(report));
+  EXPECT_EQ(drained0, 0);
+  clock_.Advance(kSecond);  // 35 s: the limit
+  ASSERT_TRUE(cluster_->ApplyReport(report));
+  EXPECT_EQ(drained0, 1);
+  ASSERT_TRUE(cluster_->ApplyReport(report));
+  EXPECT_EQ(drained0, 1);
+
+  // A load of the variant on workers_[1] takes its instance back: its
+  // unload never goes ahead, whenever the query there is answered.
+  ASSERT_TRUE(cluster_->BeginLoad(workers_[1], kKey, nullptr).ok());
+  EXPECT_FALSE(cluster_->Unloading(workers_[1], kKey));
+  cluster_->Release(workers_[1], kKey);
+  EXPECT_EQ(drained1, 0);
+}
+
 }  // namespace
 }  // namespace maitre::controller

@@ -257,15 +257,22 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
                                  "' has no profiled variant yet; its models are being profiled")));
       }
       return Finish(query, absl::FailedPreconditionError(result.explanation));
-    case SelectionOutcome::kUnavailable:
-      if (result.decision.unavailable == policy::UnavailableReason::kNoRoom &&
+    case SelectionOutcome::kUnavailable: {
+      const policy::UnavailableReason why = result.decision.unavailable;
+      if ((why == policy::UnavailableReason::kNoRoom ||
+           why == policy::UnavailableReason::kBusy) &&
           WorkersOnTheirWay()) {
         return AttemptLater(std::move(query), options_.worker_wait_poll);
       }
       CountRefused(*query);
-      return Finish(query, result.decision.unavailable == policy::UnavailableReason::kDeadline
+      // Busy instances and no room for more: overloaded (429, as admission
+      // control says it), not unavailable.
+      return Finish(query, why == policy::UnavailableReason::kDeadline
                                ? absl::DeadlineExceededError(result.explanation)
+                           : why == policy::UnavailableReason::kBusy
+                               ? absl::ResourceExhaustedError(result.explanation)
                                : absl::UnavailableError(result.explanation));
+    }
     default:
       break;
   }

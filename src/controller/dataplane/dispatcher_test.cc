@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "controller/dataplane/dispatcher_testing.h"
 #include "core/work_queue.h"
@@ -187,6 +189,198 @@ TEST_F(DispatcherWorkerLossTest, WithNoReplacementComingAQueryIsRefusedAtOnce) {
   workers_["lost"].dead = true;
   absl::StatusOr<InferResponse> answer = Query();
   EXPECT_EQ(answer.status().code(), absl::StatusCode::kUnavailable) << answer.status();
+}
+
+// Unloading drains (docs/architecture.md, "Unloading drains"): a worker
+// that holds the queries it was sent until the test lets them run, and on
+// Unload answers those it still holds NOT_FOUND, as a worker's instance did
+// when stopped (worker/instance.h).
+class HoldingApi final : public testing::ServingOnlyApi {
+ public:
+  void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>, const InferOptions&,
+             WorkerReplyCallback done) override {
+    absl::MutexLock lock(&mu_);
+    if (open_) return Answer(std::move(done));
+    held_.push_back(std::move(done));
+  }
+  absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
+                                  const std::vector<LatencyPoint>&) override {
+    absl::MutexLock lock(&mu_);
+    ++loads_;
+    return LoadResult{1, 10};
+  }
+  absl::Status Unload(const VariantKey& key) override {
+    std::vector<WorkerReplyCallback> handed_back;
+    {
+      absl::MutexLock lock(&mu_);
+      ++unloads_;
+      held_at_unload_ += static_cast<int>(held_.size());
+      handed_back.swap(held_);
+    }
+    for (auto& done : handed_back) {
+      std::move(done)(absl::NotFoundError(absl::StrCat(key.ToString(), " was unloaded")));
+    }
+    return absl::OkStatus();
+  }
+  // Answers what it holds, and from now on answers at once.
+  void Open() {
+    std::vector<WorkerReplyCallback> held;
+    {
+      absl::MutexLock lock(&mu_);
+      open_ = true;
+      held.swap(held_);
+    }
+    for (auto& done : held) Answer(std::move(done));
+  }
+  int held() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(held_.size());
+  }
+  int loads() {
+    absl::MutexLock lock(&mu_);
+    return loads_;
+  }
+  int unloads() {
+    absl::MutexLock lock(&mu_);
+    return unloads_;
+  }
+  int held_at_unload() {
+    absl::MutexLock lock(&mu_);
+    return held_at_unload_;
+  }
+
+ private:
+  static void Answer(WorkerReplyCallback done) {
+    WorkerReply reply;
+    reply.outputs.push_back({"logits", DataType::kFp32, {1, 10}, std::string(40, '\0')});
+    std::move(done)(std::move(reply));
+  }
+
+  absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<WorkerReplyCallback> held_ ABSL_GUARDED_BY(mu_);
+  int loads_ ABSL_GUARDED_BY(mu_) = 0;
+  int unloads_ ABSL_GUARDED_BY(mu_) = 0;
+  int held_at_unload_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class DispatcherUnloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::SetUpOneVariant(
+                    dir_.File("registry.db"), kKey,
+                    registry::test_util::MakeProfile(kKey.model, kKey.variant, "small").profile,
+                    [this](const std::string&, const std::string&) {
+                      return std::make_unique<Forward>(&worker_);
+                    },
+                    world_)
+                    .ok());
+    placer_ = std::make_unique<Placer>(Placer::Options{world_.cluster.get(), &control_});
+    Dispatcher::Options options;
+    options.catalog = &world_.catalog;
+    options.cluster = world_.cluster.get();
+    options.placer = placer_.get();
+    options.default_timeout = 20 * kSecond;
+    options.admission_control = false;
+    dispatcher_ = std::make_unique<Dispatcher>(options);
+    auto id = world_.cluster->AddWorker("small", "w", 0, "");
+    ASSERT_TRUE(id.ok()) << id.status();
+    worker_id_ = *id;
+    ASSERT_TRUE(world_.cluster->BeginLoad(worker_id_, kKey, nullptr).ok());
+    world_.cluster->FinishLoad(worker_id_, kKey, absl::OkStatus());
+  }
+
+  // The cluster's WorkerApi for the one worker, forwarding to the test's.
+  class Forward final : public testing::ServingOnlyApi {
+   public:
+    explicit Forward(HoldingApi* to) : to_(to) {}
+    void Infer(const VariantKey& key, std::shared_ptr<const std::vector<Tensor>> inputs,
+               const InferOptions& options, WorkerReplyCallback done) override {
+      to_->Infer(key, std::move(inputs), options, std::move(done));
+    }
+    absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
+                                    const std::vector<LatencyPoint>& profile) override {
+      return to_->Load(spec, replicas, profile);
+    }
+    absl::Status Unload(const VariantKey& key) override { return to_->Unload(key); }
+
+   private:
+    HoldingApi* to_;
+  };
+
+  // Waits until the control queue has run everything posted so far.
+  void Settle() {
+    absl::Notification done;
+    control_.Post([&done] { done.Notify(); });
+    done.WaitForNotification();
+  }
+
+  InstancePhase Phase() {
+    for (const WorkerView& w : world_.cluster->Snapshot()) {
+      for (const InstanceView& inst : w.instances) {
+        if (inst.key == kKey) return inst.phase;
+      }
+    }
+    return InstancePhase::kFailed;  // gone
+  }
+
+  registry::test_util::TempDir dir_;
+  HoldingApi worker_;
+  testing::OneVariant world_;
+  WorkQueue control_{1};
+  std::unique_ptr<Placer> placer_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::string worker_id_;
+};
+
+TEST_F(DispatcherUnloadTest, AnInstanceUnloadedWithQueriesInFlightAnswersThemAllFirst) {
+  // 32 queries in flight on the worker's instance when it is unloaded.
+  constexpr int kQueries = 32;
+  absl::Mutex mu;
+  int answered = 0, ok = 0;
+  std::map<std::string, int> failures;
+  for (int i = 0; i < kQueries; ++i) {
+    InferRequest request;
+    request.inputs.push_back(
+        {"input", DataType::kFp32, {1, 1, 28, 28}, std::string(784 * 4, '\0')});
+    dispatcher_->Infer({"", kKey.model, ""}, std::move(request), SteadyClock::Get()->Now(),
+                       [&](absl::StatusOr<InferResponse> r) {
+                         absl::MutexLock lock(&mu);
+                         ++answered;
+                         if (r.ok()) {
+                           ++ok;
+                         } else {
+                           ++failures[r.status().ToString()];
+                         }
+                       });
+  }
+  ASSERT_EQ(worker_.held(), kQueries);
+
+  placer_->Unload(worker_id_, kKey);
+  Settle();
+  // It takes no new query, and the worker is not told to unload it while
+  // it holds some.
+  EXPECT_EQ(Phase(), InstancePhase::kUnloading);
+  EXPECT_EQ(worker_.unloads(), 0);
+
+  // The instance answers what it holds; then it is unloaded.
+  worker_.Open();
+  Settle();
+  EXPECT_EQ(worker_.unloads(), 1);
+  EXPECT_EQ(worker_.held_at_unload(), 0);  // nothing was handed back
+  EXPECT_EQ(worker_.loads(), 0);           // nor the variant loaded again for it
+  EXPECT_EQ(Phase(), InstancePhase::kFailed) << "the instance should be gone";
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(answered, kQueries);
+  EXPECT_EQ(ok, kQueries);
+  EXPECT_TRUE(failures.empty()) << failures.begin()->first;
+}
+
+TEST_F(DispatcherUnloadTest, AnIdleInstanceIsUnloadedAtOnce) {
+  placer_->Unload(worker_id_, kKey);
+  Settle();
+  EXPECT_EQ(worker_.unloads(), 1);
+  EXPECT_EQ(Phase(), InstancePhase::kFailed) << "the instance should be gone";
 }
 
 }  // namespace

@@ -86,18 +86,28 @@ std::string Placer::ChooseWorker(const CatalogVariant& variant,
 }
 
 void Placer::Unload(const std::string& worker_id, const VariantKey& key) {
-  // Stop routing to it first; forget it once the worker has let it go.
-  options_.cluster->BeginUnload(worker_id, key);
-  options_.control->Post([this, worker_id, key] {
-    std::shared_ptr<WorkerApi> api = options_.cluster->Api(worker_id);
-    if (api == nullptr) return;
-    absl::Status status = api->Unload(key);
-    options_.cluster->RemoveInstance(worker_id, key);
-    if (status.ok()) {
-      spdlog::info("{} unloaded from {}", key.ToString(), worker_id);
-    } else {
-      spdlog::warn("unloading {} from {}: {}", key.ToString(), worker_id, status.message());
-    }
+  // Stop routing to it first; once the queries it took are answered, tell
+  // the worker; forget it once the worker has let it go. Unloading at once
+  // would hand back what the instance still held (the worker answers that
+  // NOT_FOUND and the dispatcher sends it elsewhere, often by loading the
+  // variant again).
+  options_.cluster->BeginUnload(worker_id, key, [this, worker_id, key] {
+    options_.control->Post([this, worker_id, key] {
+      if (!options_.cluster->Unloading(worker_id, key)) {
+        spdlog::info("{} on {}: not unloaded, a load took it back while it drained",
+                     key.ToString(), worker_id);
+        return;
+      }
+      std::shared_ptr<WorkerApi> api = options_.cluster->Api(worker_id);
+      if (api == nullptr) return;
+      absl::Status status = api->Unload(key);
+      options_.cluster->RemoveInstance(worker_id, key);
+      if (status.ok()) {
+        spdlog::info("{} unloaded from {}", key.ToString(), worker_id);
+      } else {
+        spdlog::warn("unloading {} from {}: {}", key.ToString(), worker_id, status.message());
+      }
+    });
   });
 }
 

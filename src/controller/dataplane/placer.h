@@ -43,8 +43,12 @@ class Placer {
   void LoadOn(const std::string& worker_id, const CatalogVariant& variant, int replicas,
               LoadWaiter done);
 
-  // Unloads `key` from a worker (control queue) and forgets the instance;
-  // queries in flight there are answered first.
+  // Unloads `key` from a worker and forgets the instance. It drains first:
+  // no query is routed there from now on, and the Unload goes to the worker
+  // (on the control queue) once every query this controller sent the
+  // instance has been answered by it (Cluster::BeginUnload; at most its
+  // drain limit). If a load of the variant there takes it back meanwhile,
+  // it stays.
   void Unload(const std::string& worker_id, const VariantKey& key);
 
   // The worker a query's on-demand load of `variant` should go to, or "" if

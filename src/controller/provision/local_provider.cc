@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,23 @@ constexpr Nanos kYoungDeath = 10 * kSecond;
 constexpr Nanos kGracePeriod = 3 * kSecond;
 
 }  // namespace
+
+std::string DefaultLocalWorkers(const WorkerTypeTable& types, int cpus) {
+  const std::vector<WorkerType>& all = types.types();
+  if (all.empty()) return "";
+  int total = 0;
+  for (const WorkerType& t : all) total += t.cores;
+  if (total <= cpus) {
+    std::vector<std::string> parts;
+    for (const WorkerType& t : all) parts.push_back(absl::StrCat(t.name, ":1"));
+    return absl::StrJoin(parts, ",");
+  }
+  const WorkerType* smallest = &all[0];
+  for (const WorkerType& t : all) {
+    if (t.cores < smallest->cores) smallest = &t;
+  }
+  return absl::StrCat(smallest->name, ":", std::max(1, cpus / smallest->cores));
+}
 
 LocalProvider::LocalProvider(Options options)
     : options_(std::move(options)),
@@ -120,6 +138,23 @@ void LocalProvider::LaunchLocked(const WorkerType& type) {
   w.token = absl::StrCat(w.name, "-", RandomToken(16));
   w.type = type.name;
   w.cores = ChooseCoresLocked(type.cores);
+  // The autoscalers count each worker's cores as its own: say when a core
+  // is shared (more workers asked for than this machine has cores).
+  for (const auto& [token, other] : launched_) {
+    std::vector<int> shared;
+    for (int c : w.cores) {
+      if (std::find(other.cores.begin(), other.cores.end(), c) != other.cores.end()) {
+        shared.push_back(c);
+      }
+    }
+    if (!shared.empty()) {
+      spdlog::warn(
+          "local provider: {} ({}) shares core(s) {} with {} ({}); the autoscalers count each "
+          "worker's cores as its own, so capacity is overcounted (docs/operations.md, \"Local "
+          "workers\")",
+          w.name, type.name, absl::StrJoin(shared, ","), other.name, other.type);
+    }
+  }
   w.started = options_.clock->Now();
 
   // Everything the child needs is prepared before fork: between fork and

@@ -29,6 +29,17 @@
 
 namespace maitre::controller {
 
+// The local workers `maitre serve` starts when --workers is not given, for
+// a machine with `cpus` cores: one of each type in `types` when their cores
+// add up to `cpus` or fewer, so that every type exists; otherwise as many
+// workers of the smallest type (the first listed, on a tie) as its cores
+// fit, at least one. Either way no two workers share a core (unless one
+// worker needs more cores than there are): the autoscalers count each
+// worker's cores as its own, so workers pinned to the same core would be
+// counted as capacity twice (docs/operations.md, "Local workers"). As
+// --workers takes it: "type:count,...".
+std::string DefaultLocalWorkers(const WorkerTypeTable& types, int cpus);
+
 class LocalProvider : public WorkerProvider {
  public:
   struct Options {

@@ -12,7 +12,9 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 
 namespace maitre::controller {
@@ -35,13 +37,13 @@ class LocalProviderTest : public ::testing::Test {
     return path;
   }
 
-  std::unique_ptr<LocalProvider> Make(const std::string& binary) {
+  std::unique_ptr<LocalProvider> Make(const std::string& binary, int cpus = 2) {
     LocalProvider::Options options;
     options.binary = binary;
     options.controller = "127.0.0.1:1";
     options.log_dir = (dir_ / "logs").string();
     options.cache_dir = (dir_ / "cache").string();
-    options.cpus = 2;
+    options.cpus = cpus;
     auto provider = std::make_unique<LocalProvider>(options);
     provider->OnEvent([this](const WorkerEvent& e) {
       absl::MutexLock lock(&mu_);
@@ -124,6 +126,100 @@ TEST_F(LocalProviderTest, AWorkerThatDiesIsReportedLostWithHow) {
   EXPECT_EQ(lost.kind, WorkerEvent::Kind::kLost);
   EXPECT_EQ(lost.detail, "exit code 3");
   provider->Stop();
+}
+
+// The default layout (`maitre serve --workers auto`): one of each type when
+// the cores fit them all, else the smallest type on every core it fits.
+TEST(DefaultLocalWorkersTest, OneOfEachTypeWhenTheCoresFitElseTheSmallestOnEveryCore) {
+  const WorkerTypeTable types = WorkerTypeTable::Default();  // cpu-1 (1 core), cpu-2 (2)
+  EXPECT_EQ(DefaultLocalWorkers(types, 1), "cpu-1:1");
+  EXPECT_EQ(DefaultLocalWorkers(types, 2), "cpu-1:2");
+  EXPECT_EQ(DefaultLocalWorkers(types, 3), "cpu-1:1,cpu-2:1");
+  EXPECT_EQ(DefaultLocalWorkers(types, 16), "cpu-1:1,cpu-2:1");
+  const WorkerTypeTable big({{"c4", 4, 1000, 1}, {"c8", 8, 1000, 2}, {"d4", 4, 1000, 1}});
+  EXPECT_EQ(DefaultLocalWorkers(big, 2), "c4:1");  // none fits: one of the smallest
+  EXPECT_EQ(DefaultLocalWorkers(big, 9), "c4:2");  // a tie: the first listed
+  EXPECT_EQ(DefaultLocalWorkers(big, 16), "c4:1,c8:1,d4:1");
+  EXPECT_EQ(DefaultLocalWorkers(WorkerTypeTable(std::vector<WorkerType>{}), 4), "");
+}
+
+// Launches `layout` ("type:count,...") on a machine of `cpus` cores with a
+// stand-in worker that records its arguments, and returns each worker's
+// --cores.
+class LocalProviderLayoutTest : public LocalProviderTest {
+ public:
+  std::vector<std::vector<int>> Cores(const std::string& layout, int cpus) {
+    std::filesystem::remove_all(dir_ / "args");
+    std::filesystem::create_directories(dir_ / "args");
+    auto provider = Make(
+        Script("recorder", absl::StrCat("echo \"$@\" > ", (dir_ / "args").string(), "/$$; exec sleep 60")),
+        cpus);
+    const WorkerTypeTable types = WorkerTypeTable::Default();
+    int workers = 0;
+    for (absl::string_view item : absl::StrSplit(layout, ',', absl::SkipEmpty())) {
+      std::vector<std::string> f = absl::StrSplit(item, ':');
+      int count = 0;
+      EXPECT_TRUE(f.size() == 2 && absl::SimpleAtoi(f[1], &count)) << item;
+      provider->SetDesired(*types.Find(f[0]), count);
+      workers += count;
+    }
+    provider->Start();
+    std::vector<std::vector<int>> cores;
+    for (int i = 0; i < 600; ++i) {
+      cores.clear();
+      for (const auto& entry : std::filesystem::directory_iterator(dir_ / "args")) {
+        std::string line;
+        std::getline(std::ifstream(entry.path()), line);
+        std::vector<std::string> args = absl::StrSplit(line, ' ');
+        for (size_t a = 0; a + 1 < args.size(); ++a) {
+          if (args[a] != "--cores") continue;
+          std::vector<int> mine;
+          for (absl::string_view c : absl::StrSplit(args[a + 1], ',')) {
+            int core = -1;
+            EXPECT_TRUE(absl::SimpleAtoi(c, &core)) << line;
+            mine.push_back(core);
+          }
+          cores.push_back(mine);
+        }
+      }
+      if (static_cast<int>(cores.size()) == workers) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    provider->Stop();
+    EXPECT_EQ(static_cast<int>(cores.size()), workers) << layout;
+    return cores;
+  }
+};
+
+int SharedCores(const std::vector<std::vector<int>>& workers) {
+  int shared = 0;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    for (size_t j = i + 1; j < workers.size(); ++j) {
+      for (int c : workers[i]) {
+        shared += std::count(workers[j].begin(), workers[j].end(), c) > 0 ? 1 : 0;
+      }
+    }
+  }
+  return shared;
+}
+
+// The old embedded default, one cpu-1 and one cpu-2 worker, pinned both to
+// core 1 of a 2-core machine, and the autoscalers counted the two as
+// independent capacity. The derived default gives every worker cores of
+// its own on any machine with the cores for one worker.
+TEST_F(LocalProviderLayoutTest, TheDefaultLayoutGivesEveryWorkerItsOwnCores) {
+  EXPECT_EQ(SharedCores(Cores("cpu-1:1,cpu-2:1", 2)), 1);
+  for (int cpus : {1, 2, 3, 4}) {
+    const std::string layout = DefaultLocalWorkers(WorkerTypeTable::Default(), cpus);
+    const std::vector<std::vector<int>> cores = Cores(layout, cpus);
+    EXPECT_EQ(SharedCores(cores), 0) << layout << " on " << cpus << " cores";
+    for (const std::vector<int>& mine : cores) {
+      for (int c : mine) {
+        EXPECT_GE(c, 0);
+        EXPECT_LT(c, cpus);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -176,9 +176,14 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
       oi.mean_batch = inst.stats.mean_batch;
       oi.compute_p50_ms = inst.stats.compute_p50_ms;
       if (inst.phase == InstancePhase::kReady || ready_since_.count({w.id, inst.key}) > 0) {
-        // First seen ready: it became ready when its phase began.
-        oi.ready_since =
+        // First seen ready: it became ready when its phase began. One that
+        // was unloaded and loaded again since the last round is a new
+        // instance, as young as its phase (it kept the old one's age, and
+        // the allocator shrank or gave up a reload a second old).
+        Nanos& since =
             ready_since_.emplace(std::make_pair(w.id, inst.key), inst.phase_since).first->second;
+        if (inst.phase == InstancePhase::kReady) since = std::max(since, inst.phase_since);
+        oi.ready_since = since;
         ready_since.emplace(std::make_pair(w.id, inst.key), oi.ready_since);
       }
       ow.instances.push_back(std::move(oi));

@@ -150,6 +150,29 @@ TEST_F(ConsolidationLoopTest, AQuietModelOnTwoWorkersEndsOnOneAfterTheWait) {
   EXPECT_EQ(ReadyWorkers(), 1);
 }
 
+// An instance unloaded and loaded again between two rounds (selection
+// reloads in a fraction of a second) is a new instance: it is kept for the
+// minimum age like any other. It used to inherit the age of the one it
+// replaced, and was given up or shrunk again a second after its reload.
+TEST_F(ConsolidationLoopTest, AnInstanceReloadedBetweenRoundsIsYoung) {
+  for (int s = 0; s < 60; ++s) Second(900);  // both old, both needed
+  ASSERT_EQ(ReadyWorkers(), 2);
+  for (int s = 0; s < 20; ++s) Second(20);  // quiet: one may go once 30 s show it
+  // workers_[0] (it goes first on a tie) is unloaded and loaded again.
+  cluster_->RemoveInstance(workers_[0], kKey);
+  ASSERT_TRUE(cluster_->BeginLoad(workers_[0], kKey, nullptr).ok());
+  cluster_->FinishLoad(workers_[0], kKey, absl::OkStatus());
+  // It is 30 s young from now: neither goes meanwhile (the one that should
+  // go is kept, and no other goes in its place), then it goes.
+  for (int s = 1; s < 30; ++s) {
+    Second(20);
+    ASSERT_EQ(ReadyWorkers(), 2) << "at " << s << " s after the reload";
+  }
+  for (int s = 0; s < 3 && ReadyWorkers() == 2; ++s) Second(20);
+  EXPECT_EQ(ReadyWorkers(), 1);
+  EXPECT_FALSE(Ready(workers_[0]));
+}
+
 TEST_F(ConsolidationLoopTest, ABusyModelStaysOnBothWorkers) {
   // 900 qps on each: one replica alone would lack the headroom.
   for (int s = 0; s < 60; ++s) Second(900);
