@@ -27,7 +27,7 @@ namespace {
 constexpr char kZoo[] = R"(
 name: variant-capacity
 cluster:
-  workers: {cpu-1: 1, cpu-2: 1}
+  workers: WORKERS
 profiles:
   - {model: fmnist-cnn, variant: opencv, worker_type: TYPE, accuracy: 0.9066, load_ms: 1.699355,
      memory_mb: 4.324, points: [[1, 0.088871, 0.143892], [2, 0.16554, 0.215789],
@@ -71,7 +71,8 @@ std::string Replace(std::string text, const std::string& key, const std::string&
 
 // The zoo's profiles on both types (cpu-1 and cpu-2 agree at small batches:
 // docs/architecture.md, "Small batches on one thread").
-std::string Text(const std::string& schedule, int duration_s, const std::string& model) {
+std::string Text(const std::string& schedule, int duration_s, const std::string& model,
+                 const std::string& workers) {
   std::string text = kZoo;
   const size_t begin = text.find("  - {model");
   const size_t end = text.find("apps:");
@@ -79,12 +80,14 @@ std::string Text(const std::string& schedule, int duration_s, const std::string&
   text.replace(begin, end - begin, Replace(one, "TYPE", "cpu-1") + Replace(one, "TYPE", "cpu-2"));
   text = Replace(text, "SCHEDULE", schedule);
   text = Replace(text, "DURATION", std::to_string(duration_s));
+  text = Replace(text, "WORKERS", workers);
   return Replace(text, "MODEL", model);
 }
 
 std::unique_ptr<Simulator> Simulate(const std::string& schedule, int duration_s,
-                                    const std::string& model = "infaas") {
-  auto e = ParseExperiment(Text(schedule, duration_s, model), ".");
+                                    const std::string& model = "infaas",
+                                    const std::string& workers = "{cpu-1: 1, cpu-2: 1}") {
+  auto e = ParseExperiment(Text(schedule, duration_s, model, workers), ".");
   EXPECT_TRUE(e.ok()) << e.status();
   if (!e.ok()) return nullptr;
   auto sim = BuildSimulator(*e);
@@ -130,6 +133,18 @@ TEST(VariantCapacityTest, ALoadStepFrom10To90PercentEndsOnTheHighCapacityVariant
   }
   ASSERT_GT(arrived, 0);
   EXPECT_LT(static_cast<double>(violated) / arrived, 0.01);
+}
+
+TEST(VariantCapacityTest, OnTwoOneCoreWorkersTheStepEndsOnTorchOptToo) {
+  // The local provider's layout on a 2-core host (one cpu-1 worker per
+  // core): every switch is on a full one-core worker.
+  const double capacity = 2 * 38269;
+  auto sim = Simulate(absl::StrCat("[{at_s: 0, rate_qps: ", 0.1 * capacity,
+                                   "}, {at_s: 30, rate_qps: ", 0.9 * capacity, "}]"),
+                      60, "infaas", "{cpu-1: 2}");
+  ASSERT_NE(sim, nullptr);
+  EXPECT_EQ(ReadyByVariant(*sim), (std::map<std::string, int>{{"torch-opt", 2}})) << Log(*sim);
+  EXPECT_LT(sim->metrics().total.violations(), sim->metrics().total.arrived / 100);
 }
 
 TEST(VariantCapacityTest, ALightLoadStaysOnTheQuickestVariant) {
