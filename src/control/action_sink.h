@@ -27,6 +27,10 @@ struct Decision {
   int replicas = 0;
   std::string reason;
   std::string for_worker;  // placement: the worker whose load it takes
+  // Why the model autoscaler chose the variant it loads ("headroom",
+  // "capacity", "savings": policy::ModelScaleCauseName); empty for
+  // decisions that choose no variant. The variant-choice metric's label.
+  std::string cause = {};
 };
 std::string DecisionLine(const Decision& decision);
 

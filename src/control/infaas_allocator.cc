@@ -341,7 +341,9 @@ void InfaasAllocator::Carry(const Observation& observation, const ObservedWorker
         sink.Load(worker.id, to, action.add, std::move(removals),
                   MarkBusy({{worker.id, action.model}}, 1));
       }
-      sink.Record({observation.now, kind, worker.id, to.ToString(), action.add, action.reason});
+      Decision record{observation.now, kind, worker.id, to.ToString(), action.add, action.reason};
+      record.cause = std::string(policy::ModelScaleCauseName(action.cause));
+      sink.Record(record);
       return;
     }
     case Kind::kRemoveReplica:
@@ -523,8 +525,10 @@ void InfaasAllocator::PlaceElsewhere(const Observation& observation, const Obser
   std::function<void()> done = MarkBusy(places, static_cast<int>(added.size()));
   for (const auto& [index, n] : added) {
     sink.Load(ids[index]->id, key, n, {}, done);
-    sink.Record(
-        {observation.now, "place", ids[index]->id, key.ToString(), n, action.reason, source.id});
+    Decision record{observation.now, "place", ids[index]->id, key.ToString(), n, action.reason,
+                    source.id};
+    record.cause = std::string(policy::ModelScaleCauseName(action.cause));
+    sink.Record(record);
   }
 }
 

@@ -88,6 +88,13 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
       metric_set->AddCollectedGauge({"maitre_instance_served_requests_per_second",
                                    "Each instance's served rate over its last report",
                                    {"model", "variant", "worker"}}));
+  MAITRE_ASSIGN_OR_RETURN(
+      m->variant_choices_,
+      metric_set->AddCollectedCounter(
+          {"maitre_variant_choices_total",
+           "Variants chosen to load, by who chose (selection, autoscaler), the variant and the "
+           "rule that chose it (quickest, capacity, headroom, savings)",
+           {"by", "variant", "reason"}}));
   ServingMetrics* self = m.get();
   m->collector_ = metric_set->AddCollector([self](metrics::Collector& c) {
     double cost = 0;
@@ -106,6 +113,15 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
       }
     }
     c.Set(self->cost_rate_, {}, cost);
+    for (const auto& [key, n] : self->cluster_->SelectionLoadCounts()) {
+      c.Set(self->variant_choices_, {"selection", key.first, key.second},
+            static_cast<double>(n));
+    }
+    absl::MutexLock lock(&self->choices_mu_);
+    for (const auto& [key, n] : self->autoscaler_choices_) {
+      c.Set(self->variant_choices_, {"autoscaler", key.first, key.second},
+            static_cast<double>(n));
+    }
   });
   return m;
 }
@@ -165,6 +181,11 @@ void ServingMetrics::RecordExpiry(Nanos lateness) {
 
 void ServingMetrics::RecordAutoscalerAction(absl::string_view action) {
   autoscaler_actions_->With({action}).Increment();
+}
+
+void ServingMetrics::RecordVariantChoice(absl::string_view variant, absl::string_view reason) {
+  absl::MutexLock lock(&choices_mu_);
+  ++autoscaler_choices_[{std::string(variant), std::string(reason)}];
 }
 
 }  // namespace maitre::controller

@@ -9,8 +9,10 @@
 // only a reader lock once the (model, variant) series exist.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -41,6 +43,12 @@ class ServingMetrics {
   // One decision of the allocator ("replicate", "upgrade", "add-worker", ...).
   void RecordAutoscalerAction(absl::string_view action);
 
+  // The model autoscaler chose `variant` ("model:variant") to load, for
+  // `reason` ("headroom", "capacity", "savings"). With the loads selection
+  // started (Cluster::SelectionLoadCounts, reason "quickest" or "capacity")
+  // it makes maitre_variant_choices_total{by, variant, reason}.
+  void RecordVariantChoice(absl::string_view variant, absl::string_view reason);
+
   metrics::MetricSet& metric_set() { return *metric_set_; }
 
  private:
@@ -70,7 +78,13 @@ class ServingMetrics {
   metrics::CollectedFamily* cost_rate_ = nullptr;
   metrics::CollectedFamily* instance_queue_ = nullptr;
   metrics::CollectedFamily* instance_rate_ = nullptr;
+  metrics::CollectedFamily* variant_choices_ = nullptr;
   metrics::CollectorId collector_ = 0;
+
+  // The model autoscaler's variant choices by (variant, reason).
+  mutable absl::Mutex choices_mu_;
+  std::map<std::pair<std::string, std::string>, int64_t> autoscaler_choices_
+      ABSL_GUARDED_BY(choices_mu_);
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Series>> series_ ABSL_GUARDED_BY(mu_);

@@ -13,6 +13,7 @@ maitre_library(maitre_policy_autoscaling_ilp
 
 maitre_test(autoscaling_test
   SRCS autoscaling_model_test.cc autoscaling_model_property_test.cc autoscaling_consolidation_test.cc
+       autoscaling_model_capacity_test.cc
        autoscaling_ilp_test.cc
        autoscaling_cluster_test.cc placement_test.cc provisioning_test.cc migration_test.cc
        mark_provisioning_test.cc

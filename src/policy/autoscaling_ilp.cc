@@ -65,7 +65,7 @@ absl::StatusOr<ScaleUpIlpResult> SolveScaleUpIlp(const ModelScalingSnapshot& sna
       lower.push_back(x_lo);
       upper.push_back(x_hi);
       objective.push_back(v.cost_per_s);
-      // p >= max(x - n, 0): what loading costs and the peak resources count.
+      // p >= max(x - n, 0): what loading costs and the peak memory count.
       lower.push_back(0);
       upper.push_back(std::max(0.0, x_hi - n));
       objective.push_back(v.cost_per_s * options.lambda_per_s * v.load_s);
@@ -101,7 +101,7 @@ absl::StatusOr<ScaleUpIlpResult> SolveScaleUpIlp(const ModelScalingSnapshot& sna
       rows.Add(link, -n, inf);
       if (v.saturation_qps > 0) throughput.insert(x, v.saturation_qps);
       count.insert(x, 1.0);
-      if (v.cores > 0) cores_row.insert(p, v.cores);
+      if (v.cores > 0) cores_row.insert(x, v.cores);
       if (v.memory_mb > 0) memory_row.insert(p, v.memory_mb);
       ++col;
     }
@@ -110,9 +110,11 @@ absl::StatusOr<ScaleUpIlpResult> SolveScaleUpIlp(const ModelScalingSnapshot& sna
       rows.Add(count, options.min_replicas_per_model, inf);
     }
   }
-  // The transition's peak: everything there now plus everything added
-  // (removals happen after the new replicas are ready).
-  rows.Add(cores_row, -inf, snapshot.cores - UsedCores(snapshot) + kEps);
+  // Cores once the move is done (a loading replica runs no batches, and the
+  // replicas it replaces are drained once it serves); memory at the
+  // transition's peak: everything there now plus everything added (removals
+  // happen after the new replicas are ready).
+  rows.Add(cores_row, -inf, snapshot.cores - snapshot.reserved_cores + kEps);
   if (snapshot.memory_mb > 0) {
     rows.Add(memory_row, -inf, snapshot.memory_mb - UsedMemoryMb(snapshot) + kEps);
   }

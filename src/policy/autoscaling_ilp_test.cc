@@ -150,13 +150,13 @@ std::optional<double> BruteForce(const ModelScalingSnapshot& s, const ModelAutos
     }
     std::vector<double> qps(s.models.size(), 0);
     std::vector<int> count(s.models.size(), 0);
-    double cores = UsedCores(s), memory = UsedMemoryMb(s), cost = 0;
+    double cores = s.reserved_cores, memory = UsedMemoryMb(s), cost = 0;
     for (size_t k = 0; k < vars.size(); ++k) {
       const ScalingVariant& v = *vars[k].v;
       int n = v.replicas + v.loading, added = std::max(0, x[k] - n);
       qps[vars[k].model] += x[k] * v.saturation_qps;
       count[vars[k].model] += x[k];
-      cores += added * v.cores;
+      cores += x[k] * v.cores;  // once done; memory at the peak
       memory += added * v.memory_mb;
       cost += v.cost_per_s * (x[k] - n) + v.cost_per_s * o.lambda_per_s * v.load_s * added;
     }

@@ -13,6 +13,7 @@ namespace maitre::policy {
 namespace {
 
 constexpr double kEps = 1e-9;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int kNoReplicas = std::numeric_limits<int>::max();
 constexpr int kMaxTopUps = 64;
 using Kind = ModelScaleAction::Kind;
@@ -92,10 +93,57 @@ int Disturbance(Kind kind) {
   }
 }
 
-// Orders candidate moves: cheaper first; on a tie, the one that disturbs
-// less, then fewer replicas loaded, then by name so the choice never depends
-// on input order.
-bool Better(const Move& a, const Move& b, const ScalingModel& m) {
+// Σ C_v·δ_v of a move: what it changes in the running cost, loading
+// penalty aside.
+double RunningCost(const ScalingModel& m, const Move& x) {
+  double c = 0;
+  if (x.to >= 0) c += x.add * m.variants[x.to].cost_per_s;
+  if (x.to2 >= 0) c += x.add2 * m.variants[x.to2].cost_per_s;
+  if (x.from >= 0) c -= x.remove * m.variants[x.from].cost_per_s;
+  for (auto [u, n] : x.also) c -= n * m.variants[u].cost_per_s;
+  return c;
+}
+
+// Σ saturation_qps·δ_v: the capacity a move adds (negative: removes).
+double CapacityChange(const ScalingModel& m, const Move& x) {
+  double q = 0;
+  if (x.to >= 0) q += x.add * m.variants[x.to].saturation_qps;
+  if (x.to2 >= 0) q += x.add2 * m.variants[x.to2].saturation_qps;
+  if (x.from >= 0) q -= x.remove * m.variants[x.from].saturation_qps;
+  for (auto [u, n] : x.also) q -= n * m.variants[u].saturation_qps;
+  return q;
+}
+
+// The longest load time among the variants a move loads (0: it loads none).
+double LongestLoadS(const ScalingModel& m, const Move& x) {
+  double t = 0;
+  if (x.to >= 0 && x.add > 0) t = std::max(t, m.variants[x.to].load_s);
+  if (x.to2 >= 0 && x.add2 > 0) t = std::max(t, m.variants[x.to2].load_s);
+  return t;
+}
+
+bool Near(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max({1e-12, std::abs(a), std::abs(b)});
+}
+
+// The capacity tie (ModelAutoscalerOptions::capacity_tie_load_s): equal
+// running costs, quick loads on both sides, different capacities. Then the
+// move that leaves more capacity goes first, whatever its load time.
+std::optional<bool> CapacityTie(const Move& a, const Move& b, const ScalingModel& m,
+                                const ModelAutoscalerOptions& o) {
+  if (!Near(RunningCost(m, a), RunningCost(m, b))) return std::nullopt;
+  if (LongestLoadS(m, a) > o.capacity_tie_load_s || LongestLoadS(m, b) > o.capacity_tie_load_s) {
+    return std::nullopt;
+  }
+  const double qa = CapacityChange(m, a), qb = CapacityChange(m, b);
+  if (Near(qa, qb)) return std::nullopt;
+  return qa > qb;
+}
+
+// Orders candidate moves by cost alone: cheaper first; on a tie, the one
+// that disturbs less, then fewer replicas loaded, then by name so the choice
+// never depends on input order.
+bool Cheaper(const Move& a, const Move& b, const ScalingModel& m) {
   double scale = std::max({1e-12, std::abs(a.cost), std::abs(b.cost)});
   if (std::abs(a.cost - b.cost) > 1e-9 * scale) return a.cost < b.cost;
   auto disturbance = [](const Move& x) {
@@ -107,6 +155,35 @@ bool Better(const Move& a, const Move& b, const ScalingModel& m) {
   if (a.remove != b.remove) return a.remove < b.remove;
   auto name = [&m](int i) { return i < 0 ? std::string() : m.variants[i].variant; };
   return std::make_tuple(name(a.to), name(a.from)) < std::make_tuple(name(b.to), name(b.from));
+}
+
+// The order moves are chosen in: the capacity tie first, then Cheaper.
+bool Better(const Move& a, const Move& b, const ScalingModel& m, const ModelAutoscalerOptions& o) {
+  if (std::optional<bool> tie = CapacityTie(a, b, m, o)) return *tie;
+  return Cheaper(a, b, m);
+}
+
+// Whether `mv` fits in the worker with `used` taken: what it loads on top of
+// everything there now, in memory (the old and the new replicas are both
+// loaded until the new ones serve), and in cores once it is done (a loading
+// replica runs no batches, and the replicas it replaces are drained as soon
+// as the new ones serve: counting both would forbid any switch on a full
+// worker, e.g. every switch on a one-core worker).
+bool FitsMove(const ModelScalingSnapshot& s, Usage used, const ScalingModel& m, const Move& mv) {
+  if (mv.from >= 0) used.cores -= mv.remove * m.variants[mv.from].cores;
+  for (auto [u, n] : mv.also) used.cores -= n * m.variants[u].cores;
+  if (mv.to2 >= 0) {
+    if (!Fits(s, used, m.variants[mv.to2], mv.add2)) return false;
+    Take(used, m.variants[mv.to2], mv.add2);
+  }
+  return mv.to < 0 || Fits(s, used, m.variants[mv.to], mv.add);
+}
+
+// C_v / saturation_qps: what a unit of throughput costs on `v` (infinite
+// when it serves nothing here).
+double CostPerQps(const ScalingVariant& v) {
+  return v.saturation_qps > 0 ? v.cost_per_s / v.saturation_qps
+                              : std::numeric_limits<double>::infinity();
 }
 
 // Replacing `j` ready replicas of `u` with enough of `w` that the model has
@@ -204,6 +281,22 @@ std::string Describe(const ScalingModel& m, const Move& move) {
   return "placing elsewhere";
 }
 
+// When the capacity tie chose `chosen` over `cheapest`, a move costing less
+// only by its loading penalty: a clause saying so, for the reason; empty
+// when the cheapest move was chosen.
+std::string CapacityTieClause(const ScalingModel& m, const Move& chosen, const Move& cheapest) {
+  if (&chosen == &cheapest || !(cheapest.cost < chosen.cost) || Near(cheapest.cost, chosen.cost)) {
+    return "";
+  }
+  return absl::StrFormat(
+      ", chosen for capacity over %s (%.3g $/s cheaper, by load time alone): %+.0f qps against "
+      "%+.0f for the same running cost",
+      cheapest.kind == Kind::kNeedsPlacement
+          ? absl::StrFormat("%s x%d", m.variants[cheapest.to].variant, cheapest.add)
+          : Describe(m, cheapest),
+      chosen.cost - cheapest.cost, CapacityChange(m, chosen), CapacityChange(m, cheapest));
+}
+
 // The move that restores `m`'s headroom at the least cost and fits in the
 // worker (one action, or two for a top-up), or a kNeedsPlacement when none
 // fits; empty when no scale-up is needed.
@@ -260,23 +353,29 @@ std::vector<ModelScaleAction> ScaleUp(const ModelScalingSnapshot& s, const Scali
   }
 
   const Move* best = nullptr;
+  const Move* cheapest = nullptr;  // by cost alone, to say when the capacity tie decided
   for (const Move& mv : moves) {
-    Usage after = used;
-    if (mv.to2 >= 0) {
-      if (!Fits(s, after, m.variants[mv.to2], mv.add2)) continue;
-      Take(after, m.variants[mv.to2], mv.add2);
-    }
-    if (Fits(s, after, m.variants[mv.to], mv.add) && (best == nullptr || Better(mv, *best, m))) {
-      best = &mv;
-    }
+    if (!FitsMove(s, used, m, mv)) continue;
+    if (best == nullptr || Better(mv, *best, m, o)) best = &mv;
+    if (cheapest == nullptr || Cheaper(mv, *cheapest, m)) cheapest = &mv;
   }
   std::string why = absl::StrFormat("headroom %.3f < slack %.2f at %.1f qps",
                                     capacity / m.load_qps, o.slack, m.load_qps);
   if (best != nullptr) {
-    std::string reason = absl::StrFormat("%s: %s costs %.3g $/s, the cheapest move that fits",
-                                         why, Describe(m, *best), best->cost);
+    const std::string tie = CapacityTieClause(m, *best, *cheapest);
+    std::string reason =
+        tie.empty() ? absl::StrFormat("%s: %s costs %.3g $/s, the cheapest move that fits", why,
+                                      Describe(m, *best), best->cost)
+                    : absl::StrFormat("%s: %s costs %.3g $/s%s", why, Describe(m, *best),
+                                      best->cost, tie);
+    const ModelScaleAction::Cause cause =
+        tie.empty() ? ModelScaleAction::Cause::kHeadroom : ModelScaleAction::Cause::kCapacity;
     Take(used, m.variants[best->to], best->add);
-    if (best->to2 < 0) return {ToAction(m, *best, reason)};
+    if (best->to2 < 0) {
+      ModelScaleAction action = ToAction(m, *best, reason);
+      action.cause = cause;
+      return {action};
+    }
     // A top-up is two loads; each action carries its own share of the cost.
     Move first = *best, second;
     first.to2 = -1;
@@ -286,7 +385,10 @@ std::vector<ModelScaleAction> ScaleUp(const ModelScalingSnapshot& s, const Scali
     second.add = best->add2;
     second.cost = LoadCost(m.variants[second.to], second.add, o.lambda_per_s);
     Take(used, m.variants[second.to], second.add);
-    return {ToAction(m, first, reason), ToAction(m, second, reason)};
+    std::vector<ModelScaleAction> actions = {ToAction(m, first, reason),
+                                             ToAction(m, second, reason)};
+    for (ModelScaleAction& a : actions) a.cause = cause;
+    return actions;
   }
 
   // Nothing fits here. Ask for the capacity elsewhere, suggesting the
@@ -301,20 +403,28 @@ std::vector<ModelScaleAction> ScaleUp(const ModelScalingSnapshot& s, const Scali
     if (k == kNoReplicas) continue;
     additions.push_back({Kind::kNeedsPlacement, -1, 0, i, k, LoadCost(v, k, o.lambda_per_s)});
   }
+  const Move* cheapest_by_cost = nullptr;
   for (const Move& mv : additions) {
-    if (cheapest_anywhere == nullptr || Better(mv, *cheapest_anywhere, m)) cheapest_anywhere = &mv;
+    if (cheapest_anywhere == nullptr || Better(mv, *cheapest_anywhere, m, o)) {
+      cheapest_anywhere = &mv;
+    }
+    if (cheapest_by_cost == nullptr || Cheaper(mv, *cheapest_by_cost, m)) cheapest_by_cost = &mv;
   }
   Move placement;
   placement.kind = Kind::kNeedsPlacement;
   if (cheapest_anywhere != nullptr) placement = *cheapest_anywhere;
+  const std::string tie = cheapest_anywhere != nullptr
+                              ? CapacityTieClause(m, *cheapest_anywhere, *cheapest_by_cost)
+                              : std::string();
   ModelScaleAction action = ToAction(
       m, placement,
       cheapest_anywhere != nullptr
-          ? absl::StrFormat("%s: no move fits in this worker's %.2f cores / %.0f MB", why,
-                            s.cores, s.memory_mb)
+          ? absl::StrFormat("%s: no move fits in this worker's %.2f cores / %.0f MB%s", why,
+                            s.cores, s.memory_mb, tie)
           : absl::StrFormat("%s: no variant of %s meets the SLO on this worker type", why,
                             m.model));
   action.deficit_qps = missing;
+  if (!tie.empty()) action.cause = ModelScaleAction::Cause::kCapacity;
   return {action};
 }
 
@@ -355,7 +465,7 @@ std::optional<ModelScaleAction> ScaleDown(
         std::optional<Move> mv = Switch(m, u, j, w, o.scale_down_headroom * *peak, o);
         // Only a switch that pays for its own loading is worth making.
         if (!mv.has_value() || mv->cost >= -kEps * std::max(1e-12, from.cost_per_s)) continue;
-        if (!Fits(s, used, to, mv->add)) continue;
+        if (!FitsMove(s, used, m, *mv)) continue;
         moves.push_back(*mv);
         peaks.push_back(*peak);
       }
@@ -370,22 +480,140 @@ std::optional<ModelScaleAction> ScaleDown(
     std::optional<double> peak = PeakLoadOver(history, now, wait_for(load_s));
     if (!peak.has_value()) continue;
     std::optional<Move> mv = Consolidate(m, from, w, o.scale_down_headroom * *peak, o);
-    if (!mv.has_value() || mv->cost >= -kEps * 1e-12 || !Fits(s, used, to, mv->add)) continue;
+    if (!mv.has_value() || mv->cost >= -kEps * 1e-12 || !FitsMove(s, used, m, *mv)) continue;
     moves.push_back(*mv);
     peaks.push_back(*peak);
   }
   int best = -1;
   for (int i = 0; i < static_cast<int>(moves.size()); ++i) {
-    if (best < 0 || Better(moves[i], moves[best], m)) best = i;
+    if (best < 0 || Better(moves[i], moves[best], m, o)) best = i;
   }
   if (best < 0) return std::nullopt;
   const Move& mv = moves[best];
   if (mv.to >= 0) Take(used, m.variants[mv.to], mv.add);
-  return ToAction(
+  ModelScaleAction action = ToAction(
       m, mv,
       absl::StrFormat("the smaller setup keeps headroom >= %.2f over the peak load %.1f qps "
                       "of its wait: %s saves %.3g $/s",
                       o.scale_down_headroom, peaks[best], Describe(m, mv), -mv.cost));
+  action.cause = ModelScaleAction::Cause::kSavings;
+  return action;
+}
+
+// The least load in `history` over the last `window`, or nullopt when the
+// history does not reach back that far yet.
+std::optional<double> LeastLoadOver(const std::vector<ModelAutoscalerState::LoadSample>& history,
+                                    Nanos now, Nanos window) {
+  if (history.empty() || history.front().at > now - window) return std::nullopt;
+  double least = std::numeric_limits<double>::infinity();
+  for (const auto& sample : history) {
+    if (sample.at >= now - window) least = std::min(least, sample.load_qps);
+  }
+  return std::isinf(least) ? std::nullopt : std::optional<double>(least);
+}
+
+// The capacity switch (ModelAutoscalerOptions::capacity_switch_*): for a
+// model that needs neither more nor less, under high load, replace the
+// replicas that carry the load at `capacity_switch_gain` times the cost per
+// unit of throughput of the best variant w by enough of w for
+// `scale_down_headroom` over the peak of the wait, when that costs no more
+// to run and fits. Among candidate w: the lowest cost per qps, then the
+// larger saturation, the shorter load, the name. nullopt when none
+// qualifies.
+std::optional<ModelScaleAction> CapacitySwitch(
+    const ModelScalingSnapshot& s, const ScalingModel& m, const ModelAutoscalerOptions& o,
+    const std::vector<ModelAutoscalerState::LoadSample>& history, Nanos now, Usage& used) {
+  if (!o.allow_upgrade || !(o.capacity_switch_utilisation < kInfinity) || AnyLoading(m) ||
+      m.load_qps <= 0) {
+    return std::nullopt;
+  }
+  const double capacity = ModelCapacityQps(m);
+  if (!(capacity > 0)) return std::nullopt;
+  const int total = TotalReplicas(m);
+  const double floor = AccuracyFloor(m, o.max_accuracy_drop);
+  struct Candidate {
+    Move move;
+    double least = 0, peak = 0;
+    Nanos wait = 0;
+  };
+  std::optional<Candidate> best;
+  auto better = [&m](const Candidate& a, const Candidate& b) {
+    const ScalingVariant& va = m.variants[a.move.to];
+    const ScalingVariant& vb = m.variants[b.move.to];
+    return std::make_tuple(CostPerQps(va), -va.saturation_qps, va.load_s, va.variant) <
+           std::make_tuple(CostPerQps(vb), -vb.saturation_qps, vb.load_s, vb.variant);
+  };
+  for (int w = 0; w < static_cast<int>(m.variants.size()); ++w) {
+    const ScalingVariant& to = m.variants[w];
+    if (!MayAddReplicas(to, floor)) continue;
+    const double q = CostPerQps(to);
+    // The replicas worth replacing: of variants `gain` times dearer per qps.
+    std::vector<int> from;
+    double load_s = to.load_s, replaced_qps = 0, replaced_cost = 0;
+    int replaced = 0;
+    for (int u = 0; u < static_cast<int>(m.variants.size()); ++u) {
+      const ScalingVariant& v = m.variants[u];
+      if (u == w || v.replicas == 0) continue;
+      const double qu = CostPerQps(v);
+      if (!(qu > q) || qu < o.capacity_switch_gain * q) continue;
+      from.push_back(u);
+      load_s = std::max(load_s, v.load_s);
+      replaced_qps += v.replicas * v.saturation_qps;
+      replaced_cost += v.replicas * v.cost_per_s;
+      replaced += v.replicas;
+    }
+    if (from.empty()) continue;
+    const Nanos wait =
+        std::min(std::max(o.min_scale_down_wait, FromSeconds(load_s)), o.history_limit);
+    const std::optional<double> least = LeastLoadOver(history, now, wait);
+    const std::optional<double> peak = PeakLoadOver(history, now, wait);
+    if (!least.has_value() || !peak.has_value()) continue;
+    if (*least < o.capacity_switch_utilisation * capacity) continue;  // not high load
+    const double rest = capacity - replaced_qps;
+    int k = std::max({ReplicasFor(o.scale_down_headroom * *peak - rest, to.saturation_qps),
+                      o.min_replicas_per_model - (total - replaced), 0});
+    if (k == kNoReplicas) continue;
+    if (to.replicas + to.loading == 0) k = std::max(k, 1);
+    // No dearer to run than what it replaces.
+    if (k * to.cost_per_s > replaced_cost + 1e-9 * std::max(1e-12, replaced_cost)) continue;
+    Move mv{to.saturation_qps > m.variants[from[0]].saturation_qps ? Kind::kUpgrade
+                                                                   : Kind::kDowngrade,
+            from[0], m.variants[from[0]].replicas, w, k,
+            LoadCost(to, k, o.lambda_per_s) - replaced_cost};
+    for (size_t i = 1; i < from.size(); ++i) {
+      mv.also.push_back({from[i], m.variants[from[i]].replicas});
+    }
+    if (!FitsMove(s, used, m, mv)) continue;
+    Candidate c{mv, *least, *peak, wait};
+    if (!best.has_value() || better(c, *best)) best = c;
+  }
+  if (!best.has_value()) return std::nullopt;
+  const Move& mv = best->move;
+  const ScalingVariant& to = m.variants[mv.to];
+  std::string replaced;
+  for (const auto& [u, n] : [&] {
+         std::vector<std::pair<int, int>> all = {{mv.from, mv.remove}};
+         all.insert(all.end(), mv.also.begin(), mv.also.end());
+         return all;
+       }()) {
+    const ScalingVariant& v = m.variants[u];
+    absl::StrAppendFormat(&replaced, "%s%s (%.0f qps per replica, %.3g $ per million queries)",
+                          replaced.empty() ? "" : ", ", v.variant, v.saturation_qps,
+                          CostPerQps(v) * 1e6);
+  }
+  Take(used, to, mv.add);
+  ModelScaleAction action = ToAction(
+      m, mv,
+      absl::StrFormat(
+          "capacity under load: at least %.1f qps over the last %.0f s kept its replicas %.0f%% "
+          "busy (>= %.0f%%); %s carries the load at %.3g $ per million queries (%.0f qps per "
+          "replica), %.2fx cheaper per query than %s: %s, for %+.3g $/s of running cost",
+          best->least, ToSeconds(best->wait), 100 * best->least / capacity,
+          100 * o.capacity_switch_utilisation, to.variant, CostPerQps(to) * 1e6, to.saturation_qps,
+          CostPerQps(m.variants[mv.from]) / CostPerQps(to), replaced, Describe(m, mv),
+          RunningCost(m, mv)));
+  action.cause = ModelScaleAction::Cause::kCapacity;
+  return action;
 }
 
 // Appends this second's load, keeping what the longest scale-down wait of
@@ -399,6 +627,18 @@ std::vector<ModelAutoscalerState::LoadSample> UpdateHistory(
 }
 
 }  // namespace
+
+absl::string_view ModelScaleCauseName(ModelScaleAction::Cause cause) {
+  switch (cause) {
+    case ModelScaleAction::Cause::kHeadroom:
+      return "headroom";
+    case ModelScaleAction::Cause::kCapacity:
+      return "capacity";
+    case ModelScaleAction::Cause::kSavings:
+      return "savings";
+  }
+  return "unknown";
+}
 
 absl::string_view ModelScaleActionKindName(ModelScaleAction::Kind kind) {
   switch (kind) {
@@ -533,6 +773,14 @@ absl::StatusOr<std::unique_ptr<ModelAutoscaler>> ModelAutoscaler::Create(
         "scale_down_headroom must be at least slack, or a scale-down would trigger a scale-up");
   }
   if (!(options.lambda_per_s >= 0)) return absl::InvalidArgumentError("lambda must be >= 0");
+  if (!(options.capacity_tie_load_s >= 0) || !(options.capacity_switch_utilisation >= 0)) {
+    return absl::InvalidArgumentError(
+        "capacity_tie_load_s and capacity_switch_utilisation must be >= 0");
+  }
+  if (!(options.capacity_switch_gain > 1)) {
+    return absl::InvalidArgumentError(
+        "capacity_switch_gain must exceed 1, or two variants could trade places");
+  }
   if (options.min_scale_down_wait < 0 || options.min_consolidation_wait < 0 ||
       options.history_limit < 0) {
     return absl::InvalidArgumentError("waits must be non-negative");
@@ -603,8 +851,11 @@ absl::StatusOr<ModelAutoscalerDecision> ModelAutoscaler::Decide(
   std::sort(rest.begin(), rest.end(),
             [](const ScalingModel* a, const ScalingModel* b) { return a->model < b->model; });
   for (const ScalingModel* m : rest) {
-    if (auto action = ScaleDown(snapshot, *m, options_, decision.state.history[m->model], now, used)) {
+    const auto& history = decision.state.history[m->model];
+    if (auto action = ScaleDown(snapshot, *m, options_, history, now, used)) {
       decision.actions.push_back(*std::move(action));
+    } else if (auto capacity = CapacitySwitch(snapshot, *m, options_, history, now, used)) {
+      decision.actions.push_back(*std::move(capacity));
     }
   }
   return decision;

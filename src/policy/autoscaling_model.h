@@ -6,15 +6,22 @@
 // elsewhere because this worker is full.
 //
 // Scale-up (a model's headroom below `slack`): among the moves that bring
-// the headroom back to `slack` and fit in the worker during the transition,
-// the cheapest by the cost below: replicate a running variant; add replicas
-// of another variant alongside; top up k-1..k-64 replicas of one variant with
-// a second; switch j of a variant's ready replicas to k of another (upgrade);
-// or consolidate every other running variant into k of one. Nothing fits:
-// kNeedsPlacement. Scale-down: the move that saves the most among removing
-// one replica, switching j replicas and consolidating into a cheaper setup,
-// once that smaller setup would have kept `scale_down_headroom` over the
-// whole wait (the load times involved, at least `min_scale_down_wait`).
+// the headroom back to `slack` and fit in the worker (memory during the
+// transition, cores once it is done), the cheapest by the cost below:
+// replicate a running variant; add replicas of another variant alongside;
+// top up k-1..k-64 replicas of one variant with a second; switch j of a
+// variant's ready replicas to k of another (upgrade); or consolidate every
+// other running variant into k of one. Moves of equal running cost whose
+// loads are all quick (`capacity_tie_load_s`) go by the capacity they leave,
+// not by their load times. Nothing fits: kNeedsPlacement. Scale-down: the
+// move that saves the most among removing one replica, switching j replicas
+// and consolidating into a cheaper setup, once that smaller setup would have
+// kept `scale_down_headroom` over the whole wait (the load times involved,
+// at least `min_scale_down_wait`). Capacity switch (neither of those, under
+// high load): replace the replicas of variants that carry the load at
+// `capacity_switch_gain` times the cost per unit of throughput of the best
+// variant, for no more running cost, once the load has kept the model's
+// replicas `capacity_switch_utilisation` busy over the wait.
 //
 // Everything the policy knows comes in as arguments: the worker's snapshot,
 // `now`, and the ModelAutoscalerState it returned last time (its load
@@ -139,6 +146,23 @@ struct ModelAutoscalerOptions {
   // Load samples older than this are forgotten whatever the load times; it
   // also caps the scale-down wait.
   Nanos history_limit = 600 * kSecond;
+  // Capacity under load (docs/policies.md, "Model autoscaler", "Capacity
+  // under load"). Load times up to this are no reason to prefer a variant:
+  // among moves with the same running cost Σ C_v·δ_v whose loads all take
+  // at most this long, the one that leaves more capacity is taken (the
+  // loading penalty λ·T·C of a 10 ms load is a thousandth of a second's
+  // running cost). 0: load times always decide ties, as INFaaS's cost does.
+  double capacity_tie_load_s = 1;
+  // The capacity switch: once a model's offered load has kept its replicas
+  // here at least this busy (the least load over the wait / their
+  // capacity), replicas of variants whose cost per unit of throughput
+  // (C_v / saturation_qps) is at least `capacity_switch_gain` times the best
+  // accurate-enough variant's are replaced by that variant, when that costs
+  // no more to run. Needs `allow_upgrade`; infinity turns it off.
+  double capacity_switch_utilisation = 0.25;
+  // > 1: the gain that makes a switch worth its load, and the hysteresis
+  // that keeps two variants of similar efficiency from trading places.
+  double capacity_switch_gain = 1.5;
 };
 
 struct ModelScaleAction {
@@ -172,8 +196,18 @@ struct ModelScaleAction {
   double deficit_qps = 0;  // kNeedsPlacement: capacity still missing
   double cost_per_s = 0;   // the move's C·(δ + λ·T_load·max(δ,0)), $/s
   std::string reason;      // one sentence for logs and the repository index
+  // Which rule chose the move, for the variant-choice metric's label.
+  enum class Cause {
+    kHeadroom,  // scale-up: the cheapest move that restores the headroom
+    kCapacity,  // capacity under load: the capacity tie decided a scale-up
+                // or placement (a costlier load time bought more capacity),
+                // or a capacity switch
+    kSavings,   // scale-down: a smaller or cheaper setup suffices
+  };
+  Cause cause = Cause::kHeadroom;
 };
 absl::string_view ModelScaleActionKindName(ModelScaleAction::Kind kind);
+absl::string_view ModelScaleCauseName(ModelScaleAction::Cause cause);  // "headroom", ...
 
 // What the policy remembers between calls: each model's recent offered load.
 struct ModelAutoscalerState {

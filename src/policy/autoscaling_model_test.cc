@@ -28,6 +28,11 @@ ModelScalingSnapshot Worker(double cores, std::vector<ScalingVariant> variants, 
   return s;
 }
 
+ModelScalingSnapshot Memory(double mb, ModelScalingSnapshot s) {
+  s.memory_mb = mb;
+  return s;
+}
+
 std::unique_ptr<ModelAutoscaler> Make(ModelAutoscalerOptions o = {}) {
   auto a = ModelAutoscaler::Create(o);
   EXPECT_TRUE(a.ok()) << a.status();
@@ -95,9 +100,15 @@ std::vector<ScaleUpCase> ScaleUpCases() {
                    Kind::kReplicate, "", 0, "u", 5});
   cases.push_back({"replicate does not fit: upgrade", Worker(3, {u(1), w(20)}, 50), {}, false,
                    Kind::kUpgrade, "u", 1, "w", 1});
-  // Elsewhere there is nothing to replace: the suggestion is the cheapest
-  // addition, one w.
-  cases.push_back({"nothing fits", Worker(1, {u(1), w(1.5)}, 50), {}, false,
+  // Cores are counted once the switch is done: a one-core worker can switch
+  // its replica. (Until issue 26 the transition's peak had to fit, two
+  // cores, and this asked for placement elsewhere.)
+  cases.push_back({"a full worker can switch", Worker(1, {u(1), w(1.5)}, 50), {}, false,
+                   Kind::kUpgrade, "u", 1, "w", 1});
+  // Memory is counted at the peak: with room for one replica only, nothing
+  // fits. Elsewhere there is nothing to replace: the suggestion is the
+  // cheapest addition, one w.
+  cases.push_back({"nothing fits", Memory(150, Worker(1, {u(1), w(1.5)}, 50)), {}, false,
                    Kind::kNeedsPlacement, "", 0, "w", 1});
   cases.push_back({"less accurate variant is no upgrade", Worker(8, {u(1), w(1.5, 1, 0.85)}, 50),
                    {}, false, Kind::kReplicate, "", 0, "u", 5});

@@ -34,7 +34,20 @@ absl::string_view SelectionOutcomeName(SelectionOutcome outcome) {
 bool SelectionDecision::operator==(const SelectionDecision& o) const {
   return outcome == o.outcome && instance == o.instance && load == o.load && serving == o.serving &&
          estimated_ms == o.estimated_ms && degraded == o.degraded && closest == o.closest &&
-         unmet == o.unmet && shortfall == o.shortfall && unavailable == o.unavailable;
+         unmet == o.unmet && shortfall == o.shortfall && unavailable == o.unavailable &&
+         load_rule == o.load_rule;
+}
+
+absl::string_view LoadRuleName(LoadRule rule) {
+  switch (rule) {
+    case LoadRule::kNone:
+      return "none";
+    case LoadRule::kQuickest:
+      return "quickest";
+    case LoadRule::kCapacity:
+      return "capacity";
+  }
+  return "unknown";
 }
 
 namespace {
@@ -45,6 +58,10 @@ namespace {
 struct Scope {
   bool valid = false;
   absl::Span<const ColdEntry> cold;  // in cold order
+  // The same options by least_price_per_qps (then cold order) when
+  // `capacity_sorted`; else in cold order (a pinned variant's few).
+  absl::Span<const ColdEntry> capacity;
+  bool capacity_sorted = false;
   absl::Span<const InstanceId> instances;
   ModelId model = kNoId;
 };
@@ -64,12 +81,15 @@ Scope ScopeOf(const SelectionIndex& index, const LiveState& live, const Selectio
                 return selection_internal::ColdBefore(a, b);
               });
     s.cold = pinned_buffer;
+    s.capacity = pinned_buffer;
     s.instances = live.instances_of_variant(r.pinned);
   } else if (r.model != kNoId) {
     if (r.model < 0 || r.model >= static_cast<ModelId>(index.models().size())) return s;
     const SelectionIndex::Model& m = index.model(r.model);
     if (!m.present) return s;
     s.cold = m.cold;
+    s.capacity = m.capacity;
+    s.capacity_sorted = true;
     s.instances = live.instances_of_app(m.app);
     s.model = r.model;
   } else {
@@ -77,6 +97,8 @@ Scope ScopeOf(const SelectionIndex& index, const LiveState& live, const Selectio
     const SelectionIndex::App& a = index.app(r.app);
     if (!a.present) return s;
     s.cold = a.cold;
+    s.capacity = a.capacity;
+    s.capacity_sorted = true;
     s.instances = live.instances_of_app(r.app);
   }
   s.valid = true;
@@ -113,7 +135,7 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
   const Nanos now = request.now;
 
   // Steps 1, 2 and 5's candidates in one pass over the scope's instances.
-  bool have_healthy = false, have_loading = false, have_degraded = false;
+  bool have_healthy = false, have_loading = false, have_degraded = false, under_load = false;
   // A loaded (not loading) instance of a feasible option: if nothing is
   // chosen, it was too busy (step 6's kBusy).
   bool have_loaded = false;
@@ -131,10 +153,13 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     if (!selection_internal::StaticFit(o, limits)) continue;
     have_loaded |= in.state != InstanceState::kInactive && selection_internal::Feasible(o, limits);
     const double est = selection_internal::EstimateMs(o, in, now);
-    if (!selection_internal::MakesDeadline(est, now, request.deadline)) continue;
+    const bool in_time = selection_internal::MakesDeadline(est, now, request.deadline);
+    const bool within = selection_internal::WithinLatency(est, limits);
+    under_load |= selection_internal::Saturated(in.state, in_time, within);
+    if (!in_time) continue;
     const bool inactive = in.state == InstanceState::kInactive;
     if (inactive && !options.use_loading_instances) continue;
-    if (selection_internal::WithinLatency(est, limits)) {
+    if (within) {
       if (in.state == InstanceState::kActive) {
         const HealthyKey key{worker.utilisation, o.price_per_hour, est, id};
         if (!have_healthy || key < healthy) {
@@ -170,23 +195,65 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     return d;
   }
 
-  // Step 4: the first feasible option in cold order that has a placement.
+  // Step 4: the first feasible option in cold order that has a placement;
+  // under load, the best of them by capacity (CapacityBefore), scanned in
+  // the capacity order. Once a load is planned, an option whose packed
+  // figures show it cannot beat it (not in time where the best is, or a
+  // least price per qps above the best's price per qps) is passed over
+  // before its profile's table is read, and one whose key does not beat it
+  // before the costlier checks (a load under way, a placement); when the
+  // best answers in time (or nothing can: the scope's quickest cold start
+  // misses the deadline) the scan stops at the first option whose bound is
+  // above, since those after it are higher. That changes no
+  // decision: once a load is planned, a load under way elsewhere no longer
+  // matters (step 6 says kDeadline either way), and step 3 needs only one
+  // feasible option.
   bool any_feasible = false, under_way = false;
-  for (const ColdEntry& o : scope.cold) {
+  selection_internal::CapacityKey best{};
+  const bool none_in_time =
+      !scope.cold.empty() &&
+      !selection_internal::MakesDeadline(scope.cold.front().cold_ms, now, request.deadline);
+  for (const ColdEntry& o : under_load ? scope.capacity : scope.cold) {
+    if (under_load && d.load.valid()) {
+      const bool above = o.least_price_per_qps > best.price_per_qps;
+      if (above && scope.capacity_sorted && (best.in_time || none_in_time)) break;
+      const bool in_time = selection_internal::MakesDeadline(o.cold_ms, now, request.deadline);
+      if (in_time != best.in_time ? !in_time : above) {
+        any_feasible |= selection_internal::Feasible(o, limits);
+        continue;
+      }
+    }
     if (!selection_internal::Feasible(o, limits)) continue;
     any_feasible = true;
+    selection_internal::CapacityKey key{};
+    if (under_load) {
+      key = selection_internal::CapacityKeyOf(index.option(o.option), limits, now,
+                                              request.deadline);
+      if (d.load.valid() && !selection_internal::CapacityBefore(key, index.option(o.option), best,
+                                                                index.option(d.load.option))) {
+        continue;
+      }
+    }
     if (selection_internal::LoadUnderWay(live, o)) {
       under_way = true;
       continue;
     }
     if (live.max_free_memory(o.type) < o.memory_mb) continue;
+    WorkerId where = kNoId;
     for (WorkerId w : live.workers_by_utilisation(o.type)) {
       if (selection_internal::CanPlace(live, w, o)) {
-        d.load = {o.option, w};
+        where = w;
         break;
       }
     }
-    if (d.load.valid()) break;
+    if (where == kNoId) continue;
+    d.load = {o.option, where};
+    if (!under_load) {
+      d.load_rule = LoadRule::kQuickest;
+      break;
+    }
+    d.load_rule = LoadRule::kCapacity;
+    best = key;
   }
   if (!any_feasible) return Unsatisfiable(index, scope.cold, limits);  // step 3
 
@@ -410,12 +477,59 @@ std::string ExplainDecision(const SelectionIndex& index, const LiveState& live,
   return "";
 }
 
+std::string ExplainLoad(const SelectionIndex& index, const LiveState& live,
+                        const SelectionRequest& request, const SelectionDecision& d) {
+  if (!d.load.valid()) return "";
+  const Limits limits = Limits::Of(request);
+  const VariantOption& chosen = index.option(d.load.option);
+  const double capacity = selection_internal::CapacityQps(chosen, limits);
+  const std::string objective = limits.has_latency
+                                    ? absl::StrFormat("at latency_ms %.4g", limits.latency_ms)
+                                    : std::string("at its largest batch");
+  if (d.load_rule != LoadRule::kCapacity) {
+    return absl::StrFormat(
+        "%s: the quickest answer (%.3g ms to load and serve one query); no instance of %s is "
+        "saturated",
+        LoadRuleName(d.load_rule), chosen.cold_ms, ScopeName(index, request));
+  }
+  // The option light load would have loaded: the first in cold order that
+  // could be placed.
+  absl::InlinedVector<ColdEntry, 4> pinned_buffer;
+  const Scope scope = ScopeOf(index, live, request, pinned_buffer);
+  OptionId quickest = kNoId;
+  for (const ColdEntry& o : scope.cold) {
+    if (!selection_internal::Feasible(o, limits) || selection_internal::LoadUnderWay(live, o)) {
+      continue;
+    }
+    for (WorkerId w : live.workers_by_utilisation(o.type)) {
+      if (selection_internal::CanPlace(live, w, o)) {
+        quickest = o.option;
+        break;
+      }
+    }
+    if (quickest != kNoId) break;
+  }
+  std::string out = absl::StrFormat(
+      "capacity: instances of %s are saturated; %s sustains %.0f qps %s for $%.4g/h, the least "
+      "per query among the variants that can load",
+      ScopeName(index, request), index.OptionName(d.load.option), capacity, objective,
+      chosen.price_per_hour);
+  if (quickest != kNoId && index.option(quickest).variant != chosen.variant) {
+    const VariantOption& q = index.option(quickest);
+    absl::StrAppendFormat(&out, " (the quickest to start, %s, sustains %.0f qps for $%.4g/h)",
+                          index.OptionName(quickest), selection_internal::CapacityQps(q, limits),
+                          q.price_per_hour);
+  }
+  return out;
+}
+
 std::string DebugString(const SelectionDecision& d) {
   return absl::StrFormat(
-      "{%s instance=%d serving=%d load=%d@%d est=%.17g degraded=%d closest=%d unmet=%d "
+      "{%s instance=%d serving=%d load=%d@%d (%s) est=%.17g degraded=%d closest=%d unmet=%d "
       "shortfall=%.17g unavailable=%d}",
       SelectionOutcomeName(d.outcome), d.instance, d.serving, d.load.option, d.load.worker,
-      d.estimated_ms, d.degraded, d.closest, d.unmet, d.shortfall, static_cast<int>(d.unavailable));
+      LoadRuleName(d.load_rule), d.estimated_ms, d.degraded, d.closest, d.unmet, d.shortfall,
+      static_cast<int>(d.unavailable));
 }
 
 }  // namespace maitre::policy

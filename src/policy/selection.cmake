@@ -8,6 +8,7 @@ maitre_library(maitre_selection
 maitre_test(selection_test
   SRCS instance_state_test.cc selection_index_test.cc selection_live_test.cc selection_test.cc
        selection_property_test.cc selection_weighted_test.cc
+       selection_capacity_test.cc
   DEPS maitre_selection)
 
 maitre_bench(selection_bench

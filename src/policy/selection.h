@@ -37,6 +37,16 @@
 //     now + load_ms + LatencyAt(1) <= deadline: kLoadAndServe. (The wait
 //     for the load is judged against the deadline only; latency_ms judges
 //     the variant, as LatencyAt(1) <= L.)
+//     Under load (an instance in scope that fits statically, on an accepting
+//     worker, is Overloaded, or is Active with est > L or past the deadline:
+//     the load is an addition to a saturated scope) the same candidates are
+//     ranked for capacity instead (LoadRule::kCapacity): one whose cold start
+//     answers this query by its deadline first, then the lowest
+//     price_per_hour / capacity, where capacity = Profile::SaturationQps(L)
+//     (with no L, the throughput at its largest profiled batch), then the
+//     larger capacity, then the cold order. (INFaaS §4.2: the right variant
+//     changes with load; the quickest to start is the right one only for
+//     the first query.)
 //  5. Degraded: else, the instance in scope (Active, Overloaded, Interfered
 //     or loading) whose option fits statically and that makes the deadline
 //     with the lowest est (ties: price, id), even if est > L: kServeAndLoad
@@ -114,6 +124,14 @@ enum class UnavailableReason : uint8_t {
   kBusy,      // feasible options are loaded but too busy, and no more can be loaded now
 };
 
+// Which rule of step 4 chose the load (see above).
+enum class LoadRule : uint8_t {
+  kNone,
+  kQuickest,  // cold order: the quickest answer to this query (light load)
+  kCapacity,  // under load: the most capacity per price
+};
+absl::string_view LoadRuleName(LoadRule rule);  // "none", "quickest", "capacity"
+
 struct LoadPlan {
   OptionId option = kNoId;  // the variant and worker type to load
   WorkerId worker = kNoId;  // where
@@ -141,6 +159,7 @@ struct SelectionDecision {
   double shortfall = 0;
 
   UnavailableReason unavailable = UnavailableReason::kNone;  // kUnavailable
+  LoadRule load_rule = LoadRule::kNone;                      // set whenever `load` is
 
   bool operator==(const SelectionDecision& o) const;
   bool operator!=(const SelectionDecision& o) const { return !(*this == o); }
@@ -164,6 +183,13 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
 // Not for the critical path: it formats strings.
 std::string ExplainDecision(const SelectionIndex& index, const LiveState& live,
                             const SelectionRequest& request, const SelectionDecision& decision);
+
+// Why `decision.load` is that variant: for the log line of a load the
+// controller starts. Names the rule, the chosen option's capacity and price
+// and, under load, the quickest option it was preferred to. Not for the
+// critical path: it formats strings and rescans the scope.
+std::string ExplainLoad(const SelectionIndex& index, const LiveState& live,
+                        const SelectionRequest& request, const SelectionDecision& decision);
 
 // A stable one-line rendering, for logs and test failure messages.
 std::string DebugString(const SelectionDecision& decision);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -173,6 +174,19 @@ void SelectionIndex::BuildOptions(
       o.memory_mb = o.profile.memory_mb();
       o.latency1_ms = o.profile.LatencyAt(1);
       o.cold_ms = o.load_ms + o.latency1_ms;
+      const int max_batch = o.profile.max_batch();
+      o.least_latency_from.resize(max_batch);
+      o.most_throughput_to.resize(max_batch);
+      for (int b = max_batch; b >= 1; --b) {
+        const double latency = o.profile.LatencyAt(b);
+        o.least_latency_from[b - 1] =
+            b == max_batch ? latency : std::min(latency, o.least_latency_from[b]);
+      }
+      for (int b = 1; b <= max_batch; ++b) {
+        const double throughput = o.profile.ThroughputAt(b);
+        o.most_throughput_to[b - 1] =
+            b == 1 ? throughput : std::max(throughput, o.most_throughput_to[b - 2]);
+      }
       options_.push_back(std::move(o));
     }
     v.option_count = static_cast<int32_t>(options_.size()) - v.first_option;
@@ -196,6 +210,13 @@ void SelectionIndex::BuildColdOrders() {
     for (OptionId id : order) out.push_back(EntryOf(id));
     return out;
   };
+  // From the cold order, stably: equal bounds keep the cold order.
+  auto by_capacity = [](std::vector<ColdEntry> cold) {
+    std::stable_sort(cold.begin(), cold.end(), [](const ColdEntry& a, const ColdEntry& b) {
+      return a.least_price_per_qps < b.least_price_per_qps;
+    });
+    return cold;
+  };
   for (Model& m : models_) {
     if (!m.present) continue;
     for (VariantId v : m.variants) {
@@ -204,6 +225,7 @@ void SelectionIndex::BuildColdOrders() {
     }
     std::sort(m.cold_order.begin(), m.cold_order.end(), cold_less);
     m.cold = entries(m.cold_order);
+    m.capacity = by_capacity(m.cold);
   }
   for (App& a : apps_) {
     if (!a.present) continue;
@@ -213,6 +235,7 @@ void SelectionIndex::BuildColdOrders() {
     }
     std::sort(a.cold_order.begin(), a.cold_order.end(), cold_less);
     a.cold = entries(a.cold_order);
+    a.capacity = by_capacity(a.cold);
   }
 }
 
@@ -241,6 +264,9 @@ ColdEntry SelectionIndex::EntryOf(OptionId id) const {
   ColdEntry e;
   e.cold_ms = o.cold_ms;
   e.latency1_ms = o.latency1_ms;
+  const double most = o.most_throughput_to.empty() ? 0 : o.most_throughput_to.back();
+  e.least_price_per_qps =
+      most > 0 ? o.price_per_hour / most : std::numeric_limits<double>::infinity();
   e.accuracy = o.accuracy;
   e.price_per_hour = o.price_per_hour;
   e.memory_mb = o.memory_mb;

@@ -77,6 +77,13 @@ struct VariantOption {
   double latency1_ms = 0;  // profile.LatencyAt(1): a fresh instance runs batch 1
   double cold_ms = 0;      // load_ms + latency1_ms: a query served by a new load
   Profile profile;
+  // The profile's saturation throughput within any latency limit, in
+  // O(log max_batch) (selection_rules.h CapacityQps, the same figure as
+  // Profile::SaturationQps): by batch b = 1..max_batch (index b − 1), the
+  // least LatencyAt over batches b and above (non-decreasing in b), and the
+  // most ThroughputAt over batches 1..b.
+  std::vector<double> least_latency_from;
+  std::vector<double> most_throughput_to;
 };
 
 // The figures of one option that a scan for a variant to load reads, packed
@@ -84,6 +91,10 @@ struct VariantOption {
 struct ColdEntry {
   double cold_ms = 0;
   double latency1_ms = 0;
+  // price_per_hour over the most the option sustains at any batch: no
+  // latency limit gives it a lower price per qps (step 4 under load stops
+  // its scan of the capacity order on it).
+  double least_price_per_qps = 0;
   double accuracy = 0;
   double price_per_hour = 0;
   double memory_mb = 0;
@@ -103,6 +114,9 @@ class SelectionIndex {
     // variant to load stops at the first option that fits.
     std::vector<OptionId> cold_order;
     std::vector<ColdEntry> cold;  // cold_order's figures, in the same order
+    // The same entries by least_price_per_qps, then cold order: step 4's
+    // scan under load.
+    std::vector<ColdEntry> capacity;
   };
   struct Model {
     std::string name;
@@ -111,6 +125,7 @@ class SelectionIndex {
     std::vector<VariantId> variants;
     std::vector<OptionId> cold_order;  // as App::cold_order, this model only
     std::vector<ColdEntry> cold;
+    std::vector<ColdEntry> capacity;  // as App::capacity
   };
   struct Variant {
     VariantKey key;
@@ -190,7 +205,8 @@ class SelectionIndex {
   // Each variant's options (one per worker type it has a profile on) and the
   // compact ranges FindOption reads.
   void BuildOptions(const std::vector<std::pair<VariantId, const ServableVariant*>>& sources);
-  // Every present model's and app's options in cold order.
+  // Every present model's and app's options in cold order, and in
+  // capacity order.
   void BuildColdOrders();
 
   std::vector<App> apps_;

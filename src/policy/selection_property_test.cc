@@ -6,7 +6,9 @@
 //  - "unsatisfiable" comes exactly when no variant can meet them;
 //  - an Overloaded or Interfered instance is never chosen while a healthy
 //    candidate exists;
-//  - ties go to the lower cost.
+//  - ties go to the lower cost;
+//  - a load is the quickest answer, or under load (a saturated instance in
+//    scope) the most capacity per dollar among those that answer in time.
 // The checks below recompute what they need from the profiles directly,
 // independently of selection_rules.h.
 #include <gtest/gtest.h>
@@ -144,9 +146,30 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       if (w.utilisation == u) EXPECT_GE(pi, p) << "tie not given to the lower cost";
     }
   }
+  // Under load (a saturated instance: Overloaded, or Active but too late for
+  // this query) a load is chosen for capacity, else for the quickest answer.
+  bool under_load = false;
+  for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+    if (!live.has_instance(i)) continue;
+    const LiveInstance& in = live.instance(i);
+    const LiveWorker& w = live.worker(in.worker);
+    const OptionId o = idx.FindOption(in.variant, w.type);
+    if (!InScope(idx, r, in.variant) || !w.accepting || o == kNoId) continue;
+    if (!MeetsStatic(idx.option(o), q)) continue;
+    const double est = Estimate(idx.option(o), in);
+    const bool late = (q.latency && est > *q.latency) || !MakesDeadline(est, r);
+    under_load |=
+        in.state == InstanceState::kOverloaded || (in.state == InstanceState::kActive && late);
+  }
+  auto capacity = [&](const VariantOption& x) {
+    return q.latency ? x.profile.SaturationQps(*q.latency)
+                     : x.profile.ThroughputAt(x.profile.max_batch());
+  };
   // A load goes where it fits, and no faster-to-serve or equally fast but
-  // cheaper feasible option could have been placed.
+  // cheaper feasible option could have been placed; under load, no option
+  // that answers in time where it does not, or carries more per dollar.
   if (d.load.valid()) {
+    EXPECT_EQ(d.load_rule, under_load ? LoadRule::kCapacity : LoadRule::kQuickest);
     const VariantOption& o = idx.option(d.load.option);
     const LiveWorker& w = live.worker(d.load.worker);
     EXPECT_EQ(w.type, o.type);
@@ -180,10 +203,21 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       if (!placeable) continue;
       const double xc = x.load_ms + x.profile.LatencyAt(1);
       const double oc = o.load_ms + o.profile.LatencyAt(1);
+      if (under_load) {
+        const bool x_in_time = MakesDeadline(xc, r), o_in_time = MakesDeadline(oc, r);
+        EXPECT_TRUE(o_in_time || !x_in_time) << "a load too late for this query chosen";
+        if (x_in_time != o_in_time) continue;
+        // price / capacity, compared without dividing: x is not cheaper per qps.
+        EXPECT_GE(x.price_per_hour * capacity(o), o.price_per_hour * capacity(x) * (1 - 1e-12))
+            << "a load with less capacity per dollar chosen under load";
+        continue;
+      }
       EXPECT_GE(xc, oc);
       if (xc == oc)
         EXPECT_GE(x.price_per_hour, o.price_per_hour) << "tie not given to the lower cost";
     }
+  } else {
+    EXPECT_EQ(d.load_rule, LoadRule::kNone);
   }
   if (d.outcome == SelectionOutcome::kUnsatisfiable && d.closest != kNoId) {
     EXPECT_NE(d.unmet, 0);
@@ -194,6 +228,7 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
 
 void RunProperties(uint64_t seed_base, int catalogues, bool coarse) {
   int outcomes[5] = {0, 0, 0, 0, 0};
+  int rules[3] = {0, 0, 0};
   for (int c = 0; c < catalogues; ++c) {
     Draw d(seed_base + c);
     selection_testing::RandomCatalogueSpec spec;
@@ -216,13 +251,18 @@ void RunProperties(uint64_t seed_base, int catalogues, bool coarse) {
       SCOPED_TRACE(testing::Message() << "seed " << seed_base + c << " request " << k);
       CheckOne(idx, live, r, opts);
       if (testing::Test::HasFatalFailure()) return;
-      ++outcomes[static_cast<int>(Select(idx, live, r, opts).outcome)];
+      const SelectionDecision decision = Select(idx, live, r, opts);
+      ++outcomes[static_cast<int>(decision.outcome)];
+      ++rules[static_cast<int>(decision.load_rule)];
     }
   }
   // Every outcome occurs, so the properties above were exercised.
   for (int o = 0; o < 5; ++o) {
     EXPECT_GT(outcomes[o], 0) << SelectionOutcomeName(static_cast<SelectionOutcome>(o));
   }
+  // ... and loads were chosen by both rules of step 4.
+  EXPECT_GT(rules[static_cast<int>(LoadRule::kQuickest)], 50);
+  EXPECT_GT(rules[static_cast<int>(LoadRule::kCapacity)], 50);
 }
 
 TEST(SelectionPropertyTest, CoarseValuesWithManyTies) { RunProperties(1000, 1500, true); }

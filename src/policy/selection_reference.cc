@@ -66,6 +66,8 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
   selection_internal::FastestKey degraded_key{};
   // Step 6: a loaded instance of a feasible option passed over (kBusy).
   bool have_loaded = false;
+  // Whether a saturated instance puts the scope under load (step 4's order).
+  bool under_load = false;
   for (InstanceId id : instances) {
     const LiveInstance& in = live.instance(id);
     if (!InScope(index, request, in.variant)) continue;
@@ -78,8 +80,10 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     if (!selection_internal::StaticFit(o, limits)) continue;
     have_loaded |= in.state != InstanceState::kInactive && selection_internal::Feasible(o, limits);
     const double est = selection_internal::EstimateMs(o, in, now);
-    if (!selection_internal::MakesDeadline(est, now, request.deadline)) continue;
+    const bool in_time = selection_internal::MakesDeadline(est, now, request.deadline);
     const bool fits = selection_internal::WithinLatency(est, limits);
+    under_load |= selection_internal::Saturated(in.state, in_time, fits);
+    if (!in_time) continue;
     if (fits && in.state == InstanceState::kActive) {
       selection_internal::HealthyKey key{worker.utilisation, o.price_per_hour, est, id};
       if (healthy == kNoId || key < healthy_key) {
@@ -161,8 +165,22 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
       }
     }
     if (where == kNoId) continue;
-    if (!d.load.valid() || selection_internal::ColdBefore(o, index.option(d.load.option))) {
+    if (!under_load) {
+      if (!d.load.valid() || selection_internal::ColdBefore(o, index.option(d.load.option))) {
+        d.load = {id, where};
+        d.load_rule = LoadRule::kQuickest;
+      }
+      continue;
+    }
+    const selection_internal::CapacityKey key =
+        selection_internal::CapacityKeyOf(o, limits, now, request.deadline);
+    if (!d.load.valid() || selection_internal::CapacityBefore(
+                               key, o,
+                               selection_internal::CapacityKeyOf(index.option(d.load.option),
+                                                                 limits, now, request.deadline),
+                               index.option(d.load.option))) {
       d.load = {id, where};
+      d.load_rule = LoadRule::kCapacity;
     }
   }
   if (d.load.valid() && selection_internal::MakesDeadline(index.option(d.load.option).cold_ms, now,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/time.h"
 #include "policy/selection.h"
@@ -101,6 +102,60 @@ bool ColdBefore(const Option& a, const Option& b) {
   if (a.price_per_hour != b.price_per_hour) return a.price_per_hour < b.price_per_hour;
   if (a.variant != b.variant) return a.variant < b.variant;
   return a.type < b.type;
+}
+
+// Whether an instance that passed the static fit on an accepting worker is
+// *saturated* for this query: Overloaded, or Active but too far behind to
+// answer it within L and by its deadline. One such instance puts the scope
+// under load, and step 4 then chooses for capacity. Interfered instances
+// (slowed by their neighbours) and loading ones do not count.
+inline bool Saturated(InstanceState state, bool makes_deadline, bool within_latency) {
+  return state == InstanceState::kOverloaded ||
+         (state == InstanceState::kActive && !(makes_deadline && within_latency));
+}
+
+// The rate one instance of `o` sustains within the request's latency limit
+// (Profile::SaturationQps(L), to the bit, from the index's tables); with no
+// limit (a pinned variant, or an app without latency_ms), its rate at its
+// largest profiled batch.
+inline double CapacityQps(const VariantOption& o, const Limits& l) {
+  if (!l.has_latency) return o.profile.ThroughputAt(o.profile.max_batch());
+  if (o.least_latency_from.empty() || o.latency1_ms > l.latency_ms) return 0;
+  // The largest batch whose latency fits half the limit (the Nexus rule):
+  // the count of batches whose least latency from there on fits.
+  const double half = l.latency_ms / 2;
+  const auto fits =
+      std::upper_bound(o.least_latency_from.begin(), o.least_latency_from.end(), half);
+  const size_t limit = static_cast<size_t>(fits - o.least_latency_from.begin());
+  return o.most_throughput_to[limit == 0 ? 0 : limit - 1];
+}
+
+// Step 4's order under load: an option whose cold start answers this query by
+// its deadline first; then the lowest price per unit of capacity (price /
+// CapacityQps: the cost of carrying the load), then the larger capacity,
+// then the cold order.
+struct CapacityKey {
+  bool in_time = false;
+  double price_per_qps = 0;  // +inf when the option sustains nothing
+  double capacity_qps = 0;
+};
+
+inline CapacityKey CapacityKeyOf(const VariantOption& o, const Limits& l, Nanos now,
+                                 Nanos deadline) {
+  CapacityKey k;
+  k.in_time = MakesDeadline(o.cold_ms, now, deadline);
+  k.capacity_qps = CapacityQps(o, l);
+  k.price_per_qps = k.capacity_qps > 0 ? o.price_per_hour / k.capacity_qps
+                                       : std::numeric_limits<double>::infinity();
+  return k;
+}
+
+inline bool CapacityBefore(const CapacityKey& ka, const VariantOption& a, const CapacityKey& kb,
+                           const VariantOption& b) {
+  if (ka.in_time != kb.in_time) return ka.in_time;
+  if (ka.price_per_qps != kb.price_per_qps) return ka.price_per_qps < kb.price_per_qps;
+  if (ka.capacity_qps != kb.capacity_qps) return ka.capacity_qps > kb.capacity_qps;
+  return ColdBefore(a, b);
 }
 
 // Placement order: utilisation, then worker id.

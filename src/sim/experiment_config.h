@@ -59,7 +59,8 @@
 //     model_autoscaler: infaas # | horizontal | off, or {name, slack,
 //       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
 //       # min_consolidation_wait_s, min_replicas_per_model,
-//       # max_accuracy_drop, interval_s}
+//       # max_accuracy_drop, interval_s, capacity_tie_load_s,
+//       # capacity_switch_utilisation, capacity_switch_gain}
 //     cluster_autoscaler: on   # | off, or {name, utilisation_threshold,
 //       # overloaded_fraction, add_cooldown_s, idle_cooldown_s, min_workers,
 //       # removal_utilisation_limit, interval_s}

@@ -119,7 +119,8 @@ absl::Status ParseModelAutoscaler(const YAML::Node& m, const std::string& mp, bo
                                     {"name", "slack", "scale_down_headroom", "lambda_per_s",
                                      "min_scale_down_wait_s", "min_consolidation_wait_s",
                                      "min_replicas_per_model",
-                                     "max_accuracy_drop", "interval_s"}));
+                                     "max_accuracy_drop", "interval_s", "capacity_tie_load_s",
+                                     "capacity_switch_utilisation", "capacity_switch_gain"}));
     MAITRE_RETURN_IF_ERROR(ReadString(m, mp, "name", &name, true));
     int64_t min_replicas = o.min_replicas_per_model;
     MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "slack", &o.slack));
@@ -131,6 +132,10 @@ absl::Status ParseModelAutoscaler(const YAML::Node& m, const std::string& mp, bo
     MAITRE_RETURN_IF_ERROR(ReadInt(m, mp, "min_replicas_per_model", &min_replicas));
     MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "max_accuracy_drop", &o.max_accuracy_drop));
     MAITRE_RETURN_IF_ERROR(ReadSeconds(m, mp, "interval_s", &c.model_interval));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "capacity_tie_load_s", &o.capacity_tie_load_s));
+    MAITRE_RETURN_IF_ERROR(
+        ReadNumber(m, mp, "capacity_switch_utilisation", &o.capacity_switch_utilisation));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(m, mp, "capacity_switch_gain", &o.capacity_switch_gain));
     if (min_replicas < 0 || min_replicas > 1000) {
       return Bad(Key(mp, "min_replicas_per_model"), "must be in [0, 1000]");
     }

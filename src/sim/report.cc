@@ -212,6 +212,8 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
     }
     j["control"] = {{"model_actions", actions},
                     {"loads_by_selection", c.loads_by_selection},
+                    {"loads_by_selection_for_capacity", c.loads_by_selection_for_capacity},
+                    {"capacity_moves", c.capacity_moves},
                     {"loads_by_autoscaler", c.loads_by_autoscaler},
                     {"loads_by_placement", c.loads_by_placement},
                     {"loads_refused", c.loads_refused},

@@ -95,6 +95,7 @@ SelectionRouter::Route SelectionRouter::Decide(const RouteRequest& query) {
   if (d.load.valid()) {
     route.load_variant = At(option_to_sim_, d.load.option);
     route.load_worker = At(worker_sim_, d.load.worker);
+    route.load_rule = d.load_rule;
   }
   switch (d.outcome) {
     case policy::SelectionOutcome::kUseInstance:

@@ -49,6 +49,7 @@ class SelectionRouter {
     int32_t load_variant = -1;
     int32_t load_worker = -1;
     policy::SelectionOutcome outcome = policy::SelectionOutcome::kUnsatisfiable;
+    policy::LoadRule load_rule = policy::LoadRule::kNone;  // which rule chose the load
   };
 
   // Builds the index: every app's variants are the variants of its models

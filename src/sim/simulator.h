@@ -239,6 +239,7 @@ std::vector<int32_t> WorkersNeeded(const SimulationSetup& setup);
 // What the control plane did, for the reports and tests.
 struct ControlCounters {
   int64_t loads_by_selection = 0;    // instances loaded for kLoadAndServe / kServeAndLoad
+  int64_t loads_by_selection_for_capacity = 0;  // of those, chosen under load (LoadRule::kCapacity)
   int64_t loads_by_autoscaler = 0;   // replicas loaded by the model autoscaler here
   int64_t loads_by_placement = 0;    // replicas placed elsewhere for kNeedsPlacement
   int64_t loads_refused = 0;         // a worker without the cores for a selection load
@@ -247,6 +248,10 @@ struct ControlCounters {
   int64_t migrations = 0;          // Interfered instances moved to another worker
   int64_t migrations_retired = 0;  // Interfered copies unloaded, another serving Active
   int64_t model_actions[6] = {0, 0, 0, 0, 0, 0};  // by ModelScaleAction::Kind
+  // Model autoscaler moves whose variant was chosen for capacity
+  // (ModelScaleAction::Cause::kCapacity): capacity switches, and scale-ups or
+  // placements the capacity tie decided.
+  int64_t capacity_moves = 0;
   int64_t workers_added = 0;
   int64_t workers_removed = 0;
   int64_t workers_lost = 0;

@@ -92,8 +92,11 @@ int32_t Simulator::Route(const RouteRequest& request) {
         free_cores + 1e-9 >= setup_.variants[route.load_variant].cores_per_replica) {
       int32_t i = StartLoad(route.load_worker, route.load_variant, 1, -1);
       ++control_.loads_by_selection;
+      const bool for_capacity = route.load_rule == policy::LoadRule::kCapacity;
+      control_.loads_by_selection_for_capacity += for_capacity;
       Log(absl::StrCat(w.id, " selection (", policy::SelectionOutcomeName(route.outcome),
-                       "): load ", setup_.variants[route.load_variant].key.ToString()));
+                       for_capacity ? ", for capacity" : "", "): load ",
+                       setup_.variants[route.load_variant].key.ToString()));
       if (route.outcome == policy::SelectionOutcome::kLoadAndServe) target = i;
     } else {
       ++control_.loads_refused;

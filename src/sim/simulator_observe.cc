@@ -171,6 +171,9 @@ void Simulator::ControlSink::Record(const control::Decision& decision) {
     ++c.model_actions[static_cast<int>(Kind::kNeedsPlacement)];
     c.loads_by_placement += decision.replicas;
   }
+  if (decision.cause == policy::ModelScaleCauseName(policy::ModelScaleAction::Cause::kCapacity)) {
+    ++c.capacity_moves;
+  }
   if (decision.kind == "vacate") ++c.vacated;
   if (decision.kind == "migrate") ++c.migrations;
   if (decision.kind == "migrate-retire") ++c.migrations_retired;

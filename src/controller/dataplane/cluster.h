@@ -260,6 +260,10 @@ class Cluster {
   // decision as if they were not accepting.
   SelectionResult Select(const policy::SelectionRequest& request, LoadWaiter& waiter,
                          const std::vector<std::string>& avoid = {});
+  // The loads Select() started, by variant ("model:variant") and the rule of
+  // step 4 that chose it ("quickest" or "capacity"; policy::LoadRule), since
+  // the start. Each load is also logged at info with its reason.
+  std::map<std::pair<std::string, std::string>, int64_t> SelectionLoadCounts() const;
 
   // The ready and loading instances of `key.model` (only of `key.variant`
   // when it is set) on reachable workers, as admission control sees them.
@@ -330,6 +334,7 @@ class Cluster {
   std::shared_ptr<const policy::SelectionIndex> index_ ABSL_GUARDED_BY(mu_);
   policy::LiveState live_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, double> slo_ms_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, int64_t> selection_loads_ ABSL_GUARDED_BY(mu_);
   // Live ids back to the cluster's names.
   std::map<policy::WorkerId, std::string> worker_by_live_ ABSL_GUARDED_BY(mu_);
   std::map<policy::InstanceId, std::pair<std::string, VariantKey>> instance_by_live_

@@ -196,6 +196,13 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
       LiveAddInstanceLocked(w, key, inst, policy::InstanceState::kInactive);
       result.load = LoadOrder{w.view.id, key};
       loading = &inst;
+      // Loads are rare (each is a state change), so each is logged with
+      // the rule that chose the variant, and counted for the metric.
+      const absl::string_view rule = policy::LoadRuleName(d.load_rule);
+      ++selection_loads_[{key.ToString(), std::string(rule)}];
+      spdlog::info("selection: loading {} on {} ({}) - {}", key.ToString(), w.view.id,
+                   policy::SelectionOutcomeName(d.outcome),
+                   policy::ExplainLoad(*index_, live_, request, d));
     }
   }
   if (d.outcome == policy::SelectionOutcome::kUnavailable) {
@@ -227,6 +234,11 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
   live_.AddWaiting(inst.live, +1);
   result.route = Route{w.view.id, w.view.type.name, w.api};
   return result;
+}
+
+std::map<std::pair<std::string, std::string>, int64_t> Cluster::SelectionLoadCounts() const {
+  absl::MutexLock lock(&mu_);
+  return selection_loads_;
 }
 
 const policy::VariantOption* Cluster::OptionOf(const VariantKey& key,

@@ -60,7 +60,12 @@ class ScalingLoop::Sink : public control::ActionSink {
 
   void Record(const control::Decision& decision) override {
     spdlog::info("allocator: {}", control::DecisionLine(decision));
-    if (options_.metrics != nullptr) options_.metrics->RecordAutoscalerAction(decision.kind);
+    if (options_.metrics != nullptr) {
+      options_.metrics->RecordAutoscalerAction(decision.kind);
+      if (!decision.cause.empty()) {
+        options_.metrics->RecordVariantChoice(decision.target, decision.cause);
+      }
+    }
   }
 
   // The catalog the round's decisions refer to (held for the round).
