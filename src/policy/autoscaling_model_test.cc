@@ -101,7 +101,7 @@ std::vector<ScaleUpCase> ScaleUpCases() {
   cases.push_back({"replicate does not fit: upgrade", Worker(3, {u(1), w(20)}, 50), {}, false,
                    Kind::kUpgrade, "u", 1, "w", 1});
   // Cores are counted once the switch is done: a one-core worker can switch
-  // its replica. (Until issue 26 the transition's peak had to fit, two
+  // its replica. (Until 2026-11-27 the transition's peak had to fit, two
   // cores, and this asked for placement elsewhere.)
   cases.push_back({"a full worker can switch", Worker(1, {u(1), w(1.5)}, 50), {}, false,
                    Kind::kUpgrade, "u", 1, "w", 1});

@@ -4,7 +4,7 @@
 // quickest variant to start (opencv), but a load asked for because the
 // model's instances are saturated is the variant that carries the most per
 // dollar (torch-opt, 3x opencv's capacity at 20 ms). Before this rule the
-// second load was opencv again, or torch-int8 (issue 26, "Wrong variant").
+// second load was opencv again, or torch-int8 (docs/policies.md, "Variant selection").
 // Every decision is also checked against the brute-force reference.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

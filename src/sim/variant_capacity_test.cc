@@ -1,4 +1,4 @@
-// The right variant under load (issue 26; docs/policies.md, "Variant
+// The right variant under load (docs/policies.md, "Variant
 // selection" step 4 and "Model autoscaler", "Capacity under load"), in the
 // managed simulator with the example zoo's fmnist-cnn profiles
 // (policy/testing/zoo_profiles.h) on the default cluster, one cpu-1 and one

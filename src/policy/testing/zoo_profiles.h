@@ -8,8 +8,8 @@
 //   torch-int8  13,394 qps, loads in  8.3 ms
 //   torch       13,668 qps, loads in 16.5 ms
 //   torch-opt   38,269 qps, loads in 11.1 ms  (3.07x opencv)
-// Issue 26's numbers ("torch-opt's profile shows 3.6x the capacity") came
-// from another profiling of the same variants; the ordering is the same.
+// An earlier measurement ("torch-opt's profile shows 3.6x the capacity")
+// came from another profiling of the same variants; the ordering is the same.
 //
 // Thread-safety: pure functions.
 #pragma once
