@@ -228,7 +228,7 @@ def best_closed_loop(run_bench, share, log):
     """The closed loop with the most rows/s while `share` of queries meet the objective."""
     best = None
     misses = 0
-    for concurrency in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64):
+    for concurrency in (2, 4, 8, 12, 16, 24, 32, 48, 64):
         report, cpu = run_bench(concurrency)
         ok = within(report, share)
         log(f"  concurrency {concurrency}: {report['throughput_qps']:.0f} q/s, "
