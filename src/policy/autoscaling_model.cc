@@ -93,25 +93,26 @@ int Disturbance(Kind kind) {
   }
 }
 
+// Σ field_v·δ_v of a move: what it changes in one per-replica quantity of
+// its variants (C_v: the running cost; saturation_qps: the capacity).
+double Change(const ScalingModel& m, const Move& x, double ScalingVariant::*field) {
+  double sum = 0;
+  if (x.to >= 0) sum += x.add * m.variants[x.to].*field;
+  if (x.to2 >= 0) sum += x.add2 * m.variants[x.to2].*field;
+  if (x.from >= 0) sum -= x.remove * m.variants[x.from].*field;
+  for (auto [u, n] : x.also) sum -= n * m.variants[u].*field;
+  return sum;
+}
+
 // Σ C_v·δ_v of a move: what it changes in the running cost, loading
 // penalty aside.
 double RunningCost(const ScalingModel& m, const Move& x) {
-  double c = 0;
-  if (x.to >= 0) c += x.add * m.variants[x.to].cost_per_s;
-  if (x.to2 >= 0) c += x.add2 * m.variants[x.to2].cost_per_s;
-  if (x.from >= 0) c -= x.remove * m.variants[x.from].cost_per_s;
-  for (auto [u, n] : x.also) c -= n * m.variants[u].cost_per_s;
-  return c;
+  return Change(m, x, &ScalingVariant::cost_per_s);
 }
 
 // Σ saturation_qps·δ_v: the capacity a move adds (negative: removes).
 double CapacityChange(const ScalingModel& m, const Move& x) {
-  double q = 0;
-  if (x.to >= 0) q += x.add * m.variants[x.to].saturation_qps;
-  if (x.to2 >= 0) q += x.add2 * m.variants[x.to2].saturation_qps;
-  if (x.from >= 0) q -= x.remove * m.variants[x.from].saturation_qps;
-  for (auto [u, n] : x.also) q -= n * m.variants[u].saturation_qps;
-  return q;
+  return Change(m, x, &ScalingVariant::saturation_qps);
 }
 
 // The longest load time among the variants a move loads (0: it loads none).
@@ -144,8 +145,7 @@ std::optional<bool> CapacityTie(const Move& a, const Move& b, const ScalingModel
 // that disturbs less, then fewer replicas loaded, then by name so the choice
 // never depends on input order.
 bool Cheaper(const Move& a, const Move& b, const ScalingModel& m) {
-  double scale = std::max({1e-12, std::abs(a.cost), std::abs(b.cost)});
-  if (std::abs(a.cost - b.cost) > 1e-9 * scale) return a.cost < b.cost;
+  if (!Near(a.cost, b.cost)) return a.cost < b.cost;
   auto disturbance = [](const Move& x) {
     return Disturbance(x.kind) + (x.to2 >= 0 ? 1 + Disturbance(x.kind2) : 0) +
            static_cast<int>(x.also.size());
@@ -590,12 +590,10 @@ std::optional<ModelScaleAction> CapacitySwitch(
   if (!best.has_value()) return std::nullopt;
   const Move& mv = best->move;
   const ScalingVariant& to = m.variants[mv.to];
+  std::vector<int> replaced_variants = {mv.from};
+  for (auto [u, n] : mv.also) replaced_variants.push_back(u);
   std::string replaced;
-  for (const auto& [u, n] : [&] {
-         std::vector<std::pair<int, int>> all = {{mv.from, mv.remove}};
-         all.insert(all.end(), mv.also.begin(), mv.also.end());
-         return all;
-       }()) {
+  for (int u : replaced_variants) {
     const ScalingVariant& v = m.variants[u];
     absl::StrAppendFormat(&replaced, "%s%s (%.0f qps per replica, %.3g $ per million queries)",
                           replaced.empty() ? "" : ", ", v.variant, v.saturation_qps,
