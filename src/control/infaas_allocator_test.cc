@@ -119,6 +119,27 @@ TEST_F(InfaasAllocatorTest, AnOverloadedInstanceIsJudgedByWhatItServed) {
   EXPECT_EQ(sink.loads[0].add, 1);
 }
 
+TEST_F(InfaasAllocatorTest, AnObservedShareOfTheProfileAppliesToEveryVariantOfTheWorker) {
+  // v (200 qps profiled) is Overloaded serving 100 of 120 offered: half its
+  // profile. "other" is profiled at 147 qps, less than v; taken at its
+  // profile it looked faster than v's observed 100, and the cheapest move
+  // was to switch to it. At the same half it carries 73: replicating v is
+  // the move.
+  auto other = Profile::Create({{1, 13.3, 14.6}, {8, 53.3, 58.6}}, 100, 50);
+  ASSERT_TRUE(other.ok());
+  auto allocator = Make();
+  RecordingSink sink;
+  ObservedWorker w = Worker("w1", 1, 120);
+  w.instances[0].served_qps = 100;
+  w.instances[0].state = policy::InstanceState::kOverloaded;
+  Observation o = At(kSecond, {w});
+  o.models[0].variants.push_back({"other", "cpu-4", 0.9, &*other, 1});
+  ASSERT_TRUE(allocator->ModelRound(o, sink).ok());
+  ASSERT_EQ(sink.decisions.size(), 1u);
+  EXPECT_EQ(sink.decisions[0].kind, "replicate") << sink.decisions[0].reason;
+  EXPECT_EQ(sink.decisions[0].target, "m:v");
+}
+
 TEST_F(InfaasAllocatorTest, AYoungInstanceIsNotShrunk) {
   options_.min_instance_age = 30 * kSecond;
   options_.model.min_scale_down_wait = kSecond;

@@ -61,6 +61,7 @@ struct Scope {
   // The same options by least_price_per_qps (then cold order) when
   // `capacity_sorted`; else in cold order (a pinned variant's few).
   absl::Span<const ColdEntry> capacity;
+  absl::Span<const ColdEntry> capacity_per_qps;  // by least_price_per_qps
   bool capacity_sorted = false;
   absl::Span<const InstanceId> instances;
   ModelId model = kNoId;
@@ -82,6 +83,7 @@ Scope ScopeOf(const SelectionIndex& index, const LiveState& live, const Selectio
               });
     s.cold = pinned_buffer;
     s.capacity = pinned_buffer;
+    s.capacity_per_qps = pinned_buffer;
     s.instances = live.instances_of_variant(r.pinned);
   } else if (r.model != kNoId) {
     if (r.model < 0 || r.model >= static_cast<ModelId>(index.models().size())) return s;
@@ -89,6 +91,7 @@ Scope ScopeOf(const SelectionIndex& index, const LiveState& live, const Selectio
     if (!m.present) return s;
     s.cold = m.cold;
     s.capacity = m.capacity;
+    s.capacity_per_qps = m.capacity_per_qps;
     s.capacity_sorted = true;
     s.instances = live.instances_of_app(m.app);
     s.model = r.model;
@@ -98,6 +101,7 @@ Scope ScopeOf(const SelectionIndex& index, const LiveState& live, const Selectio
     if (!a.present) return s;
     s.cold = a.cold;
     s.capacity = a.capacity;
+    s.capacity_per_qps = a.capacity_per_qps;
     s.capacity_sorted = true;
     s.instances = live.instances_of_app(r.app);
   }
@@ -122,6 +126,47 @@ SelectionDecision Unsatisfiable(const SelectionIndex& index, absl::Span<const Co
   d.unmet = best.unmet;
   d.shortfall = best.total;
   return d;
+}
+
+// What step 4 under load needs from the scope's instances of feasible
+// options on accepting workers: the load they lack (ScopeDemand) and the
+// loads under way, by variant, keyed for that load.
+struct UnderLoad {
+  double missing_qps = 0;
+  selection_internal::LoadsUnderWay loads_under_way;
+  selection_internal::LoadsUnderWay present;  // every instance's variant, loading or not
+};
+
+UnderLoad ScanUnderLoad(const SelectionIndex& index, const LiveState& live, const Scope& scope,
+                        const Limits& limits, Nanos now) {
+  selection_internal::ScopeDemand demand;
+  absl::InlinedVector<std::pair<OptionId, VariantId>, 4> loading, present;
+  for (InstanceId id : scope.instances) {
+    if (scope.model != kNoId && live.instance_model(id) != scope.model) continue;
+    const LiveInstance& in = live.instance(id);
+    const LiveWorker& worker = live.worker(in.worker);
+    if (!worker.accepting) continue;
+    const OptionId oid = index.FindOption(in.variant, worker.type);
+    if (oid == kNoId || !selection_internal::Feasible(index.option(oid), limits)) continue;
+    demand.Add(index.option(oid), in, limits);
+    if (in.state == InstanceState::kInactive) loading.push_back({oid, in.variant});
+    present.push_back({oid, in.variant});
+  }
+  UnderLoad u;
+  u.missing_qps = demand.missing_qps();
+  for (const auto& [oid, variant] : loading) {
+    selection_internal::AddLoadUnderWay(
+        variant,
+        selection_internal::CapacityKeyOf(index.option(oid), limits, now, now, u.missing_qps),
+        u.loads_under_way);
+  }
+  for (const auto& [oid, variant] : present) {
+    selection_internal::AddPresent(
+        variant,
+        selection_internal::CapacityKeyOf(index.option(oid), limits, now, now, u.missing_qps),
+        u.present);
+  }
+  return u;
 }
 
 }  // namespace
@@ -196,39 +241,58 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
   }
 
   // Step 4: the first feasible option in cold order that has a placement;
-  // under load, the best of them by capacity (CapacityBefore), scanned in
-  // the capacity order. Once a load is planned, an option whose packed
-  // figures show it cannot beat it (not in time where the best is, or a
-  // least price per qps above the best's price per qps) is passed over
-  // before its profile's table is read, and one whose key does not beat it
-  // before the costlier checks (a load under way, a placement); when the
-  // best answers in time (or nothing can: the scope's quickest cold start
-  // misses the deadline) the scan stops at the first option whose bound is
-  // above, since those after it are higher. That changes no
+  // under load, the best of them by capacity (CapacityBefore) among those
+  // that a load of another variant under way does not outdo, scanned in the
+  // capacity order. Once a load is planned, an option whose
+  // packed figures show it cannot beat it (MayBeat) is passed over before
+  // its profile's table is read, and one whose key does not beat it before
+  // the costlier checks (a load under way, a placement); when the best
+  // answers in time (or nothing can: the scope's quickest cold start misses
+  // the deadline) the scan stops at the first bound above the best's cost,
+  // since an option's instances cost at least its price (the capacity order;
+  // when the missing load is unknown the cost is the price per qps, and the
+  // order and bound are the least price per qps). That changes no
   // decision: once a load is planned, a load under way elsewhere no longer
   // matters (step 6 says kDeadline either way), and step 3 needs only one
   // feasible option.
   bool any_feasible = false, under_way = false;
   selection_internal::CapacityKey best{};
+  UnderLoad scan;
+  if (under_load) scan = ScanUnderLoad(index, live, scope, limits, now);
   const bool none_in_time =
       !scope.cold.empty() &&
       !selection_internal::MakesDeadline(scope.cold.front().cold_ms, now, request.deadline);
-  for (const ColdEntry& o : under_load ? scope.capacity : scope.cold) {
-    if (under_load && d.load.valid()) {
-      const bool above = o.least_price_per_qps > best.price_per_qps;
-      if (above && scope.capacity_sorted && (best.in_time || none_in_time)) break;
-      const bool in_time = selection_internal::MakesDeadline(o.cold_ms, now, request.deadline);
-      if (in_time != best.in_time ? !in_time : above) {
-        any_feasible |= selection_internal::Feasible(o, limits);
-        continue;
-      }
+  const bool unknown = std::isinf(scan.missing_qps);
+  const absl::Span<const ColdEntry> order =
+      !under_load ? scope.cold : unknown ? scope.capacity_per_qps : scope.capacity;
+  for (const ColdEntry& o : order) {
+    // Past this bound no option's cost can be below the best's: its
+    // instances cost at least its price (known missing) or its price per
+    // qps at least its least one (unknown), and the order is by that bound.
+    if (under_load && scope.capacity_sorted && d.load.valid() && (best.in_time || none_in_time) &&
+        (unknown ? o.least_price_per_qps : o.price_per_hour) > best.instance_cost) {
+      break;
+    }
+    if (under_load && d.load.valid() &&
+        !selection_internal::MayBeat(
+            o, selection_internal::MakesDeadline(o.cold_ms, now, request.deadline),
+            scan.missing_qps, best)) {
+      any_feasible |= selection_internal::Feasible(o, limits);
+      continue;
     }
     if (!selection_internal::Feasible(o, limits)) continue;
     any_feasible = true;
     selection_internal::CapacityKey key{};
     if (under_load) {
-      key = selection_internal::CapacityKeyOf(index.option(o.option), limits, now,
-                                              request.deadline);
+      key = selection_internal::CapacityKeyOf(index.option(o.option), limits, now, request.deadline,
+                                              scan.missing_qps);
+      if (selection_internal::CoveredByLoadsUnderWay(scan.missing_qps, scan.loads_under_way) ||
+          selection_internal::OutdoneByLoadUnderWay(o.variant, key, scan.loads_under_way) ||
+          selection_internal::LesserThanPresentVariant(scan.missing_qps, o.variant, key,
+                                                       scan.present)) {
+        under_way = true;  // the better load under way is the scope's capacity
+        continue;
+      }
       if (d.load.valid() && !selection_internal::CapacityBefore(key, index.option(o.option), best,
                                                                 index.option(d.load.option))) {
         continue;
@@ -496,6 +560,7 @@ std::string ExplainLoad(const SelectionIndex& index, const LiveState& live,
   // could be placed.
   absl::InlinedVector<ColdEntry, 4> pinned_buffer;
   const Scope scope = ScopeOf(index, live, request, pinned_buffer);
+  const UnderLoad scan = ScanUnderLoad(index, live, scope, limits, request.now);
   OptionId quickest = kNoId;
   for (const ColdEntry& o : scope.cold) {
     if (!selection_internal::Feasible(o, limits) || selection_internal::LoadUnderWay(live, o)) {
@@ -509,16 +574,33 @@ std::string ExplainLoad(const SelectionIndex& index, const LiveState& live,
     }
     if (quickest != kNoId) break;
   }
+  auto instances = [&](const VariantOption& o) {
+    return selection_internal::InstancesFor(scan.missing_qps,
+                                            selection_internal::CapacityQps(o, limits));
+  };
+  if (std::isinf(scan.missing_qps)) {
+    std::string out = absl::StrFormat(
+        "capacity: instances of %s are saturated, with no report yet of what they are offered; "
+        "%s sustains %.0f qps %s for $%.4g/h, the least per query among the variants that can "
+        "load",
+        ScopeName(index, request), index.OptionName(d.load.option), capacity, objective,
+        chosen.price_per_hour);
+    return out;
+  }
   std::string out = absl::StrFormat(
-      "capacity: instances of %s are saturated; %s sustains %.0f qps %s for $%.4g/h, the least "
-      "per query among the variants that can load",
-      ScopeName(index, request), index.OptionName(d.load.option), capacity, objective,
-      chosen.price_per_hour);
+      "capacity: instances of %s are saturated, %.0f qps short by their last reports; %s "
+      "sustains %.0f qps %s for $%.4g/h, %.0f instance(s) for $%.4g/h, the least among the "
+      "variants that can load",
+      ScopeName(index, request), scan.missing_qps, index.OptionName(d.load.option), capacity,
+      objective, chosen.price_per_hour, instances(chosen),
+      chosen.price_per_hour * instances(chosen));
   if (quickest != kNoId && index.option(quickest).variant != chosen.variant) {
     const VariantOption& q = index.option(quickest);
-    absl::StrAppendFormat(&out, " (the quickest to start, %s, sustains %.0f qps for $%.4g/h)",
+    absl::StrAppendFormat(&out,
+                          " (the quickest to start, %s, sustains %.0f qps for $%.4g/h: %.0f "
+                          "instance(s) for $%.4g/h)",
                           index.OptionName(quickest), selection_internal::CapacityQps(q, limits),
-                          q.price_per_hour);
+                          q.price_per_hour, instances(q), q.price_per_hour * instances(q));
   }
   return out;
 }

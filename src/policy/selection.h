@@ -40,13 +40,21 @@
 //     Under load (an instance in scope that fits statically, on an accepting
 //     worker, is Overloaded, or is Active with est > L or past the deadline:
 //     the load is an addition to a saturated scope) the same candidates are
-//     ranked for capacity instead (LoadRule::kCapacity): one whose cold start
-//     answers this query by its deadline first, then the lowest
-//     price_per_hour / capacity, where capacity = Profile::SaturationQps(L)
-//     (with no L, the throughput at its largest profiled batch), then the
-//     larger capacity, then the cold order. (INFaaS §4.2: the right variant
-//     changes with load; the quickest to start is the right one only for
-//     the first query.)
+//     ranked for capacity instead (LoadRule::kCapacity). Let capacity =
+//     Profile::SaturationQps(L) (with no L, the throughput at its largest
+//     profiled batch) and `missing` = what the scope's instances of feasible
+//     options on accepting workers were offered by their last reports (the
+//     larger of arrivals and served) less Σ capacity × replicas, at least 0.
+//     The ranking: one whose cold start answers this query by its deadline
+//     first; then the lowest price_per_hour × max(1, ⌈missing / capacity⌉)
+//     (the instances that carry what is missing); then the lowest
+//     price_per_hour / capacity; then the larger capacity; then the cold
+//     order. An option is not a candidate while a load of another variant
+//     of the scope is under way that ranks at least as well on those three
+//     figures: a burst of saturated queries then starts the best variant's
+//     load, not the next best on every worker. (INFaaS §4.2: the right
+//     variant changes with load; the quickest to start is the right one
+//     only for the first query.)
 //  5. Degraded: else, the instance in scope (Active, Overloaded, Interfered
 //     or loading) whose option fits statically and that makes the deadline
 //     with the lowest est (ties: price, id), even if est > L: kServeAndLoad

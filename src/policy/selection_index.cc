@@ -210,8 +210,16 @@ void SelectionIndex::BuildColdOrders() {
     for (OptionId id : order) out.push_back(EntryOf(id));
     return out;
   };
-  // From the cold order, stably: equal bounds keep the cold order.
+  // From the cold order, stably: by price (the least an option's instances
+  // can cost), then least price per qps; equal ones keep the cold order.
   auto by_capacity = [](std::vector<ColdEntry> cold) {
+    std::stable_sort(cold.begin(), cold.end(), [](const ColdEntry& a, const ColdEntry& b) {
+      if (a.price_per_hour != b.price_per_hour) return a.price_per_hour < b.price_per_hour;
+      return a.least_price_per_qps < b.least_price_per_qps;
+    });
+    return cold;
+  };
+  auto by_price_per_qps = [](std::vector<ColdEntry> cold) {
     std::stable_sort(cold.begin(), cold.end(), [](const ColdEntry& a, const ColdEntry& b) {
       return a.least_price_per_qps < b.least_price_per_qps;
     });
@@ -226,6 +234,7 @@ void SelectionIndex::BuildColdOrders() {
     std::sort(m.cold_order.begin(), m.cold_order.end(), cold_less);
     m.cold = entries(m.cold_order);
     m.capacity = by_capacity(m.cold);
+    m.capacity_per_qps = by_price_per_qps(m.cold);
   }
   for (App& a : apps_) {
     if (!a.present) continue;
@@ -236,6 +245,7 @@ void SelectionIndex::BuildColdOrders() {
     std::sort(a.cold_order.begin(), a.cold_order.end(), cold_less);
     a.cold = entries(a.cold_order);
     a.capacity = by_capacity(a.cold);
+    a.capacity_per_qps = by_price_per_qps(a.cold);
   }
 }
 
@@ -265,6 +275,7 @@ ColdEntry SelectionIndex::EntryOf(OptionId id) const {
   e.cold_ms = o.cold_ms;
   e.latency1_ms = o.latency1_ms;
   const double most = o.most_throughput_to.empty() ? 0 : o.most_throughput_to.back();
+  e.max_capacity_qps = most;
   e.least_price_per_qps =
       most > 0 ? o.price_per_hour / most : std::numeric_limits<double>::infinity();
   e.accuracy = o.accuracy;

@@ -91,9 +91,10 @@ struct VariantOption {
 struct ColdEntry {
   double cold_ms = 0;
   double latency1_ms = 0;
-  // price_per_hour over the most the option sustains at any batch: no
-  // latency limit gives it a lower price per qps (step 4 under load stops
-  // its scan of the capacity order on it).
+  // The most the option sustains at any batch, and price_per_hour over it:
+  // no latency limit gives it more capacity or a lower price per qps (step 4
+  // under load passes over options that cannot beat its best so far).
+  double max_capacity_qps = 0;
   double least_price_per_qps = 0;
   double accuracy = 0;
   double price_per_hour = 0;
@@ -114,9 +115,13 @@ class SelectionIndex {
     // variant to load stops at the first option that fits.
     std::vector<OptionId> cold_order;
     std::vector<ColdEntry> cold;  // cold_order's figures, in the same order
-    // The same entries by least_price_per_qps, then cold order: step 4's
-    // scan under load.
+    // The same entries by price, then least_price_per_qps, then cold order:
+    // step 4's scan under load (an option's instances cost at least its
+    // price, so the scan can stop at the first price above its best cost);
+    // and by least_price_per_qps, then cold order, for when the load
+    // missing is unknown (the cost is then the price per qps).
     std::vector<ColdEntry> capacity;
+    std::vector<ColdEntry> capacity_per_qps;
   };
   struct Model {
     std::string name;
@@ -126,6 +131,7 @@ class SelectionIndex {
     std::vector<OptionId> cold_order;  // as App::cold_order, this model only
     std::vector<ColdEntry> cold;
     std::vector<ColdEntry> capacity;  // as App::capacity
+    std::vector<ColdEntry> capacity_per_qps;
   };
   struct Variant {
     VariantKey key;

@@ -191,12 +191,13 @@ void LiveState::SetReadyAt(InstanceId id, Nanos ready_at) {
 }
 
 void LiveState::UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas,
-                                   double served_qps) {
+                                   double served_qps, double arrival_qps) {
   if (!has_instance(id)) return;
   LiveInstance& live = instances_[id].live;
   live.mean_batch = mean_batch;
   live.replicas = replicas;
   live.served_qps = served_qps;
+  live.arrival_qps = arrival_qps;
 }
 
 void LiveState::SetWaiting(InstanceId id, int32_t waiting) {

@@ -7,7 +7,8 @@
 //  - a worker registers        → AddWorker; it is lost → RemoveWorker
 //    (its instances go with it);
 //  - a worker reports          → UpdateWorker (utilisation, free memory) and,
-//    per instance, UpdateInstanceLoad (mean batch, replicas, served rate) and
+//    per instance, UpdateInstanceLoad (mean batch, replicas, served and
+//    offered rates) and
 //    SetState with the state machine's result (instance_state.h);
 //  - it asks for a load        → AddInstance in state kInactive with the
 //    expected ready_at, and UpdateWorker with the variant's memory taken out
@@ -62,6 +63,7 @@ struct LiveInstance {
   double mean_batch = 1;  // rows per batch from reports; values below 1 read as 1
   int32_t replicas = 1;   // values below 1 read as 1
   double served_qps = 0;
+  double arrival_qps = 0;  // offered to it over the last report (0: unknown)
 };
 
 class LiveState {
@@ -81,7 +83,8 @@ class LiveState {
   void RemoveInstance(InstanceId id);
   void SetState(InstanceId id, InstanceState state);
   void SetReadyAt(InstanceId id, Nanos ready_at);
-  void UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas, double served_qps);
+  void UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas, double served_qps,
+                          double arrival_qps);
   void SetWaiting(InstanceId id, int32_t waiting);
   void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
 

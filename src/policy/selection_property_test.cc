@@ -8,7 +8,8 @@
 //    candidate exists;
 //  - ties go to the lower cost;
 //  - a load is the quickest answer, or under load (a saturated instance in
-//    scope) the most capacity per dollar among those that answer in time.
+//    scope) the cheapest way to carry the load the scope lacks among those
+//    that answer in time, and never a variant a load under way outdoes.
 // The checks below recompute what they need from the profiles directly,
 // independently of selection_rules.h.
 #include <gtest/gtest.h>
@@ -165,11 +166,89 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
     return q.latency ? x.profile.SaturationQps(*q.latency)
                      : x.profile.ThroughputAt(x.profile.max_batch());
   };
+  auto feasible = [&](const VariantOption& x) {
+    return MeetsStatic(x, q) && (!q.latency || x.profile.LatencyAt(1) <= *q.latency);
+  };
+  // What the scope lacks: offered (the larger of arrivals and served) less
+  // what its instances of feasible options sustain, in thousandths of qps.
+  int64_t offered = 0, sustained = 0;
+  for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+    if (!live.has_instance(i)) continue;
+    const LiveInstance& in = live.instance(i);
+    const LiveWorker& w = live.worker(in.worker);
+    const OptionId o = idx.FindOption(in.variant, w.type);
+    if (!InScope(idx, r, in.variant) || !w.accepting || o == kNoId || !feasible(idx.option(o))) {
+      continue;
+    }
+    offered += std::llround(std::max({0.0, in.arrival_qps, in.served_qps}) * 1000);
+    sustained +=
+        std::llround(std::max(0.0, capacity(idx.option(o))) * 1000) * std::max(1, in.replicas);
+  }
+  // Nothing reported: unknown, and the options rank by price per qps.
+  const bool known = offered > 0;
+  const double missing = static_cast<double>(std::max<int64_t>(0, offered - sustained)) / 1000;
+  // (instances' price to carry the missing load, price per qps, − capacity):
+  // the smaller, the better.
+  auto figures = [&](const VariantOption& x) {
+    const double cap = capacity(x);
+    const double n = std::max(1.0, std::ceil(missing / cap - 1e-9));
+    return std::make_tuple(known ? x.price_per_hour * n : x.price_per_hour / cap,
+                           x.price_per_hour / cap, -cap);
+  };
+  // Under load a load must carry the missing load more cheaply than every
+  // feasible load of another variant of the scope under way (or as cheaply,
+  // with a lower price per qps, or more capacity).
+  auto beaten_by_load_under_way = [&](const VariantOption& x) {
+    bool any_under_way = false;
+    for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+      if (!live.has_instance(i)) continue;
+      const LiveInstance& in = live.instance(i);
+      const LiveWorker& w = live.worker(in.worker);
+      const OptionId u = idx.FindOption(in.variant, w.type);
+      any_under_way |= in.state == InstanceState::kInactive && InScope(idx, r, in.variant) &&
+                       w.accepting && u != kNoId && feasible(idx.option(u));
+    }
+    // Nothing missing once the loads under way are counted: none is planned.
+    if (known && missing == 0 && any_under_way) return true;
+    // Nothing missing by the profiles: no variant that carries less per
+    // dollar than another the scope runs (loaded or loading).
+    if (known && missing == 0) {
+      for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+        if (!live.has_instance(i)) continue;
+        const LiveInstance& in = live.instance(i);
+        const LiveWorker& w = live.worker(in.worker);
+        const OptionId u = idx.FindOption(in.variant, w.type);
+        if (!InScope(idx, r, in.variant) || !w.accepting || u == kNoId || in.variant == x.variant ||
+            !feasible(idx.option(u))) {
+          continue;
+        }
+        const VariantOption& y = idx.option(u);
+        const double px = x.price_per_hour / capacity(x), py = y.price_per_hour / capacity(y);
+        if (!(px < py || (px == py && capacity(x) > capacity(y)))) return true;
+      }
+    }
+    for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+      if (!live.has_instance(i)) continue;
+      const LiveInstance& in = live.instance(i);
+      const LiveWorker& w = live.worker(in.worker);
+      const OptionId u = idx.FindOption(in.variant, w.type);
+      if (in.state != InstanceState::kInactive || !InScope(idx, r, in.variant) || !w.accepting ||
+          u == kNoId || in.variant == x.variant || !feasible(idx.option(u))) {
+        continue;
+      }
+      if (!(figures(x) < figures(idx.option(u)))) return true;
+    }
+    return false;
+  };
   // A load goes where it fits, and no faster-to-serve or equally fast but
   // cheaper feasible option could have been placed; under load, no option
   // that answers in time where it does not, or carries more per dollar.
   if (d.load.valid()) {
     EXPECT_EQ(d.load_rule, under_load ? LoadRule::kCapacity : LoadRule::kQuickest);
+    if (under_load) {
+      EXPECT_FALSE(beaten_by_load_under_way(idx.option(d.load.option)))
+          << "a load no better than one under way";
+    }
     const VariantOption& o = idx.option(d.load.option);
     const LiveWorker& w = live.worker(d.load.worker);
     EXPECT_EQ(w.type, o.type);
@@ -203,13 +282,13 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       if (!placeable) continue;
       const double xc = x.load_ms + x.profile.LatencyAt(1);
       const double oc = o.load_ms + o.profile.LatencyAt(1);
+      if (under_load && beaten_by_load_under_way(x)) continue;  // not a candidate
       if (under_load) {
         const bool x_in_time = MakesDeadline(xc, r), o_in_time = MakesDeadline(oc, r);
         EXPECT_TRUE(o_in_time || !x_in_time) << "a load too late for this query chosen";
         if (x_in_time != o_in_time) continue;
-        // price / capacity, compared without dividing: x is not cheaper per qps.
-        EXPECT_GE(x.price_per_hour * capacity(o), o.price_per_hour * capacity(x) * (1 - 1e-12))
-            << "a load with less capacity per dollar chosen under load";
+        EXPECT_FALSE(figures(x) < figures(o)) << "a load that carries the missing load at a "
+                                                 "higher cost chosen under load";
         continue;
       }
       EXPECT_GE(xc, oc);

@@ -66,14 +66,17 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
   selection_internal::FastestKey degraded_key{};
   // Step 6: a loaded instance of a feasible option passed over (kBusy).
   bool have_loaded = false;
-  // Whether a saturated instance puts the scope under load (step 4's order).
+  // Whether a saturated instance puts the scope under load (step 4's order),
+  // and what step 4 under load needs: the load the scope lacks and its loads
+  // under way.
   bool under_load = false;
+  selection_internal::ScopeDemand demand;
+  std::vector<std::pair<OptionId, VariantId>> loading_options, present_options;
   for (InstanceId id : instances) {
     const LiveInstance& in = live.instance(id);
     if (!InScope(index, request, in.variant)) continue;
     const LiveWorker& worker = live.worker(in.worker);
     if (!worker.accepting) continue;
-    if (in.state == InstanceState::kInactive && !options.use_loading_instances) continue;
     const OptionId oid = index.FindOption(in.variant, worker.type);
     if (oid == kNoId) continue;
     const VariantOption& o = index.option(oid);
@@ -83,6 +86,14 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     const bool in_time = selection_internal::MakesDeadline(est, now, request.deadline);
     const bool fits = selection_internal::WithinLatency(est, limits);
     under_load |= selection_internal::Saturated(in.state, in_time, fits);
+    if (selection_internal::Feasible(o, limits)) {
+      demand.Add(o, in, limits);
+      if (in.state == InstanceState::kInactive) loading_options.push_back({oid, in.variant});
+      present_options.push_back({oid, in.variant});
+    }
+    // Loading instances count as loads under way whatever the options say;
+    // only serving on them needs use_loading_instances.
+    if (in.state == InstanceState::kInactive && !options.use_loading_instances) continue;
     if (!in_time) continue;
     if (fits && in.state == InstanceState::kActive) {
       selection_internal::HealthyKey key{worker.utilisation, o.price_per_hour, est, id};
@@ -139,12 +150,40 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     return d;
   }
 
+  // Under load: the load the scope lacks, and its loads under way keyed for it.
+  const double missing = demand.missing_qps();
+  selection_internal::LoadsUnderWay loads_under_way, present;
+  for (const auto& [oid, variant] : loading_options) {
+    selection_internal::AddLoadUnderWay(
+        variant, selection_internal::CapacityKeyOf(index.option(oid), limits, now, now, missing),
+        loads_under_way);
+  }
+  for (const auto& [oid, variant] : present_options) {
+    selection_internal::AddPresent(
+        variant, selection_internal::CapacityKeyOf(index.option(oid), limits, now, now, missing),
+        present);
+  }
+
   // Step 4: every feasible option with every worker that could take it,
-  // unless a load of it is already under way.
+  // unless a load of it is already under way (under load: unless one at
+  // least as good is).
   bool under_way = false;
   for (OptionId id : scope) {
     const VariantOption& o = index.option(id);
     if (!selection_internal::Feasible(o, limits)) continue;
+    if (under_load &&
+        (selection_internal::CoveredByLoadsUnderWay(missing, loads_under_way) ||
+         selection_internal::OutdoneByLoadUnderWay(
+             o.variant,
+             selection_internal::CapacityKeyOf(o, limits, now, request.deadline, missing),
+             loads_under_way) ||
+         selection_internal::LesserThanPresentVariant(
+             missing, o.variant,
+             selection_internal::CapacityKeyOf(o, limits, now, request.deadline, missing),
+             present))) {
+      under_way = true;  // the better load under way is the scope's capacity
+      continue;
+    }
     bool loading = false;
     for (InstanceId i = 0; i < live.instance_slots(); ++i) {
       if (!live.has_instance(i)) continue;
@@ -173,12 +212,13 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
       continue;
     }
     const selection_internal::CapacityKey key =
-        selection_internal::CapacityKeyOf(o, limits, now, request.deadline);
-    if (!d.load.valid() || selection_internal::CapacityBefore(
-                               key, o,
-                               selection_internal::CapacityKeyOf(index.option(d.load.option),
-                                                                 limits, now, request.deadline),
-                               index.option(d.load.option))) {
+        selection_internal::CapacityKeyOf(o, limits, now, request.deadline, missing);
+    if (!d.load.valid() ||
+        selection_internal::CapacityBefore(
+            key, o,
+            selection_internal::CapacityKeyOf(index.option(d.load.option), limits, now,
+                                              request.deadline, missing),
+            index.option(d.load.option))) {
       d.load = {id, where};
       d.load_rule = LoadRule::kCapacity;
     }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/container/inlined_vector.h"
 #include "core/time.h"
 #include "policy/selection.h"
 
@@ -130,32 +131,157 @@ inline double CapacityQps(const VariantOption& o, const Limits& l) {
   return o.most_throughput_to[limit == 0 ? 0 : limit - 1];
 }
 
-// Step 4's order under load: an option whose cold start answers this query by
-// its deadline first; then the lowest price per unit of capacity (price /
-// CapacityQps: the cost of carrying the load), then the larger capacity,
-// then the cold order.
+// The load a saturated scope lacks, from its instances' last reports: what
+// they were offered (arrivals, or what they served if more) less what their
+// profiles sustain within L, in thousandths of a query per second, summed
+// as integers so that every scan order gives the same figure.
+inline int64_t MilliQps(double qps) { return std::llround(std::max(0.0, qps) * 1000); }
+
+// When no instance has reported anything yet (a model saturated within its
+// first second), what it lacks is unknown: +infinity, so that the options
+// rank by their price per unit of capacity.
+struct ScopeDemand {
+  int64_t offered_mqps = 0;
+  int64_t capacity_mqps = 0;
+  void Add(const VariantOption& o, const LiveInstance& in, const Limits& l) {
+    offered_mqps += MilliQps(std::max(in.arrival_qps, in.served_qps));
+    capacity_mqps += MilliQps(CapacityQps(o, l)) * std::max(1, in.replicas);
+  }
+  double missing_qps() const {
+    if (offered_mqps == 0) return std::numeric_limits<double>::infinity();
+    return static_cast<double>(std::max<int64_t>(0, offered_mqps - capacity_mqps)) / 1000;
+  }
+};
+
+// The instances of an option of capacity `capacity_qps` that carry
+// `missing_qps`: at least one (the load being planned).
+inline double InstancesFor(double missing_qps, double capacity_qps) {
+  if (!(capacity_qps > 0)) return std::numeric_limits<double>::infinity();
+  return std::max(1.0, std::ceil(missing_qps / capacity_qps - 1e-9));
+}
+
+// Step 4's order under load (INFaaS §4.2's cost of carrying the load): an
+// option whose cold start answers this query by its deadline first; then
+// the lowest price of the instances that carry the scope's missing load
+// (price × InstancesFor(missing, capacity)); then the lowest price per unit
+// of capacity (price / CapacityQps), then the larger capacity, then the cold
+// order. With little missing, one instance of any option carries it and the
+// cheapest instance comes first; with much, the one with the most capacity
+// per dollar. With the missing load unknown, instance_cost is the price per
+// qps (the limit of the cost as the load grows).
 struct CapacityKey {
   bool in_time = false;
+  double instance_cost = 0;  // price × instances; +inf when it sustains nothing
   double price_per_qps = 0;  // +inf when the option sustains nothing
   double capacity_qps = 0;
 };
 
-inline CapacityKey CapacityKeyOf(const VariantOption& o, const Limits& l, Nanos now,
-                                 Nanos deadline) {
+inline CapacityKey CapacityKeyOf(const VariantOption& o, const Limits& l, Nanos now, Nanos deadline,
+                                 double missing_qps) {
   CapacityKey k;
   k.in_time = MakesDeadline(o.cold_ms, now, deadline);
   k.capacity_qps = CapacityQps(o, l);
   k.price_per_qps = k.capacity_qps > 0 ? o.price_per_hour / k.capacity_qps
                                        : std::numeric_limits<double>::infinity();
+  k.instance_cost = !(k.capacity_qps > 0) ? std::numeric_limits<double>::infinity()
+                    : std::isinf(missing_qps)
+                        ? k.price_per_qps
+                        : o.price_per_hour * InstancesFor(missing_qps, k.capacity_qps);
   return k;
+}
+
+// Lower bounds of an option's key from its packed figures (no profile read):
+// whether it can beat `best` (in_time as best's, or better).
+inline bool MayBeat(const ColdEntry& o, bool in_time, double missing_qps, const CapacityKey& best) {
+  if (in_time != best.in_time) return in_time;
+  const double least_cost = !(o.max_capacity_qps > 0) ? std::numeric_limits<double>::infinity()
+                            : std::isinf(missing_qps)
+                                ? o.least_price_per_qps
+                                : o.price_per_hour * InstancesFor(missing_qps, o.max_capacity_qps);
+  if (least_cost != best.instance_cost) return least_cost < best.instance_cost;
+  return o.least_price_per_qps <= best.price_per_qps;
 }
 
 inline bool CapacityBefore(const CapacityKey& ka, const VariantOption& a, const CapacityKey& kb,
                            const VariantOption& b) {
   if (ka.in_time != kb.in_time) return ka.in_time;
+  if (ka.instance_cost != kb.instance_cost) return ka.instance_cost < kb.instance_cost;
   if (ka.price_per_qps != kb.price_per_qps) return ka.price_per_qps < kb.price_per_qps;
   if (ka.capacity_qps != kb.capacity_qps) return ka.capacity_qps > kb.capacity_qps;
   return ColdBefore(a, b);
+}
+
+// Under load, a load of a variant is planned only if it carries the missing
+// load more cheaply (or as cheaply, with more capacity per dollar or more
+// capacity) than every load of another variant of the scope already under
+// way: a burst of saturated queries then starts the best variant's load,
+// and more of it on other workers, not the next best variants while the best
+// one loads. The loads under way are kept by variant with their best figures
+// (in_time unused).
+inline bool BeatsLoadUnderWay(const CapacityKey& k, const CapacityKey& under_way) {
+  if (k.instance_cost != under_way.instance_cost) {
+    return k.instance_cost < under_way.instance_cost;
+  }
+  if (k.price_per_qps != under_way.price_per_qps) return k.price_per_qps < under_way.price_per_qps;
+  return k.capacity_qps > under_way.capacity_qps;
+}
+
+using LoadsUnderWay = absl::InlinedVector<std::pair<VariantId, CapacityKey>, 4>;
+
+inline void AddLoadUnderWay(VariantId variant, const CapacityKey& k, LoadsUnderWay& loads) {
+  for (auto& [v, best] : loads) {
+    if (v != variant) continue;
+    if (BeatsLoadUnderWay(k, best)) best = k;
+    return;
+  }
+  loads.push_back({variant, k});
+}
+
+// Under load, no load is planned while the scope's instances, its loads
+// under way included, sustain all its instances were offered by their last
+// reports: the capacity is on its way.
+inline bool CoveredByLoadsUnderWay(double missing_qps, const LoadsUnderWay& loads) {
+  return missing_qps == 0 && !loads.empty();
+}
+
+// With nothing missing by the profiles (the instances are saturated by
+// something else: the data path, a burst, a neighbour), a variant that
+// carries less per dollar than one the scope already runs adds nothing:
+// only a variant at least as good per dollar (strictly better, or as good
+// with more capacity, than every other variant present) is loaded, more of
+// the best one included. `present` holds, by variant, the best figures per
+// dollar of the scope's instances (loaded or loading): AddPresent.
+inline bool BetterPerDollar(const CapacityKey& a, const CapacityKey& b) {
+  return a.price_per_qps < b.price_per_qps ||
+         (a.price_per_qps == b.price_per_qps && a.capacity_qps > b.capacity_qps);
+}
+
+inline void AddPresent(VariantId variant, const CapacityKey& k, LoadsUnderWay& present) {
+  for (auto& [v, best] : present) {
+    if (v != variant) continue;
+    if (BetterPerDollar(k, best)) best = k;
+    return;
+  }
+  present.push_back({variant, k});
+}
+
+inline bool LesserThanPresentVariant(double missing_qps, VariantId variant, const CapacityKey& k,
+                                     const LoadsUnderWay& present) {
+  if (missing_qps != 0) return false;
+  for (const auto& [v, p] : present) {
+    if (v != variant && !BetterPerDollar(k, p)) return true;
+  }
+  return false;
+}
+
+// Whether a load of another variant under way carries at least as much per
+// dollar as `k` would on `variant`.
+inline bool OutdoneByLoadUnderWay(VariantId variant, const CapacityKey& k,
+                                  const LoadsUnderWay& loads) {
+  for (const auto& [v, best] : loads) {
+    if (v != variant && !BeatsLoadUnderWay(k, best)) return true;
+  }
+  return false;
 }
 
 // Placement order: utilisation, then worker id.

@@ -139,7 +139,7 @@ TEST_F(SelectionTest, QueueWaitingCountsAgainstTheLatency) {
 TEST_F(SelectionTest, ReplicasShareTheQueue) {
   WorkerId w = Worker(small_, 0.1);
   InstanceId id = Instance(opt_, w, InstanceState::kActive, 12, 4);
-  live_.UpdateInstanceLoad(id, 4, 2, 100);
+  live_.UpdateInstanceLoad(id, 4, 2, 100, 0);
   // 12 waiting over 2 replicas: one starts on the free replica's next batch,
   // 11 queue at 8 rows per 9 ms.
   EXPECT_DOUBLE_EQ(Decide(Request(25, 0.9)).estimated_ms, 11 * 9.0 / 8 + 9);

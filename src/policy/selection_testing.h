@@ -134,6 +134,10 @@ inline void FillRandomLive(Draw& d, const SelectionIndex& index, const RandomLiv
       in.waiting = static_cast<int32_t>(d.Int(0, 12));
       in.mean_batch = spec.coarse ? static_cast<double>(d.Int(0, 8)) : d.Real(0, 16);
       in.replicas = static_cast<int32_t>(d.Int(1, 2));
+      // What it was offered and served by its last report: step 4 under
+      // load prices the load the scope lacks.
+      in.arrival_qps = spec.coarse ? d.Coarse(0, 50, 6) : d.Real(0, 400);
+      in.served_qps = spec.coarse ? d.Coarse(0, 50, 4) : d.Real(0, 300);
       // AddInstance refuses a second instance of a variant on one worker;
       // the draw simply moves on.
       (void)live.AddInstance(index, in);

@@ -172,9 +172,11 @@ void SelectionRouter::SetState(int32_t instance, policy::InstanceState state) {
 }
 
 void SelectionRouter::UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas,
-                                         double served_qps) {
+                                         double served_qps, double arrival_qps) {
   policy::InstanceId id = At(instance_live_, instance);
-  if (id != policy::kNoId) live_.UpdateInstanceLoad(id, mean_batch, replicas, served_qps);
+  if (id != policy::kNoId) {
+    live_.UpdateInstanceLoad(id, mean_batch, replicas, served_qps, arrival_qps);
+  }
 }
 
 void SelectionRouter::AddWaiting(int32_t instance, int32_t delta) {

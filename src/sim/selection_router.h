@@ -66,7 +66,8 @@ class SelectionRouter {
   absl::Status AddInstance(int32_t instance, int32_t variant, int32_t worker, Nanos ready_at);
   void RemoveInstance(int32_t instance);
   void SetState(int32_t instance, policy::InstanceState state);
-  void UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas, double served_qps);
+  void UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas, double served_qps,
+                          double arrival_qps);
   void AddWaiting(int32_t instance, int32_t delta);
   // The allocator's query assignment (LiveState::SetRouteWeights), by
   // simulator worker and variant.

@@ -208,7 +208,7 @@ absl::Status Simulator::StartInitialCluster() {
       if (!added.ok()) return added;
       inst.history.state = policy::InstanceState::kActive;
       selection_->SetState(*i, inst.history.state);
-      selection_->UpdateInstanceLoad(*i, 1, 1, 0);
+      selection_->UpdateInstanceLoad(*i, 1, 1, 0, 0);
       selection_->UpdateWorker(w, 0, FreeMemoryForSelection(workers_[w]));
     }
   }

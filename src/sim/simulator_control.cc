@@ -318,7 +318,8 @@ void Simulator::OnLoadDone(int32_t r) {
     selection_->SetState(i, inst.history.state);
   }
   inst.ready_since = now_;
-  selection_->UpdateInstanceLoad(i, inst.mean_batch, inst.ready, inst.served_qps);
+  selection_->UpdateInstanceLoad(i, inst.mean_batch, inst.ready, inst.served_qps,
+                                 inst.arrival_qps);
   if (rep.transition >= 0) EndTransitionLoad(rep.transition, true);
   RunDecisions(i);
 }
@@ -380,7 +381,8 @@ void Simulator::RemoveReplicas(int32_t i, int32_t count) {
       DropReplica(r);
     }
   }
-  selection_->UpdateInstanceLoad(i, inst.mean_batch, std::max(1, inst.ready), inst.served_qps);
+  selection_->UpdateInstanceLoad(i, inst.mean_batch, std::max(1, inst.ready), inst.served_qps,
+                                 inst.arrival_qps);
 }
 
 void Simulator::DropReplica(int32_t r) {
@@ -499,7 +501,8 @@ void Simulator::Report(int32_t w, Nanos interval) {
       }
       inst.history = step.history;
       selection_->SetState(i, inst.history.state);
-      selection_->UpdateInstanceLoad(i, inst.mean_batch, inst.ready, inst.served_qps);
+      selection_->UpdateInstanceLoad(i, inst.mean_batch, inst.ready, inst.served_qps,
+                                 inst.arrival_qps);
     }
     inst.interval_arrivals = 0;
     inst.interval_job_arrivals = 0;

@@ -75,7 +75,7 @@ void Cluster::LiveApplyReportLocked(Worker& worker) {
       if (inst.live == policy::kNoId) continue;
     }
     const InstanceStats& s = inst.stats;
-    live_.UpdateInstanceLoad(inst.live, s.mean_batch, s.replicas, s.served_qps);
+    live_.UpdateInstanceLoad(inst.live, s.mean_batch, s.replicas, s.served_qps, s.arrival_qps);
     policy::OptionId option = index_->FindOption(index_->FindVariant(key), type);
     if (option == policy::kNoId) continue;
     auto slo = slo_ms_.find(key.model);
