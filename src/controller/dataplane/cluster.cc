@@ -1,6 +1,7 @@
 #include "controller/dataplane/cluster.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/cord.h"
@@ -271,7 +272,7 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
   if (best == nullptr) return std::nullopt;
   ++best_instance->outstanding;
   if (best_instance->live != policy::kNoId) live_.AddWaiting(best_instance->live, +1);
-  return Route{best->view.id, best->view.type.name, best->api};
+  return Route{best->view.id, best->view.type.name, best->api, best_instance->generation};
 }
 
 void Cluster::Release(const std::string& worker_id, const VariantKey& key, ReplyTimes times) {
@@ -431,7 +432,22 @@ bool Cluster::Unloading(const std::string& worker_id, const VariantKey& key) con
   return inst != w->second.instances.end() && inst->second.phase == InstancePhase::kUnloading;
 }
 
+uint64_t Cluster::NextInstanceGeneration() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Cluster::RemoveInstance(const std::string& worker_id, const VariantKey& key) {
+  RemoveInstanceIf(worker_id, key, std::nullopt);
+}
+
+void Cluster::ForgetInstance(const std::string& worker_id, const VariantKey& key,
+                             uint64_t instance_generation) {
+  RemoveInstanceIf(worker_id, key, instance_generation);
+}
+
+void Cluster::RemoveInstanceIf(const std::string& worker_id, const VariantKey& key,
+                               std::optional<uint64_t> generation) {
   std::vector<LoadWaiter> waiters;
   {
     absl::MutexLock lock(&mu_);
@@ -439,6 +455,7 @@ void Cluster::RemoveInstance(const std::string& worker_id, const VariantKey& key
     if (w == workers_.end()) return;
     auto inst = w->second.instances.find(key);
     if (inst == w->second.instances.end()) return;
+    if (generation.has_value() && inst->second.generation != *generation) return;
     waiters.swap(inst->second.waiters);
     LiveRemoveInstanceLocked(inst->second);
     w->second.instances.erase(inst);

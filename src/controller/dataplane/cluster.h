@@ -108,6 +108,9 @@ struct Route {
   std::string worker_id;
   std::string worker_type;
   std::shared_ptr<WorkerApi> api;
+  // Which load of the instance the query went to: a worker's NOT_FOUND
+  // speaks for that one only (Cluster::ForgetInstance).
+  uint64_t instance_generation = 0;
 };
 
 using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
@@ -241,6 +244,12 @@ class Cluster {
   // Removes an instance after it was unloaded (or a worker said it does not
   // hold it). Queries waiting on its load are told to choose again (OK).
   void RemoveInstance(const std::string& worker_id, const VariantKey& key);
+  // The worker answered a query routed to this instance that it does not
+  // hold it: removes it as RemoveInstance does, unless the record is a
+  // newer load than the route's (the variant was unloaded and is being
+  // loaded again; the answer is about the old one).
+  void ForgetInstance(const std::string& worker_id, const VariantKey& key,
+                      uint64_t instance_generation);
   // When `key` last failed to load anywhere, and why (for backing off).
   std::optional<std::pair<Nanos, std::string>> LastLoadFailure(const VariantKey& key) const;
 
@@ -281,7 +290,11 @@ class Cluster {
   const policy::VariantOption* OptionOf(const VariantKey& key, const std::string& type) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  static uint64_t NextInstanceGeneration();
   struct InstanceRecord {
+    // Unique per record, so that a newer load of the same variant on the
+    // same worker is told apart from the one a query was routed to.
+    uint64_t generation = NextInstanceGeneration();
     InstancePhase phase = InstancePhase::kLoading;
     std::string error;
     Nanos phase_since = 0;
@@ -311,6 +324,9 @@ class Cluster {
   void LiveAddInstanceLocked(Worker& worker, const VariantKey& key, InstanceRecord& inst,
                              policy::InstanceState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LiveRemoveInstanceLocked(InstanceRecord& inst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RemoveInstance, or ForgetInstance when `generation` is set.
+  void RemoveInstanceIf(const std::string& worker_id, const VariantKey& key,
+                        std::optional<uint64_t> generation);
   void LiveApplyReportLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double FreeMemoryLocked(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkUnreachableLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

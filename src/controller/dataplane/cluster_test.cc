@@ -109,6 +109,40 @@ TEST_F(ClusterUnreachableTest, QueriesWaitingOnARemovedInstanceAreToldToChooseAg
   EXPECT_EQ(told, 2);
 }
 
+TEST_F(ClusterUnreachableTest, ANotFoundForAnUnloadedInstanceSparesItsNewerLoad) {
+  std::optional<Route> old_route = cluster_->PickReady(kKey);
+  ASSERT_TRUE(old_route.has_value());
+  const std::string worker = old_route->worker_id;
+  cluster_->Release(worker, kKey);
+  // The instance the query went to is unloaded, and the variant is loaded
+  // there again before the worker's NOT_FOUND for that query comes back.
+  cluster_->BeginUnload(worker, kKey);
+  cluster_->RemoveInstance(worker, kKey);
+  ASSERT_TRUE(cluster_->BeginLoad(worker, kKey, nullptr).ok());
+  cluster_->ForgetInstance(worker, kKey, old_route->instance_generation);
+  cluster_->FinishLoad(worker, kKey, absl::OkStatus());
+  std::set<std::string> serving;
+  for (int i = 0; i < 4; ++i) {
+    std::optional<Route> route = cluster_->PickReady(kKey);
+    ASSERT_TRUE(route.has_value());
+    serving.insert(route->worker_id);
+  }
+  EXPECT_EQ(serving.size(), 2u);  // the newer load serves
+  // A NOT_FOUND for the current load removes it.
+  std::optional<Route> current;
+  do {
+    current = cluster_->PickReady(kKey);
+    ASSERT_TRUE(current.has_value());
+  } while (current->worker_id != worker);
+  EXPECT_NE(current->instance_generation, old_route->instance_generation);
+  cluster_->ForgetInstance(worker, kKey, current->instance_generation);
+  for (int i = 0; i < 4; ++i) {
+    std::optional<Route> route = cluster_->PickReady(kKey);
+    ASSERT_TRUE(route.has_value());
+    EXPECT_NE(route->worker_id, worker);
+  }
+}
+
 TEST_F(ClusterUnreachableTest, AdmissionSeesQueriesInFlightAndTheMeanRoundTripOverhead) {
   std::optional<Route> route = cluster_->PickReady(kKey);
   ASSERT_TRUE(route.has_value());

@@ -375,11 +375,11 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
   const Nanos sent_at = options_.clock->Now();
   route.api->Infer(
       key, query->inputs, send,
-      [this, query, key, sent_at, worker = route.worker_id,
-       worker_type = route.worker_type](absl::StatusOr<WorkerReply> reply) mutable {
+      [this, query, key, sent_at, worker = route.worker_id, worker_type = route.worker_type,
+       generation = route.instance_generation](absl::StatusOr<WorkerReply> reply) mutable {
         if (!reply.ok()) {
           options_.cluster->Release(worker, key);
-          return OnSendFailed(std::move(query), key, worker, reply.status());
+          return OnSendFailed(std::move(query), key, {worker, generation}, reply.status());
         }
         // The round trip's own cost: what neither the worker's queue and
         // compute nor the wait for a call to it explain.
@@ -414,12 +414,14 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
 }
 
 void Dispatcher::OnSendFailed(std::shared_ptr<Query> query, const VariantKey& key,
-                              const std::string& worker, const absl::Status& status) {
+                              const SentTo& sent_to, const absl::Status& status) {
+  const std::string& worker = sent_to.worker;
   switch (status.code()) {
     case absl::StatusCode::kNotFound:
       // The worker no longer holds the instance (unloaded, or the worker
-      // restarted): the policy chooses again.
-      options_.cluster->RemoveInstance(worker, key);
+      // restarted): the policy chooses again. A newer load of the variant
+      // there is not the instance the worker spoke of.
+      options_.cluster->ForgetInstance(worker, key, sent_to.instance_generation);
       if (query->retries_left-- > 0) return Attempt(std::move(query));
       return Finish(query, absl::UnavailableError(status.message()));
     case absl::StatusCode::kUnavailable:

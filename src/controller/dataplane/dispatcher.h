@@ -107,7 +107,11 @@ class Dispatcher {
   void Send(std::shared_ptr<Query> query, Route route);
   // The worker's call for `query` failed: choose again where another
   // instance may succeed, else answer the failure.
-  void OnSendFailed(std::shared_ptr<Query> query, const VariantKey& key, const std::string& worker,
+  struct SentTo {
+    std::string worker;
+    uint64_t instance_generation = 0;  // Route::instance_generation
+  };
+  void OnSendFailed(std::shared_ptr<Query> query, const VariantKey& key, const SentTo& sent_to,
                     const absl::Status& status);
   // A load `query` waited for ended: choose again if it succeeded, or if it
   // was lost with its worker while a retry is left; else answer its error.
