@@ -137,10 +137,19 @@ double InfaasAllocator::Offered(const ObservedWorker& worker, const ObservedInst
 void InfaasAllocator::RememberObservedCapacity(const Observation& observation) {
   // Profiles are measured alone; on a busy host an instance sustains less.
   // When monitoring says an instance is past its limit, its capacity is
-  // taken from what it does, for a while (long enough that relief does not
-  // undo the scale-up at once): an Overloaded instance can do what it
-  // served; an Interfered one, its profiled capacity slowed by the ratio of
-  // its observed batch time to its profiled one.
+  // taken from what it does: an Overloaded instance can do what it served;
+  // an Interfered one, its profiled capacity slowed by the ratio of its
+  // observed batch time to its profiled one.
+  //
+  // The figure is held as long as a spread mark holds a model on a worker
+  // (at least `observed_capacity_memory`), and raised whenever the
+  // instance serves more without being past its limit. Relief is not
+  // evidence of more capacity: had the figure lapsed back to the profile
+  // after 30 s, the replica or worker added for the overload would be
+  // given up under the same load and added back at the next overload (on
+  // the 2-core host, six times in 15 minutes at 70% of capacity).
+  const Nanos hold =
+      std::max(options_.observed_capacity_memory, options_.consolidation.spread_memory);
   for (const ObservedWorker& w : observation.workers) {
     for (const ObservedInstance& inst : w.instances) {
       double capacity = 0;
@@ -155,9 +164,13 @@ void InfaasAllocator::RememberObservedCapacity(const Observation& observation) {
             std::max(1.0, inst.compute_p50_ms / v->profile->LatencyAt(batch));
         capacity = v->profile->ThroughputAt(batch) / slowdown;
       }
+      const Where where{w.id, inst.key.ToString()};
       if (capacity > 0) {
-        observed_[{w.id, inst.key.ToString()}] = {
-            capacity, observation.now + options_.observed_capacity_memory};
+        observed_[where] = {capacity, observation.now + hold};
+      } else if (auto seen = observed_.find(where);
+                 seen != observed_.end() && inst.ready > 0 && inst.served_qps > 0) {
+        seen->second.qps_per_replica =
+            std::max(seen->second.qps_per_replica, inst.served_qps / inst.ready);
       }
     }
   }

@@ -59,6 +59,14 @@ class InfaasAllocatorTest : public ::testing::Test {
     return w;
   }
 
+  // w1 with one Overloaded replica, offered `offered` qps, that served 100.
+  static ObservedWorker OverloadedAt100(double offered) {
+    ObservedWorker w = Worker("w1", 1, offered);
+    w.instances[0].served_qps = 100;
+    w.instances[0].state = policy::InstanceState::kOverloaded;
+    return w;
+  }
+
   // w1 with one Interfered replica and no queries; w2 empty.
   static std::pair<ObservedWorker, ObservedWorker> SlowAndIdle() {
     ObservedWorker slow = Worker("w1", 1, 0);
@@ -111,12 +119,37 @@ TEST_F(InfaasAllocatorTest, AnOverloadedInstanceIsJudgedByWhatItServed) {
   RecordingSink sink;
   // 150 qps offered is within one replica's profiled 200, but the instance
   // is Overloaded having served only 100: it is scaled on that figure.
-  ObservedWorker w = Worker("w1", 1, 150);
-  w.instances[0].served_qps = 100;
-  w.instances[0].state = policy::InstanceState::kOverloaded;
-  ASSERT_TRUE(allocator->ModelRound(At(kSecond, {w}), sink).ok());
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, {OverloadedAt100(150)}), sink).ok());
   ASSERT_EQ(sink.loads.size(), 1u);
   EXPECT_EQ(sink.loads[0].add, 1);
+}
+
+TEST_F(InfaasAllocatorTest, AReplicaAddedForAnObservedOverloadStaysWhileTheLoadDoes) {
+  // Overloaded at 100 qps a replica against a profile of 200: a replica is
+  // added. Under the same 150 qps the profile alone would soon say one
+  // replica suffices (200 >= 1.15 x 150) and remove it, and the overload
+  // would add it back: the capacity seen is held while the load holds.
+  auto allocator = Make();
+  RecordingSink sink;
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, {OverloadedAt100(150)}), sink).ok());
+  ASSERT_EQ(sink.loads.size(), 1u);
+  sink.loads[0].done();
+  auto removals = [&sink] {
+    int n = 0;
+    for (const Decision& d : sink.decisions) n += d.kind == "remove-replica";
+    return n;
+  };
+  Nanos t = 2 * kSecond;
+  for (; t < 600 * kSecond; t += kSecond) {
+    ASSERT_TRUE(allocator->ModelRound(At(t, {Worker("w1", 2, 150, 2 * kSecond)}), sink).ok());
+  }
+  EXPECT_EQ(removals(), 0);
+  // The load falls below what one replica was seen to carry: one goes (the
+  // sink does not carry it out, so it is asked for again each round).
+  for (const Nanos end = t + 300 * kSecond; t < end; t += kSecond) {
+    ASSERT_TRUE(allocator->ModelRound(At(t, {Worker("w1", 2, 60, 2 * kSecond)}), sink).ok());
+  }
+  EXPECT_GT(removals(), 0);
 }
 
 TEST_F(InfaasAllocatorTest, AnObservedShareOfTheProfileAppliesToEveryVariantOfTheWorker) {
@@ -129,10 +162,7 @@ TEST_F(InfaasAllocatorTest, AnObservedShareOfTheProfileAppliesToEveryVariantOfTh
   ASSERT_TRUE(other.ok());
   auto allocator = Make();
   RecordingSink sink;
-  ObservedWorker w = Worker("w1", 1, 120);
-  w.instances[0].served_qps = 100;
-  w.instances[0].state = policy::InstanceState::kOverloaded;
-  Observation o = At(kSecond, {w});
+  Observation o = At(kSecond, {OverloadedAt100(120)});
   o.models[0].variants.push_back({"other", "cpu-4", 0.9, &*other, 1});
   ASSERT_TRUE(allocator->ModelRound(o, sink).ok());
   ASSERT_EQ(sink.decisions.size(), 1u);
