@@ -176,6 +176,30 @@ absl::StatusOr<std::optional<PipelineConfig>> Planner::Apply(PlanAction action, 
   return c;
 }
 
+std::vector<PipelineConfig> Planner::CheaperSingleActions(const PipelineConfig& config) const {
+  std::vector<PipelineConfig> moves;
+  const double cost = CostPerHour(problem_, config);
+  auto add = [&](PipelineConfig c) {
+    if (CostPerHour(problem_, c) < cost) moves.push_back(std::move(c));
+  };
+  for (int32_t s = 0; s < static_cast<int32_t>(config.size()); ++s) {
+    if (config[s].replicas > 1) {
+      PipelineConfig c = config;
+      --c[s].replicas;
+      add(std::move(c));
+    }
+    const int32_t cheaper = NextCheaperOption(s, config[s].option);
+    for (int32_t b = 1; cheaper >= 0 && b <= options_.max_batch; b *= 2) {
+      for (int32_t r = 1; r <= options_.max_replicas; ++r) {
+        PipelineConfig c = config;
+        c[s] = {cheaper, b, r};
+        add(std::move(c));
+      }
+    }
+  }
+  return moves;
+}
+
 absl::StatusOr<Plan> Planner::MinimizeCost() {
   absl::StatusOr<Plan> initial = Initialize();
   if (!initial.ok()) return initial.status();

@@ -89,6 +89,12 @@ class Planner {
   // The lowest-latency option at batch 1 (the cheaper on a tie).
   int32_t FastestOption(int32_t stage) const;
 
+  // Every configuration one action away from `config` that costs less: one
+  // replica fewer on a stage, or a stage on its next cheaper hardware at any
+  // batch (1, 2, 4, ... max_batch) and replica count. Guarantee (2) says none
+  // of them is feasible once MinimizeCost is done; a brute force checks it.
+  std::vector<PipelineConfig> CheaperSingleActions(const PipelineConfig& config) const;
+
   // One action on one stage, already checked feasible; nullopt when it does
   // not apply or no feasible result exists (for DowngradeHardware: none that
   // costs less).

@@ -63,34 +63,17 @@ std::vector<PipelineConfig> AllConfigs(const PlanningProblem& problem) {
 
 // Guarantee (2), by brute force: from `plan`, no single action (one replica
 // fewer; the next cheaper hardware at any batch and replica count) gives a
-// feasible configuration that costs less.
-// Returns how many cheaper configurations it refuted.
+// feasible configuration that costs less. Returns how many it refuted.
 int ExpectNoCheaperSingleAction(const PlanningProblem& problem, Planner& planner,
                                 const Plan& plan) {
   int refuted = 0;
-  for (int32_t s = 0; s < static_cast<int32_t>(problem.stages.size()); ++s) {
-    const StageConfig now = plan.config[s];
-    std::vector<PipelineConfig> moves;
-    if (now.replicas > 1) {
-      moves.push_back(plan.config);
-      --moves.back()[s].replicas;
-    }
-    const int32_t cheaper = planner.NextCheaperOption(s, now.option);
-    for (int32_t b = 1; cheaper >= 0 && b <= kMaxBatch; b *= 2) {
-      for (int32_t r = 1; r <= kMaxReplicas; ++r) {
-        moves.push_back(plan.config);
-        moves.back()[s] = {cheaper, b, r};
-      }
-    }
-    for (const PipelineConfig& c : moves) {
-      if (CostPerHour(problem, c) >= plan.cost_per_hour) continue;
-      auto feasible = planner.Feasible(c);
-      EXPECT_TRUE(feasible.ok()) << feasible.status();
-      EXPECT_FALSE(feasible.ok() && *feasible)
-          << "cheaper and feasible: " << DescribeConfig(problem, c) << " than the plan "
-          << DescribeConfig(problem, plan.config);
-      ++refuted;
-    }
+  for (const PipelineConfig& c : planner.CheaperSingleActions(plan.config)) {
+    auto feasible = planner.Feasible(c);
+    EXPECT_TRUE(feasible.ok()) << feasible.status();
+    EXPECT_FALSE(feasible.ok() && *feasible)
+        << "cheaper and feasible: " << DescribeConfig(problem, c) << " than the plan "
+        << DescribeConfig(problem, plan.config);
+    ++refuted;
   }
   return refuted;
 }
@@ -186,6 +169,21 @@ TEST(PlannerTest, ALightStageMovesToCheapHardwareAndADearOneBatches) {
       << DescribeConfig(problem, plan->config);
   EXPECT_EQ(problem.stages[1].options[plan->config[1].option].hardware, gpu);
   EXPECT_THAT(::testing::PrintToString(plan->steps), HasSubstr("DowngradeHardware fast"));
+}
+
+TEST(PlannerTest, CheaperSingleActionsAreOneReplicaFewerOrTheNextCheaperHardware) {
+  const PlanningProblem problem = Cascade(0.3);
+  Planner planner(problem, [](const PipelineConfig&) { return absl::StatusOr<double>(1.0); },
+                  Options(100));
+  // fast on the GPU with 3 replicas ($2.70), slow on the CPU with 2 ($0.20).
+  const std::vector<PipelineConfig> moves =
+      planner.CheaperSingleActions({{0, 2, 3}, {1, 4, 2}});
+  // fast: 2 replicas; or the CPU at 4 batches x (1..24 replicas under $2.70:
+  // all 24). slow: 1 replica; the CPU is its cheapest hardware.
+  EXPECT_EQ(moves.size(), 1u + 4 * 24 + 1);
+  for (const PipelineConfig& c : moves) {
+    EXPECT_LT(CostPerHour(problem, c), CostPerHour(problem, {{0, 2, 3}, {1, 4, 2}}));
+  }
 }
 
 TEST(PlannerTest, RefusesBadOptionsAndReportsOracleErrors) {
