@@ -209,7 +209,7 @@ absl::StatusOr<Plan> Planner::MinimizeCost() {
                                      PlanAction::kDowngradeHardware};
   while (true) {
     std::optional<PipelineConfig> best;
-    double best_cost = 0;
+    double best_cost = 0, best_p99 = 0;
     std::string best_step;
     for (int32_t s = 0; s < static_cast<int32_t>(config.size()); ++s) {
       for (PlanAction a : kActions) {
@@ -217,9 +217,14 @@ absl::StatusOr<Plan> Planner::MinimizeCost() {
         if (!next.ok()) return next.status();
         if (!next->has_value()) continue;
         const double cost = CostPerHour(problem_, **next);
-        if (!best || cost < best_cost) {
+        // Equal costs (IncreaseBatch moves): the lower estimated P99 wins,
+        // keeping the most slack for the moves that save money.
+        absl::StatusOr<double> p99 = P99Ms(**next);
+        if (!p99.ok()) return p99.status();
+        if (!best || cost < best_cost || (cost == best_cost && *p99 < best_p99)) {
           best = **next;
           best_cost = cost;
+          best_p99 = *p99;
           best_step = absl::StrCat(PlanActionName(a), " ", problem_.stages[s].name);
         }
       }

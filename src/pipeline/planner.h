@@ -13,7 +13,11 @@
 //    on every stage: IncreaseBatch (doubles the batch), RemoveReplica, and
 //    DowngradeHardware (the next cheaper hardware, with the stage re-planned
 //    locally while the others stay frozen), keeps the feasible result of
-//    least cost, and stops when no action is feasible.
+//    least cost, and stops when no action is feasible. Among results of
+//    equal cost (IncreaseBatch never changes it) the one with the lower
+//    estimated P99 wins, our tie-break: it keeps the most slack for the
+//    moves that save money, where taking the first stage's larger batch
+//    spent the objective on a stage that did not need it.
 //
 // DowngradeHardware's local re-plan, as we read §4.3: on the cheaper
 // hardware, for each batch 1, 2, 4, ... up to the limit, the fewest replicas

@@ -22,14 +22,14 @@ constexpr int32_t kMaxBatch = 8;
 constexpr int32_t kMaxReplicas = 24;
 constexpr int32_t kBruteForceReplicas = 6;
 
-LatencyOracle EstimatorOracle(const PlanningProblem& problem, std::vector<Nanos> arrivals) {
-  return [&problem, arrivals = std::move(arrivals)](
-             const PipelineConfig& c) -> absl::StatusOr<double> {
-    auto e = sim::EstimatePipeline(problem, c, arrivals, sim::PipelineEstimatorOptions());
-    if (!e.ok()) return e.status();
-    return e->p99_ms;
-  };
-}
+// The planner as `maitre plan` runs it: the estimator stops once a
+// configuration is known to miss the objective.
+struct Estimated {
+  Estimated(const PlanningProblem& problem, double slo_ms, std::vector<Nanos> trace)
+      : arrivals(std::move(trace)), oracle(sim::EstimatorOracle(problem, arrivals, slo_ms)) {}
+  std::vector<Nanos> arrivals;
+  LatencyOracle oracle;
+};
 
 PlannerOptions Options(double slo_ms) {
   PlannerOptions o;
@@ -90,8 +90,8 @@ class PlannerGuaranteesTest : public ::testing::TestWithParam<Workload> {};
 TEST_P(PlannerGuaranteesTest, FeasibleWhenAnythingIsAndNoSingleActionLowersTheCost) {
   const Workload w = GetParam();
   const PlanningProblem problem = Cascade(w.branch);
-  Planner planner(problem, EstimatorOracle(problem, GammaArrivals(w.rate_qps, w.cv, 20 * kSecond)),
-                  Options(w.slo_ms));
+  const Estimated estimated(problem, w.slo_ms, GammaArrivals(w.rate_qps, w.cv, 20 * kSecond));
+  Planner planner(problem, estimated.oracle, Options(w.slo_ms));
   // Guarantee (1), by brute force over every configuration in the limits.
   bool any_feasible = false;
   for (const PipelineConfig& c : AllConfigs(problem)) {
@@ -160,8 +160,8 @@ TEST(PlannerTest, ALightStageMovesToCheapHardwareAndADearOneBatches) {
   const PlanningProblem problem = Cascade(0.3);
   // 40 ms: the slow model takes 38 ms alone on the CPU, too slow after any
   // first stage; on the GPU 10.5 ms.
-  Planner planner(problem, EstimatorOracle(problem, GammaArrivals(200, 1, 20 * kSecond)),
-                  Options(40));
+  const Estimated estimated(problem, 40, GammaArrivals(200, 1, 20 * kSecond));
+  Planner planner(problem, estimated.oracle, Options(40));
   absl::StatusOr<Plan> plan = planner.MinimizeCost();
   ASSERT_TRUE(plan.ok()) << plan.status();
   const int32_t cpu = 1, gpu = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -16,7 +17,7 @@ namespace {
 using pipeline::PipelineConfig;
 using pipeline::PlanningProblem;
 
-enum EventKind : uint32_t { kBatchDone, kWake };
+enum EventKind : uint32_t { kBatchDone, kWake, kChange };
 
 struct Stage {
   std::unique_ptr<policy::BatchingPolicy> policy;
@@ -28,6 +29,8 @@ struct Stage {
   std::vector<int32_t> ids;
   size_t head = 0;
   std::vector<int32_t> idle;  // replica indices, lowest last
+  int32_t busy = 0;
+  int32_t to_retire = 0;  // busy replicas to remove when their batch ends
   Nanos wake_armed = kInfiniteFuture;
   std::vector<int32_t> next;  // stages with an edge from this one
 };
@@ -53,6 +56,7 @@ class Run {
   void Enqueue(int32_t stage, int32_t query);
   absl::Status RunDecisions(int32_t stage);
   void OnBatchDone(int32_t replica);
+  void OnChange(const ReplicaChange& change);
 
   const PlanningProblem& problem_;
   absl::Span<const Nanos> arrivals_;
@@ -64,6 +68,11 @@ class Run {
   std::vector<int32_t> outstanding_;  // [query]: visited stages not yet finished
   std::vector<double> latency_ms_;
   std::vector<int64_t> visitors_;  // per stage
+  std::vector<ReplicaChange> changes_;
+  double stop_above_ms_ = 0;
+  int64_t late_ = 0;        // queries finished after stop_above_ms_
+  int64_t late_limit_ = 0;  // more than this many late: the P99 exceeds it
+  bool stopped_ = false;
   EventQueue events_;
   Nanos now_ = 0;
 };
@@ -100,8 +109,43 @@ absl::Status Run::Setup(const PipelineConfig& config, const PipelineEstimatorOpt
       return absl::InvalidArgumentError("arrivals must be in non-decreasing time order");
     }
   }
+  for (size_t c = 0; c < options.changes.size(); ++c) {
+    const ReplicaChange& change = options.changes[c];
+    if (change.stage < 0 || change.stage >= static_cast<int32_t>(n_stages_) ||
+        change.replicas < 1 || change.at < 0) {
+      return absl::InvalidArgumentError(
+          "a replica change needs a known stage, replicas >= 1 and a time >= 0");
+    }
+    events_.Push(change.at, kChange, static_cast<uint32_t>(c));
+  }
+  changes_ = options.changes;
+  stop_above_ms_ = options.stop_above_p99_ms;
+  const int64_t n = static_cast<int64_t>(arrivals_.size());
+  late_limit_ = n - static_cast<int64_t>(std::ceil(0.99 * static_cast<double>(n)));
   DrawPaths(options.seed);
   return absl::OkStatus();
+}
+
+void Run::OnChange(const ReplicaChange& change) {
+  Stage& st = stages_[change.stage];
+  int32_t live = static_cast<int32_t>(st.idle.size()) + st.busy - st.to_retire;
+  // Cancelling a pending retirement keeps a warm replica rather than adding one.
+  while (live < change.replicas && st.to_retire > 0) {
+    --st.to_retire;
+    ++live;
+  }
+  for (; live < change.replicas; ++live) {
+    const int32_t r = static_cast<int32_t>(replicas_.size());
+    replicas_.push_back({change.stage, 0, {}});
+    st.idle.insert(st.idle.begin(), r);  // the highest index: used last
+  }
+  for (; live > change.replicas; --live) {
+    if (!st.idle.empty()) {
+      st.idle.erase(st.idle.begin());  // the highest-numbered idle replica
+    } else {
+      ++st.to_retire;
+    }
+  }
 }
 
 void Run::DrawPaths(uint64_t seed) {
@@ -162,6 +206,7 @@ absl::Status Run::RunDecisions(int32_t s) {
     }
     const int32_t r = st.idle.back();
     st.idle.pop_back();
+    ++st.busy;
     Replica& rep = replicas_[r];
     rep.start = now_;
     rep.batch.assign(st.ids.begin() + st.head, st.ids.begin() + st.head + d.count);
@@ -187,9 +232,19 @@ void Run::OnBatchDone(int32_t r) {
       const size_t cell = static_cast<size_t>(q) * n_stages_ + t;
       if (visits_[cell] && --waiting_on_[cell] == 0) Enqueue(t, q);
     }
-    if (--outstanding_[q] == 0) latency_ms_[q] = (now_ - arrivals_[q]) / 1e6;
+    if (--outstanding_[q] == 0) {
+      latency_ms_[q] = (now_ - arrivals_[q]) / 1e6;
+      if (stop_above_ms_ > 0 && latency_ms_[q] > stop_above_ms_ && ++late_ > late_limit_) {
+        stopped_ = true;
+      }
+    }
   }
   rep.batch.clear();
+  --st.busy;
+  if (st.to_retire > 0) {
+    --st.to_retire;
+    return;
+  }
   // Lowest-numbered idle replica runs next, as in the simulator.
   auto pos = std::upper_bound(st.idle.begin(), st.idle.end(), r, std::greater<int32_t>());
   st.idle.insert(pos, r);
@@ -215,7 +270,10 @@ absl::Status Run::Simulate() {
     } else {
       const Event e = events_.Pop();
       now_ = e.time;
-      if (e.kind == kWake) {
+      if (e.kind == kChange) {
+        OnChange(changes_[e.target]);
+        touched.push_back(changes_[e.target].stage);
+      } else if (e.kind == kWake) {
         Stage& st = stages_[e.target];
         if (st.wake_armed != e.time) continue;  // superseded
         st.wake_armed = kInfiniteFuture;
@@ -227,6 +285,7 @@ absl::Status Run::Simulate() {
         touched.insert(touched.end(), stages_[s].next.begin(), stages_[s].next.end());
       }
     }
+    if (stopped_) return absl::OkStatus();
     for (int32_t s : touched) {
       if (auto status = RunDecisions(s); !status.ok()) return status;
     }
@@ -237,6 +296,12 @@ absl::Status Run::Simulate() {
 PipelineEstimate Run::Result() const {
   PipelineEstimate out;
   out.latency_ms = latency_ms_;
+  if (stopped_) {
+    out.stopped_above = true;
+    out.p99_ms = std::numeric_limits<double>::infinity();
+    out.mean_ms = std::numeric_limits<double>::infinity();
+    return out;
+  }
   const double n = static_cast<double>(arrivals_.size());
   for (int64_t v : visitors_) out.scale_factor.push_back(n > 0 ? v / n : 0);
   if (!latency_ms_.empty()) {
@@ -265,6 +330,19 @@ absl::StatusOr<PipelineEstimate> EstimatePipeline(const pipeline::PlanningProble
   if (auto s = run.Setup(config, options); !s.ok()) return s;
   if (auto s = run.Simulate(); !s.ok()) return s;
   return run.Result();
+}
+
+pipeline::LatencyOracle EstimatorOracle(const pipeline::PlanningProblem& problem,
+                                        absl::Span<const Nanos> arrivals,
+                                        double stop_above_p99_ms) {
+  PipelineEstimatorOptions options;
+  options.stop_above_p99_ms = stop_above_p99_ms;
+  return [&problem, arrivals, options](
+             const pipeline::PipelineConfig& config) -> absl::StatusOr<double> {
+    absl::StatusOr<PipelineEstimate> e = EstimatePipeline(problem, config, arrivals, options);
+    if (!e.ok()) return e.status();
+    return e->p99_ms;
+  };
 }
 
 }  // namespace maitre::sim

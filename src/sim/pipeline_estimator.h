@@ -28,10 +28,21 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/time.h"
+#include "pipeline/planner.h"
 #include "pipeline/problem.h"
 #include "policy/batching.h"
 
 namespace maitre::sim {
+
+// From `at` on, a stage runs `replicas` replicas (the tuner's decisions,
+// replayed). Added replicas serve at once (the caller adds any activation
+// delay to `at`); removed ones are idle ones first, and a busy one leaves
+// when its batch ends.
+struct ReplicaChange {
+  Nanos at = 0;
+  int32_t stage = 0;
+  int32_t replicas = 1;
+};
 
 struct PipelineEstimatorOptions {
   // Each stage's policy; its max_batch is replaced by the stage's batch. The
@@ -39,6 +50,12 @@ struct PipelineEstimatorOptions {
   // replica takes up to a full batch of what is waiting (§3).
   policy::BatchingOptions batching = WorkConservingBatching();
   uint64_t seed = 1;
+  std::vector<ReplicaChange> changes;
+  // When > 0, the run stops as soon as the P99 is known to exceed this
+  // (more than 1% of the queries finished later than it), and the estimate
+  // says so (`stopped_above`) with an infinite P99: what a planner asking
+  // "feasible?" needs, without simulating an overloaded queue to its end.
+  double stop_above_p99_ms = 0;
 
   static policy::BatchingOptions WorkConservingBatching() {
     policy::BatchingOptions b;
@@ -53,6 +70,7 @@ struct PipelineEstimate {
   std::vector<double> scale_factor;  // per stage: the share of queries that visited it
   double p99_ms = 0;
   double mean_ms = 0;
+  bool stopped_above = false;  // see stop_above_p99_ms; latency_ms is then partial
   // The nearest-rank percentile of latency_ms, p in (0, 1].
   double Percentile(double p) const;
 };
@@ -64,5 +82,13 @@ absl::StatusOr<PipelineEstimate> EstimatePipeline(const pipeline::PlanningProble
                                                   const pipeline::PipelineConfig& config,
                                                   absl::Span<const Nanos> arrivals,
                                                   const PipelineEstimatorOptions& options);
+
+// The estimator as the planner's oracle over `arrivals` (kept by reference:
+// they must outlive it). With `stop_above_p99_ms` > 0 an estimate above it
+// ends early and reads as an infinite P99 (enough for "feasible?"; the
+// planner's final plan is feasible, so its P99 is exact).
+pipeline::LatencyOracle EstimatorOracle(const pipeline::PlanningProblem& problem,
+                                        absl::Span<const Nanos> arrivals,
+                                        double stop_above_p99_ms = 0);
 
 }  // namespace maitre::sim

@@ -1,5 +1,7 @@
 #include "sim/pipeline_estimator.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "pipeline/testing/problems.h"
@@ -100,12 +102,55 @@ TEST(PipelineEstimatorTest, MoreReplicasNeverRaiseTheTailOnALoadedStage) {
   EXPECT_GT(first, 2 * last);  // the bursts did queue at one replica
 }
 
+TEST(PipelineEstimatorTest, AddedReplicasServeFromTheirChange) {
+  PipelineEstimatorOptions o;
+  o.changes = {{0, 0, 3}};
+  auto e = EstimatePipeline(OneStage(9, 1), {{0, 1, 1}}, std::vector<Nanos>{0, 0, 0}, o);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->latency_ms, (std::vector<double>{10, 10, 10}));
+}
+
+TEST(PipelineEstimatorTest, RemovedReplicasFinishTheirBatchFirst) {
+  PipelineEstimatorOptions o;
+  o.changes = {{5 * kMillisecond, 0, 1}};
+  const Nanos later = 20 * kMillisecond;
+  auto e = EstimatePipeline(OneStage(9, 1), {{0, 1, 3}},
+                            std::vector<Nanos>{0, 0, 0, later, later, later}, o);
+  ASSERT_TRUE(e.ok()) << e.status();
+  // The first three ran on three replicas; from 5 ms one remains.
+  EXPECT_EQ(e->latency_ms, (std::vector<double>{10, 10, 10, 10, 20, 30}));
+  o.changes.push_back({6 * kMillisecond, 0, 2});  // one retirement cancelled
+  e = EstimatePipeline(OneStage(9, 1), {{0, 1, 3}},
+                       std::vector<Nanos>{0, 0, 0, later, later, later}, o);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->latency_ms, (std::vector<double>{10, 10, 10, 10, 10, 20}));
+}
+
+TEST(PipelineEstimatorTest, StopsOnceTheTailIsKnownToExceedTheLimit) {
+  // 200 queries at once on one replica: the i-th finishes at 10·(i+1) ms.
+  const std::vector<Nanos> burst(200, 0);
+  PipelineEstimatorOptions o;
+  o.stop_above_p99_ms = 1975;  // the 198th query (1980 ms) is the nearest-rank P99
+  auto e = EstimatePipeline(OneStage(9, 1), {{0, 1, 1}}, burst, o);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(e->stopped_above);
+  EXPECT_TRUE(std::isinf(e->p99_ms));
+  o.stop_above_p99_ms = 1980;  // exactly the P99: not above it
+  e = EstimatePipeline(OneStage(9, 1), {{0, 1, 1}}, burst, o);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_FALSE(e->stopped_above);
+  EXPECT_DOUBLE_EQ(e->p99_ms, 1980);
+}
+
 TEST(PipelineEstimatorTest, RefusesABadConfiguration) {
   const PlanningProblem p = OneStage(9, 1);
   EXPECT_FALSE(EstimatePipeline(p, {{0, 0, 1}}, {0}, {}).ok());
   EXPECT_FALSE(EstimatePipeline(p, {{1, 1, 1}}, {0}, {}).ok());
   EXPECT_FALSE(EstimatePipeline(p, {}, {0}, {}).ok());
   EXPECT_FALSE(EstimatePipeline(p, {{0, 1, 1}}, {5, 0}, {}).ok());
+  PipelineEstimatorOptions o;
+  o.changes = {{0, 1, 2}};
+  EXPECT_FALSE(EstimatePipeline(p, {{0, 1, 1}}, {0}, o).ok());
 }
 
 }  // namespace
