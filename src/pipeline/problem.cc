@@ -64,7 +64,8 @@ double ServiceTimeMs(const PlanningProblem& problem, const PipelineConfig& confi
   for (size_t i = 0; i < problem.stages.size(); ++i) {
     double start = 0;
     for (const StageEdge& e : problem.stages[i].in) start = std::max(start, done[e.from]);
-    done[i] = start + problem.stages[i].options[config[i].option].profile.LatencyAt(config[i].batch);
+    const Profile& profile = problem.stages[i].options[config[i].option].profile;
+    done[i] = start + profile.LatencyAt(config[i].batch);
     longest = std::max(longest, done[i]);
   }
   return longest;

@@ -353,8 +353,9 @@ absl::StatusOr<ValidatedPipeline> ValidatePipeline(
       }
       if (!IsFloat(out->dtype) || out->shape.size() != 2) {
         return Bad(VertexWhere(e.from),
-                   absl::StrCat("the condition on ", where, " needs [batch, classes] scores, but \"",
-                                e.when->output, "\" is ", Describe(*out)));
+                   absl::StrCat("the condition on ", where,
+                                " needs [batch, classes] scores, but \"", e.when->output,
+                                "\" is ", Describe(*out)));
       }
     }
     auto [it, fresh] = edges.emplace(std::pair{e.from, e.to}, e);

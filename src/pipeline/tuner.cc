@@ -80,6 +80,18 @@ absl::StatusOr<Tuner> Tuner::Create(TunerPlan plan, const TunerOptions& options,
 
 void Tuner::Observe(Nanos arrival) { recent_.push_back(arrival); }
 
+bool Tuner::Move(const std::vector<int32_t>& target, bool up, std::string* moves) {
+  bool moved = false;
+  for (size_t m = 0; m < replicas_.size(); ++m) {
+    if (up ? target[m] <= replicas_[m] : target[m] >= replicas_[m]) continue;
+    absl::StrAppendFormat(moves, "%s%s %d->%d", moved ? ", " : "", plan_.stages[m].name,
+                          replicas_[m], target[m]);
+    replicas_[m] = target[m];
+    moved = true;
+  }
+  return moved;
+}
+
 TunerDecision Tuner::Decide(Nanos now) {
   const Nanos keep = std::max(plan_.windows.back(), options_.down_history);
   while (!recent_.empty() && recent_.front() <= now - keep) recent_.pop_front();
@@ -99,19 +111,14 @@ TunerDecision Tuner::Decide(Nanos now) {
   if (d.rate_qps > 0) {
     for (size_t m = 0; m < replicas_.size(); ++m) {
       const TunerStage& s = plan_.stages[m];
-      const int32_t k = ReplicasFor(d.rate_qps, s.scale, s.mu_qps, s.rho);
-      floor[m] = k;
-      if (k > replicas_[m]) {
-        absl::StrAppendFormat(&d.reason, "%s%s %d->%d", d.reason.empty() ? "" : ", ", s.name,
-                              replicas_[m], k);
-        replicas_[m] = k;
-        d.kind = TunerDecision::Kind::kUp;
-      }
+      floor[m] = ReplicasFor(d.rate_qps, s.scale, s.mu_qps, s.rho);
     }
-    if (d.kind == TunerDecision::Kind::kUp) {
+    std::string moves;
+    if (Move(floor, /*up=*/true, &moves)) {
       last_change_ = now;
+      d.kind = TunerDecision::Kind::kUp;
       d.reason = absl::StrFormat("up: %.1f qps over %.3f s exceeds the plan; %s", d.rate_qps,
-                                 ToSeconds(d.window), d.reason);
+                                 ToSeconds(d.window), moves);
       d.replicas = replicas_;
       return d;
     }
@@ -128,20 +135,17 @@ TunerDecision Tuner::Decide(Nanos now) {
       most = std::max<int64_t>(most, hi - lo);
     }
     d.rate_qps = most / ToSeconds(options_.down_window);
+    std::vector<int32_t> target(replicas_.size());
     for (size_t m = 0; m < replicas_.size(); ++m) {
       const TunerStage& s = plan_.stages[m];
-      const int32_t k = std::max(floor[m], ReplicasFor(d.rate_qps, s.scale, s.mu_qps, rho_p_));
-      if (k < replicas_[m]) {
-        absl::StrAppendFormat(&d.reason, "%s%s %d->%d", d.reason.empty() ? "" : ", ", s.name,
-                              replicas_[m], k);
-        replicas_[m] = k;
-        d.kind = TunerDecision::Kind::kDown;
-      }
+      target[m] = std::max(floor[m], ReplicasFor(d.rate_qps, s.scale, s.mu_qps, rho_p_));
     }
-    if (d.kind == TunerDecision::Kind::kDown) {
+    std::string moves;
+    if (Move(target, /*up=*/false, &moves)) {
       last_change_ = now;
+      d.kind = TunerDecision::Kind::kDown;
       d.reason = absl::StrFormat("down: peak %.1f qps over the last %.0f s; %s", d.rate_qps,
-                                 ToSeconds(options_.down_history), d.reason);
+                                 ToSeconds(options_.down_history), moves);
     }
   }
   d.replicas = replicas_;

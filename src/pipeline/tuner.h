@@ -89,6 +89,9 @@ class Tuner {
 
  private:
   Tuner(TunerPlan plan, const TunerOptions& options, Nanos now);
+  // Moves the stages whose target lies in the direction `up` to it; says
+  // which in `moves` and whether any moved.
+  bool Move(const std::vector<int32_t>& target, bool up, std::string* moves);
 
   TunerPlan plan_;
   TunerOptions options_;

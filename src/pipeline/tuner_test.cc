@@ -34,7 +34,9 @@ class Driver {
     std::vector<TunerDecision> changes;
     for (; now_ + kSecond <= until;) {
       now_ += kSecond;
-      while (next_ < arrivals_.size() && arrivals_[next_] < now_) tuner_.Observe(arrivals_[next_++]);
+      while (next_ < arrivals_.size() && arrivals_[next_] < now_) {
+        tuner_.Observe(arrivals_[next_++]);
+      }
       TunerDecision d = tuner_.Decide(now_);
       if (d.kind != TunerDecision::Kind::kNone) changes.push_back(d);
     }
