@@ -117,9 +117,8 @@ const TensorSpec* FindTensor(const std::vector<TensorSpec>& list, absl::string_v
   return nullptr;
 }
 
-bool IsFloat(DataType t) {
-  return t == DataType::kFp16 || t == DataType::kFp32 || t == DataType::kFp64;
-}
+// The score types conditions and transforms read (pipeline/evaluate.h).
+bool IsFloat(DataType t) { return t == DataType::kFp32 || t == DataType::kFp64; }
 
 }  // namespace
 
@@ -136,7 +135,7 @@ absl::StatusOr<TensorSpec> ApplyTransform(Transform transform, const TensorSpec&
   if (transform == Transform::kIdentity) return in;
   if (!IsFloat(in.dtype) || in.shape.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
-        TransformName(transform), " needs [batch, classes] scores in floating point, not ",
+        TransformName(transform), " needs FP32 or FP64 [batch, classes] scores, not ",
         Describe(in)));
   }
   TensorSpec out = in;
