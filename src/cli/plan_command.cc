@@ -18,6 +18,7 @@
 #include "core/worker_type.h"
 #include "pipeline/coarse_grained.h"
 #include "pipeline/planner.h"
+#include "pipeline/tuner.h"
 #include "sim/pipeline_estimator.h"
 
 namespace maitre::cli {
@@ -182,13 +183,25 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
     }
   }
 
+  // What the tuner would start from (docs/pipelines.md, "The tuner").
+  MAITRE_ASSIGN_OR_RETURN(pipeline::TunerPlan tuner,
+                          pipeline::MakeTunerPlan(problem, plan.config, arrivals));
   const double seconds = ToSeconds(arrivals.back() - arrivals.front());
   if (args.json) {
+    json tuner_json = {{"windows_s", json::array()}, {"planned_rates_qps", tuner.planned_rates},
+                       {"stages", json::array()}};
+    for (Nanos w : tuner.windows) tuner_json["windows_s"].push_back(ToSeconds(w));
+    for (const pipeline::TunerStage& t : tuner.stages) {
+      tuner_json["stages"].push_back({{"stage", t.name}, {"mu_qps", t.mu_qps},
+                                      {"scale_factor", t.scale}, {"rho", t.rho},
+                                      {"replicas", t.replicas}});
+    }
     json out = {{"pipeline", validated.spec.name},
                 {"slo_ms", args.slo_ms},
                 {"trace", {{"queries", arrivals.size()}, {"seconds", seconds}}},
                 {"plan", PlanJson(problem, plan, scale)},
-                {"steps", plan.steps}};
+                {"steps", plan.steps},
+                {"tuner", tuner_json}};
     if (refuted) out["check"] = {{"cheaper_single_actions_refuted", *refuted}};
     for (const Baseline& b : baselines) {
       out["baselines"][b.name] = b.plan.ok() ? PlanJson(problem, *b.plan, scale)

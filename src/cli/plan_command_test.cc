@@ -63,6 +63,12 @@ TEST(PlanCommandTest, PlansTheCascadeChecksItAndComparesTheBaselines) {
   EXPECT_DOUBLE_EQ(plan["stages"][1]["scale_factor"].get<double>(), 0.3);
   EXPECT_LE(plan["estimated_p99_ms"].get<double>(), 20);
   EXPECT_GT(j["check"]["cheaper_single_actions_refuted"].get<int64_t>(), 0);
+  // The tuner's starting point: one rate per window, µ, s and ρ per stage.
+  const nlohmann::json& tuner = j["tuner"];
+  EXPECT_EQ(tuner["windows_s"].size(), tuner["planned_rates_qps"].size());
+  EXPECT_DOUBLE_EQ(tuner["windows_s"].back().get<double>(), 60);
+  ASSERT_EQ(tuner["stages"].size(), 2u);
+  EXPECT_GT(tuner["stages"][1]["rho"].get<double>(), 0);
   // The baselines replicate the whole pipeline: never cheaper than the plan.
   for (const char* b : {"CG-Mean", "CG-Peak"}) {
     ASSERT_TRUE(j["baselines"][b].contains("cost_per_hour")) << j["baselines"][b].dump();

@@ -76,6 +76,19 @@ TEST(PipelineEstimatorTest, BranchesFollowTheProbabilityWithTheSamePathsInEveryC
   EXPECT_EQ(a.scale_factor, b.scale_factor);
 }
 
+TEST(PipelineEstimatorTest, TheSameInputsGiveTheSameLatencies) {
+  const PlanningProblem p = pipeline::testing::Cascade(0.4);
+  const std::vector<Nanos> arrivals = pipeline::testing::GammaArrivals(500, 2, 10 * kSecond);
+  const PipelineConfig c = {{1, 8, 2}, {0, 4, 2}};
+  PipelineEstimatorOptions other_seed;
+  other_seed.seed = 2;
+  const PipelineEstimate a = Estimate(p, c, arrivals);
+  EXPECT_EQ(a.latency_ms, Estimate(p, c, arrivals).latency_ms);
+  auto b = EstimatePipeline(p, c, arrivals, other_seed);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(a.latency_ms, b->latency_ms);  // the seed chooses the paths
+}
+
 TEST(PipelineEstimatorTest, AJoinWaitsForItsSlowestBranch) {
   PlanningProblem p;
   p.hardware = {{"cpu", 0.1}};
