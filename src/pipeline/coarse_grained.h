@@ -5,7 +5,7 @@
 //  - Every stage runs on its fastest hardware at one shared batch size: the
 //    largest power of two up to `max_batch` whose service time (the longest
 //    path at that batch) is at most half the objective. Half, as we read
-//    "the single maximum batch size capable of meeting the SLO": a query can
+//    §6's single largest batch size that meets the objective: a query can
 //    wait for the batch in progress and then ride a full one (the rule
 //    Profile::SaturationQps applies to one model, after Nexus).
 //  - A unit (one replica of every stage) serves the least of its stages'
