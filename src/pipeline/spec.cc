@@ -271,7 +271,8 @@ absl::StatusOr<ValidatedPipeline> ValidatePipeline(
   std::set<std::string> names;
   for (const Vertex& v : p.spec.vertices) {
     if (v.name.empty() || v.name.find('.') != std::string::npos || v.name[0] == '$') {
-      return Bad(VertexWhere(v.name), "a vertex name is not empty and has no '.' or leading '$'");
+      return Bad(VertexWhere(v.name), "a vertex name must be non-empty, without '.' or a "
+                                      "leading '$'");
     }
     if (!names.insert(v.name).second) return Bad(VertexWhere(v.name), "is named twice");
     if (models.count(v.model) == 0) {
@@ -281,7 +282,7 @@ absl::StatusOr<ValidatedPipeline> ValidatePipeline(
   // The type a source delivers, after its transform; `where` names the user.
   auto source_type = [&](const Source& s, const std::string& where) -> absl::StatusOr<TensorSpec> {
     if (s.vertex.empty()) {
-      return Bad(where, "a pipeline input cannot be read here");
+      return Bad(where, "an output comes from a vertex, not straight from a pipeline input");
     }
     const int32_t from = p.VertexIndex(s.vertex);
     if (from < 0) return Bad(where, absl::StrCat("unknown vertex \"", s.vertex, "\""));

@@ -156,6 +156,12 @@ TEST(PipelineSpecTest, OtherMistakesGetClearErrors) {
            "edges": [{"from": "a", "to": "a", "when": {"output": "logits"}}],
            "outputs": {"o": "a.logits"}})",
        "exactly one of"},
+      {R"({"vertices": [{"name": "a", "model": "fmnist-logreg", "inputs": {"input": "$i"}}],
+           "outputs": {"o": "$i"}})",
+       "not straight from a pipeline input"},
+      {R"({"vertices": [{"name": "a.b", "model": "fmnist-logreg", "inputs": {"input": "$i"}}],
+           "outputs": {"o": "a.b.logits"}})",
+       "vertex \"a.b\": a vertex name must be non-empty"},
       {R"({"vertices": []})", "non-empty \"vertices\""},
       {R"(not json)", "JSON object"},
   };
