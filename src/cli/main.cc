@@ -16,6 +16,7 @@
 #include "cli/client_commands.h"
 #include "cli/job_command.h"
 #include "cli/key_command.h"
+#include "cli/plan_command.h"
 #include "cli/predict_command.h"
 #include "controller/serve.h"
 #include "core/malloc_tuning.h"
@@ -362,6 +363,7 @@ int main(int argc, char** argv) {
   maitre::cli::AddJobCommands(app, &exit_code, kDefaultServer);
   maitre::cli::AddKeyCommands(app, &exit_code, kDefaultServer);
   maitre::cli::AddPredictCommand(app, &exit_code);
+  maitre::cli::AddPlanCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,276 @@
+#include "cli/plan_command.h"
+
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/arrivals.h"
+#include "core/file_util.h"
+#include "core/profile_csv.h"
+#include "core/status_macros.h"
+#include "core/text_table.h"
+#include "core/worker_type.h"
+#include "pipeline/coarse_grained.h"
+#include "pipeline/planner.h"
+#include "pipeline/tuner.h"
+#include "sim/pipeline_estimator.h"
+
+namespace maitre::cli {
+namespace {
+
+using nlohmann::json;
+using pipeline::Plan;
+using pipeline::PlanningProblem;
+
+absl::StatusOr<std::map<std::string, ModelSpec>> ReadModels(const std::string& path) {
+  MAITRE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": must be a JSON object of model name -> registration meta"));
+  }
+  std::map<std::string, ModelSpec> models;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    auto spec = ParseModelSpecJson(it.value().dump());
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": model \"", it.key(), "\": ", spec.status().message()));
+    }
+    models[it.key()] = *std::move(spec);
+  }
+  return models;
+}
+
+// Model -> hardware name -> profile, refusing a model profiled as several
+// variants (the planner chooses hardware, not variants).
+absl::StatusOr<std::map<std::string, std::map<std::string, Profile>>> ReadProfiles(
+    const std::string& path) {
+  MAITRE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  auto records = ParseProfileCsv(text);
+  if (!records.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ",
+                                                                    records.status().message()));
+  std::map<std::string, std::string> variant_of;
+  std::map<std::string, std::map<std::string, Profile>> profiles;
+  for (const ProfileRecord& r : *records) {
+    auto [it, fresh] = variant_of.emplace(r.key.model, r.key.variant);
+    if (!fresh && it->second != r.key.variant) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": model \"", r.key.model, "\" has profiles for variants \"", it->second,
+          "\" and \"", r.key.variant, "\"; keep one per model"));
+    }
+    profiles[r.key.model][r.worker_type] = r.profile;
+  }
+  return profiles;
+}
+
+absl::StatusOr<std::map<std::string, double>> ParseBranches(
+    const std::vector<std::string>& branches) {
+  std::map<std::string, double> out;
+  for (const std::string& b : branches) {
+    const size_t eq = b.rfind('=');
+    double p = 0;
+    if (eq == std::string::npos || b.find("->") == std::string::npos ||
+        !absl::SimpleAtod(b.substr(eq + 1), &p) || !(p >= 0 && p <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--branch \"", b, "\": expected from->to=probability in [0,1]"));
+    }
+    out[b.substr(0, eq)] = p;
+  }
+  return out;
+}
+
+json PlanJson(const PlanningProblem& problem, const Plan& plan,
+              const std::vector<double>& scale) {
+  json stages = json::array();
+  for (size_t i = 0; i < plan.config.size(); ++i) {
+    const pipeline::StageOption& o = problem.stages[i].options[plan.config[i].option];
+    stages.push_back({{"stage", problem.stages[i].name},
+                      {"hardware", problem.hardware[o.hardware].name},
+                      {"batch", plan.config[i].batch},
+                      {"replicas", plan.config[i].replicas},
+                      {"scale_factor", scale[i]}});
+  }
+  return {{"stages", stages}, {"cost_per_hour", plan.cost_per_hour},
+          {"estimated_p99_ms", plan.p99_ms}, {"configurations_estimated", plan.estimates}};
+}
+
+std::string PlanTable(const PlanningProblem& problem, const Plan& plan,
+                      const std::vector<double>& scale) {
+  Table table({"STAGE", "HARDWARE", "BATCH", "REPLICAS", "SCALE", "$/H"});
+  for (size_t i = 0; i < plan.config.size(); ++i) {
+    const pipeline::StageOption& o = problem.stages[i].options[plan.config[i].option];
+    const pipeline::Hardware& h = problem.hardware[o.hardware];
+    table.Add({problem.stages[i].name, h.name, absl::StrCat(plan.config[i].batch),
+               absl::StrCat(plan.config[i].replicas), absl::StrFormat("%.3f", scale[i]),
+               absl::StrFormat("%.4f", plan.config[i].replicas * h.price_per_hour)});
+  }
+  return table.Render();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
+  if (!(args.slo_ms > 0)) return absl::InvalidArgumentError("--slo-ms must be positive");
+  MAITRE_ASSIGN_OR_RETURN(std::string spec_text, ReadFileToString(args.pipeline));
+  MAITRE_ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
+                          pipeline::ParsePipelineSpecJson(spec_text));
+  MAITRE_ASSIGN_OR_RETURN(auto models, ReadModels(args.models));
+  MAITRE_ASSIGN_OR_RETURN(pipeline::ValidatedPipeline validated,
+                          pipeline::ValidatePipeline(std::move(spec), models));
+  MAITRE_ASSIGN_OR_RETURN(auto profiles, ReadProfiles(args.profiles));
+  MAITRE_ASSIGN_OR_RETURN(auto branches, ParseBranches(args.branches));
+  WorkerTypeTable types = WorkerTypeTable::Default();
+  if (!args.worker_types.empty()) {
+    MAITRE_ASSIGN_OR_RETURN(types, WorkerTypeTable::Parse(args.worker_types));
+  }
+  std::vector<pipeline::Hardware> hardware;
+  for (const WorkerType& t : types.types()) hardware.push_back({t.name, t.price_per_hour});
+  MAITRE_ASSIGN_OR_RETURN(PlanningProblem problem,
+                          pipeline::ProblemFromPipeline(validated, hardware, profiles, branches));
+  MAITRE_ASSIGN_OR_RETURN(std::string trace_text, ReadFileToString(args.trace));
+  std::vector<std::string> apps;
+  auto rows = ParseTraceCsvAnyApps(trace_text, &apps);
+  if (!rows.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(args.trace, ": ", rows.status().message()));
+  }
+  std::vector<Nanos> arrivals;
+  for (const Arrival& a : *rows) arrivals.push_back(a.time);
+  if (arrivals.size() < 2 || arrivals.back() <= arrivals.front()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(args.trace, ": the trace needs arrivals spread over time"));
+  }
+
+  // The planner only asks "feasible?": its estimates stop once the P99 is
+  // known to exceed the objective. The baselines' estimates run to the end.
+  const pipeline::LatencyOracle oracle = sim::EstimatorOracle(problem, arrivals, args.slo_ms);
+  const pipeline::LatencyOracle full = sim::EstimatorOracle(problem, arrivals);
+  pipeline::PlannerOptions options;
+  options.slo_ms = args.slo_ms;
+  options.max_batch = args.max_batch;
+  options.max_replicas = args.max_replicas;
+  pipeline::Planner planner(problem, oracle, options);
+  MAITRE_ASSIGN_OR_RETURN(Plan plan, planner.MinimizeCost());
+  const std::vector<double> scale = pipeline::ScaleFactors(problem);
+
+  std::optional<int64_t> refuted;
+  if (args.check) {
+    refuted = 0;
+    for (const pipeline::PipelineConfig& c : planner.CheaperSingleActions(plan.config)) {
+      MAITRE_ASSIGN_OR_RETURN(bool feasible, planner.Feasible(c));
+      if (feasible) {
+        return absl::InternalError(absl::StrCat(
+            "check failed: ", pipeline::DescribeConfig(problem, c),
+            " costs less than the plan and meets the objective"));
+      }
+      ++*refuted;
+    }
+  }
+  struct Baseline {
+    const char* name;
+    absl::StatusOr<Plan> plan;
+  };
+  std::vector<Baseline> baselines;
+  if (args.baselines) {
+    for (auto rate : {pipeline::CoarseGrainedRate::kMean, pipeline::CoarseGrainedRate::kPeak}) {
+      baselines.push_back({pipeline::CoarseGrainedName(rate),
+                           pipeline::PlanCoarseGrained(problem, arrivals, options, rate, full)});
+    }
+  }
+
+  // What the tuner would start from (docs/pipelines.md, "The tuner").
+  MAITRE_ASSIGN_OR_RETURN(pipeline::TunerPlan tuner,
+                          pipeline::MakeTunerPlan(problem, plan.config, arrivals));
+  const double seconds = ToSeconds(arrivals.back() - arrivals.front());
+  if (args.json) {
+    json tuner_json = {{"windows_s", json::array()}, {"planned_rates_qps", tuner.planned_rates},
+                       {"stages", json::array()}};
+    for (Nanos w : tuner.windows) tuner_json["windows_s"].push_back(ToSeconds(w));
+    for (const pipeline::TunerStage& t : tuner.stages) {
+      tuner_json["stages"].push_back({{"stage", t.name}, {"mu_qps", t.mu_qps},
+                                      {"scale_factor", t.scale}, {"rho", t.rho},
+                                      {"replicas", t.replicas}});
+    }
+    json out = {{"pipeline", validated.spec.name},
+                {"slo_ms", args.slo_ms},
+                {"trace", {{"queries", arrivals.size()}, {"seconds", seconds}}},
+                {"plan", PlanJson(problem, plan, scale)},
+                {"steps", plan.steps},
+                {"tuner", tuner_json}};
+    if (refuted) out["check"] = {{"cheaper_single_actions_refuted", *refuted}};
+    for (const Baseline& b : baselines) {
+      out["baselines"][b.name] = b.plan.ok() ? PlanJson(problem, *b.plan, scale)
+                                             : json{{"error", b.plan.status().message()}};
+    }
+    return out.dump(2) + "\n";
+  }
+  std::string text = absl::StrFormat(
+      "pipeline %s: P99 objective %.1f ms; trace of %d queries over %.1f s (%.1f qps)\n\n",
+      validated.spec.name.empty() ? "(unnamed)" : validated.spec.name, args.slo_ms,
+      arrivals.size(), seconds, (arrivals.size() - 1) / seconds);
+  absl::StrAppend(&text, PlanTable(problem, plan, scale));
+  absl::StrAppendFormat(&text, "\nInferLine: $%.4f/h, estimated P99 %.1f ms (%d configurations "
+                        "estimated)\n", plan.cost_per_hour, plan.p99_ms, plan.estimates);
+  if (refuted) {
+    absl::StrAppendFormat(&text, "check: none of the %d cheaper single-action configurations "
+                          "meets the objective\n", *refuted);
+  }
+  for (const Baseline& b : baselines) {
+    if (!b.plan.ok()) {
+      absl::StrAppendFormat(&text, "%s: %s\n", b.name, std::string(b.plan.status().message()));
+      continue;
+    }
+    absl::StrAppendFormat(&text, "%s: $%.4f/h (%.2fx InferLine), estimated P99 %.1f ms%s; %s\n",
+                          b.name, b.plan->cost_per_hour,
+                          b.plan->cost_per_hour / plan.cost_per_hour, b.plan->p99_ms,
+                          b.plan->p99_ms > args.slo_ms ? " (misses the objective)" : "",
+                          pipeline::DescribeConfig(problem, b.plan->config));
+  }
+  return text;
+}
+
+void AddPlanCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Plan a pipeline offline: hardware, batch and replicas per stage for a P99 "
+              "objective on a sample trace (InferLine's planner)");
+  cmd->add_option("--pipeline", args->pipeline, "Pipeline spec (JSON)")->required();
+  cmd->add_option("--models", args->models,
+                  "JSON object of model name -> registration meta, for the spec's checks")
+      ->required();
+  cmd->add_option("--profiles", args->profiles, "Profile CSV (one variant per model)")
+      ->required();
+  cmd->add_option("--trace", args->trace, "Sample trace CSV (arrival_ms)")->required();
+  cmd->add_option("--slo-ms", args->slo_ms, "End-to-end P99 latency objective")->required();
+  cmd->add_option("--worker-types", args->worker_types,
+                  "Hardware with prices, name:cores:memory_mb:price_per_hour[,...]");
+  cmd->add_option("--branch", args->branches,
+                  "Measured probability of a conditional edge, from->to=p (repeatable)");
+  cmd->add_option("--max-batch", args->max_batch, "Largest batch IncreaseBatch may reach")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--max-replicas", args->max_replicas, "Most replicas of one stage")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_flag("--baselines", args->baselines, "Also plan CG-Mean and CG-Peak");
+  cmd->add_flag("--check", args->check,
+                "Confirm by brute force that no single action lowers the plan's cost");
+  cmd->add_flag("--json", args->json, "Print JSON");
+  cmd->callback([args, exit_code] {
+    absl::StatusOr<std::string> report = RunPlan(*args);
+    if (!report.ok()) {
+      std::cerr << "maitre: " << report.status().message() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    std::cout << *report;
+    *exit_code = 0;
+  });
+}
+
+}  // namespace maitre::cli

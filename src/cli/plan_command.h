@@ -1,0 +1,39 @@
+// `maitre plan` (docs/api.md, "Command line"; docs/pipelines.md, "maitre
+// plan"): plans a pipeline offline from its spec, the models' registration
+// meta, their profiles, a sample trace and a P99 objective, with InferLine's
+// planner and estimator, and prints each stage's hardware, batch and
+// replicas, the cost and the estimated P99; optionally beside the CG-Mean
+// and CG-Peak baselines, and with a brute-force check that no single action
+// lowers the plan's cost.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace maitre::cli {
+
+struct PlanArgs {
+  std::string pipeline;  // the spec (JSON file)
+  std::string models;    // {"model": registration meta, ...} (JSON file)
+  std::string profiles;  // profile CSV: one variant per model
+  std::string trace;     // trace CSV (arrival_ms; other columns ignored)
+  double slo_ms = 0;
+  std::string worker_types;           // "name:cores:memory_mb:price,..."; empty: the default
+  std::vector<std::string> branches;  // "from->to=probability"
+  int max_batch = 64;
+  int max_replicas = 64;
+  bool baselines = false;
+  bool check = false;
+  bool json = false;
+};
+
+// The report `maitre plan` prints (a table, or JSON with args.json).
+absl::StatusOr<std::string> RunPlan(const PlanArgs& args);
+
+void AddPlanCommand(CLI::App& app, int* exit_code);
+
+}  // namespace maitre::cli

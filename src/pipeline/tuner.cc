@@ -1,0 +1,155 @@
+#include "pipeline/tuner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "pipeline/envelope.h"
+
+namespace maitre::pipeline {
+
+namespace {
+
+int32_t ReplicasFor(double rate_qps, double scale, double mu_qps, double rho) {
+  // The ratio is rounded to a millionth first, so that a rate the stage was
+  // planned for exactly gives back its planned replicas, not one more.
+  const double need = std::round(rate_qps * scale / (mu_qps * rho) * 1e6) / 1e6;
+  return std::max<int32_t>(1, static_cast<int32_t>(std::ceil(need)));
+}
+
+}  // namespace
+
+absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
+                                        const PipelineConfig& config,
+                                        absl::Span<const Nanos> planning_arrivals) {
+  if (auto s = CheckProblem(problem); !s.ok()) return s;
+  if (config.size() != problem.stages.size()) {
+    return absl::InvalidArgumentError("the configuration needs one entry per stage");
+  }
+  if (planning_arrivals.size() < 2 || planning_arrivals.back() <= planning_arrivals.front()) {
+    return absl::InvalidArgumentError("the planning trace needs arrivals spread over time");
+  }
+  const double lambda = (planning_arrivals.size() - 1) /
+                        ToSeconds(planning_arrivals.back() - planning_arrivals.front());
+  const std::vector<double> scale = ScaleFactors(problem);
+  TunerPlan plan;
+  for (size_t i = 0; i < config.size(); ++i) {
+    const Profile& p = problem.stages[i].options[config[i].option].profile;
+    TunerStage s;
+    s.name = problem.stages[i].name;
+    s.mu_qps = p.ThroughputAt(config[i].batch);
+    s.scale = scale[i];
+    s.replicas = config[i].replicas;
+    // A stage that sees no query has all the slack it could want.
+    s.rho = scale[i] > 0 ? lambda * scale[i] / (s.replicas * s.mu_qps) : 1;
+    plan.stages.push_back(std::move(s));
+  }
+  plan.windows = EnvelopeWindows(FromMillis(ServiceTimeMs(problem, config)));
+  plan.planned_rates = TrafficEnvelope(planning_arrivals, plan.windows);
+  return plan;
+}
+
+Tuner::Tuner(TunerPlan plan, const TunerOptions& options, Nanos now)
+    : plan_(std::move(plan)), options_(options), last_change_(now) {
+  rho_p_ = plan_.stages.front().rho;
+  for (const TunerStage& s : plan_.stages) {
+    rho_p_ = std::min(rho_p_, s.rho);
+    replicas_.push_back(s.replicas);
+  }
+}
+
+absl::StatusOr<Tuner> Tuner::Create(TunerPlan plan, const TunerOptions& options, Nanos now) {
+  if (plan.stages.empty()) return absl::InvalidArgumentError("the tuner needs stages");
+  if (plan.windows.empty() || plan.windows.size() != plan.planned_rates.size()) {
+    return absl::InvalidArgumentError("the tuner needs one planned rate per window");
+  }
+  for (const TunerStage& s : plan.stages) {
+    if (!(s.mu_qps > 0) || !(s.rho > 0) || !(s.scale >= 0 && s.scale <= 1) || s.replicas < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage \"", s.name, "\": the tuner needs µ > 0, ρ > 0, s in [0,1], replicas >= 1"));
+    }
+  }
+  if (options.quiet_period < 0 || options.down_window <= 0 ||
+      options.down_history < options.down_window) {
+    return absl::InvalidArgumentError(
+        "the tuner needs quiet_period >= 0 and down_history >= down_window > 0");
+  }
+  return Tuner(std::move(plan), options, now);
+}
+
+void Tuner::Observe(Nanos arrival) { recent_.push_back(arrival); }
+
+bool Tuner::Move(const std::vector<int32_t>& target, bool up, std::string* moves) {
+  bool moved = false;
+  for (size_t m = 0; m < replicas_.size(); ++m) {
+    if (up ? target[m] <= replicas_[m] : target[m] >= replicas_[m]) continue;
+    absl::StrAppendFormat(moves, "%s%s %d->%d", moved ? ", " : "", plan_.stages[m].name,
+                          replicas_[m], target[m]);
+    replicas_[m] = target[m];
+    moved = true;
+  }
+  return moved;
+}
+
+TunerDecision Tuner::Decide(Nanos now) {
+  const Nanos keep = std::max(plan_.windows.back(), options_.down_history);
+  while (!recent_.empty() && recent_.front() <= now - keep) recent_.pop_front();
+  TunerDecision d;
+  // Scaling up: the live envelope against the planned one.
+  const std::vector<Nanos> live(recent_.begin(), recent_.end());
+  const std::vector<double> rates = TrafficEnvelope(live, plan_.windows);
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (rates[i] > plan_.planned_rates[i] && rates[i] > d.rate_qps) {
+      d.rate_qps = rates[i];
+      d.window = plan_.windows[i];
+    }
+  }
+  // While the live envelope exceeds the plan, r_max's replicas are also the
+  // floor of any scale-down, so the two rules never undo each other.
+  std::vector<int32_t> floor(replicas_.size(), 1);
+  if (d.rate_qps > 0) {
+    for (size_t m = 0; m < replicas_.size(); ++m) {
+      const TunerStage& s = plan_.stages[m];
+      floor[m] = ReplicasFor(d.rate_qps, s.scale, s.mu_qps, s.rho);
+    }
+    std::string moves;
+    if (Move(floor, /*up=*/true, &moves)) {
+      last_change_ = now;
+      d.kind = TunerDecision::Kind::kUp;
+      d.reason = absl::StrFormat("up: %.1f qps over %.3f s exceeds the plan; %s", d.rate_qps,
+                                 ToSeconds(d.window), moves);
+      d.replicas = replicas_;
+      return d;
+    }
+  }
+  d.rate_qps = 0;
+  d.window = 0;
+  // Scaling down, after a quiet period, to the recent peak in short windows.
+  if (now - last_change_ >= options_.quiet_period) {
+    int64_t most = 0;
+    for (Nanos end = now; end > now - options_.down_history; end -= options_.down_window) {
+      const Nanos start = end - options_.down_window;
+      const auto lo = std::lower_bound(recent_.begin(), recent_.end(), start);
+      const auto hi = std::lower_bound(recent_.begin(), recent_.end(), end);
+      most = std::max<int64_t>(most, hi - lo);
+    }
+    d.rate_qps = most / ToSeconds(options_.down_window);
+    std::vector<int32_t> target(replicas_.size());
+    for (size_t m = 0; m < replicas_.size(); ++m) {
+      const TunerStage& s = plan_.stages[m];
+      target[m] = std::max(floor[m], ReplicasFor(d.rate_qps, s.scale, s.mu_qps, rho_p_));
+    }
+    std::string moves;
+    if (Move(target, /*up=*/false, &moves)) {
+      last_change_ = now;
+      d.kind = TunerDecision::Kind::kDown;
+      d.reason = absl::StrFormat("down: peak %.1f qps over the last %.0f s; %s", d.rate_qps,
+                                 ToSeconds(options_.down_history), moves);
+    }
+  }
+  d.replicas = replicas_;
+  return d;
+}
+
+}  // namespace maitre::pipeline

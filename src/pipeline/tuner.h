@@ -1,0 +1,104 @@
+// InferLine's Tuner (Crankshaw et al., SoCC '20, §5; docs/pipelines.md,
+// "The tuner"): between runs of the planner, it rescales each stage's
+// replicas when the live traffic leaves the planning trace's envelope.
+//
+//  - Scaling up: the live envelope (over the last 60 s) is compared with the
+//    planning trace's, window by window. If any live rate exceeds its
+//    planned counterpart, r_max is the largest such live rate, and each
+//    stage gets k_m = ceil(r_max · s_m / (µ_m · ρ_m)) replicas if it has
+//    fewer (s_m its scale factor, µ_m one replica's throughput at its
+//    batch, ρ_m its max-provisioning ratio).
+//  - Scaling down: only once `quiet_period` (15 s) has passed since the last
+//    change; λ_new is the highest rate over the last 30 s in 5 s windows,
+//    and a stage with more than k_m = ceil(λ_new · s_m / (µ_m · ρ_p))
+//    replicas drops to it, with ρ_p = min ρ_m over the pipeline (the
+//    conservative choice §5 makes). Never below one replica, and, while
+//    the live envelope still exceeds the plan, never below what r_max needs
+//    (our addition: without it the two rules would undo each other on
+//    every decision of a lasting rise).
+//
+// ρ_m, as we read §5: the planning trace's mean rate at the stage over what
+// its configured replicas serve, λ · s_m / (k_m · µ_m), so that at the
+// planned rate the scale-up rule gives back the planned replicas.
+//
+// Pure: it sees arrivals and `now` only through its arguments.
+//
+// Thread-safety: not synchronised; one caller.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/time.h"
+#include "pipeline/problem.h"
+
+namespace maitre::pipeline {
+
+// What the planner hands the tuner (§5, "Initialization").
+struct TunerStage {
+  std::string name;
+  double mu_qps = 0;  // one replica's throughput at the planned batch
+  double scale = 1;   // s_m
+  double rho = 1;     // ρ_m
+  int32_t replicas = 1;
+};
+struct TunerPlan {
+  std::vector<TunerStage> stages;
+  std::vector<Nanos> windows;          // the envelope's widths
+  std::vector<double> planned_rates;   // the planning trace's envelope
+};
+
+// From a planned configuration and its planning trace: windows from the
+// configuration's service time, s_m from the branch probabilities, µ_m
+// from the profile at the planned batch, ρ_m from the trace's mean rate.
+absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
+                                        const PipelineConfig& config,
+                                        absl::Span<const Nanos> planning_arrivals);
+
+struct TunerOptions {
+  Nanos quiet_period = 15 * kSecond;  // 3x a replica's 5 s activation in §5
+  Nanos down_history = 30 * kSecond;
+  Nanos down_window = 5 * kSecond;
+};
+
+struct TunerDecision {
+  enum class Kind { kNone, kUp, kDown };
+  Kind kind = Kind::kNone;
+  std::vector<int32_t> replicas;  // per stage, after the decision
+  double rate_qps = 0;            // r_max (up) or λ_new (down)
+  Nanos window = 0;               // up: the width whose rate was r_max
+  std::string reason;
+};
+
+class Tuner {
+ public:
+  // `now`: when the planned configuration started serving (the first quiet
+  // period runs from there).
+  static absl::StatusOr<Tuner> Create(TunerPlan plan, const TunerOptions& options, Nanos now);
+
+  // Arrivals in non-decreasing time order.
+  void Observe(Nanos arrival);
+  TunerDecision Decide(Nanos now);
+
+  const std::vector<int32_t>& replicas() const { return replicas_; }
+  const TunerPlan& plan() const { return plan_; }
+  double rho_pipeline() const { return rho_p_; }
+
+ private:
+  Tuner(TunerPlan plan, const TunerOptions& options, Nanos now);
+  // Moves the stages whose target lies in the direction `up` to it; says
+  // which in `moves` and whether any moved.
+  bool Move(const std::vector<int32_t>& target, bool up, std::string* moves);
+
+  TunerPlan plan_;
+  TunerOptions options_;
+  double rho_p_ = 1;
+  std::vector<int32_t> replicas_;
+  std::deque<Nanos> recent_;  // arrivals of the longest window
+  Nanos last_change_ = 0;
+};
+
+}  // namespace maitre::pipeline
