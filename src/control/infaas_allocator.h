@@ -91,9 +91,14 @@ class InfaasAllocator : public Allocator {
   std::map<std::string, policy::ModelAutoscalerState> model_state_;  // by worker
   policy::ConsolidationState consolidation_state_;
   policy::ClusterAutoscalerState cluster_state_;
+  // Per replica: the latest figure, believed for observed_capacity_memory;
+  // after it, the most any figure of the hold said (RememberObservedCapacity).
   struct ObservedCapacity {
-    double qps_per_replica = 0;
-    Nanos until = 0;
+    double latest = 0;
+    Nanos latest_until = 0;
+    double held = 0;
+    Nanos held_until = 0;
+    std::optional<double> At(Nanos now) const;
   };
   std::map<Where, ObservedCapacity> observed_;  // by (worker, variant key)
   std::optional<Nanos> refused_taken_at_;
