@@ -187,6 +187,10 @@ TEST_F(ServingTest, RegistersServesAndDescribesModels) {
       << scrape->body;
   EXPECT_NE(scrape->body.find("maitre_cluster_cost_dollars_per_hour 0.1275"), std::string::npos);
   EXPECT_NE(scrape->body.find("maitre_inference_request_seconds_bucket"), std::string::npos);
+  // The queries went to the worker in calls, each counted.
+  const size_t calls = scrape->body.find("maitre_worker_call_queries_count ");
+  ASSERT_NE(calls, std::string::npos) << scrape->body;
+  EXPECT_GT(std::atof(scrape->body.c_str() + calls + 33), 0) << scrape->body.substr(calls, 60);
   std::string lint = PromtoolCheck(scrape->body, data.path());
   EXPECT_EQ(lint, "") << lint;
 

@@ -224,6 +224,11 @@ class Controller {
     const std::string router =
         options.router.empty() ? control::DefaultRouterFor(options.allocator) : options.router;
     MAITRE_ASSIGN_OR_RETURN(cluster_options.router, control::CreateQueryRouter(router, {}));
+    // Workers connect after start-up, once metrics_ is set.
+    cluster_options.connect = [this](const std::string& address, const std::string& token) {
+      return NewGrpcWorkerApi(address, token,
+                              [this](int queries) { metrics_->RecordWorkerCall(queries); });
+    };
     cluster_ = std::make_unique<Cluster>(cluster_options);
     catalog_.OnReload([this, types](const std::shared_ptr<const CatalogSnapshot>& snapshot) {
       auto previous = cluster_->selection_index();

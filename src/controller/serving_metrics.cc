@@ -54,6 +54,12 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
       {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5}};
   MAITRE_ASSIGN_OR_RETURN(auto* lateness_family, metric_set->AddHistogram(lateness));
   m->expiry_lateness_ = lateness_family->With();
+  metrics::HistogramOptions call_queries{"maitre_worker_call_queries",
+                                         "Queries carried by each Infer call to a worker",
+                                         {},
+                                         {1, 2, 4, 8, 12, 16}};
+  MAITRE_ASSIGN_OR_RETURN(auto* call_queries_family, metric_set->AddHistogram(call_queries));
+  m->call_queries_ = call_queries_family->With();
   MAITRE_ASSIGN_OR_RETURN(m->autoscaler_actions_,
                           metric_set->AddCounter({"maitre_autoscaler_actions_total",
                                                 "Scaling actions taken, by kind", {"action"}}));

@@ -40,6 +40,10 @@ class ServingMetrics {
   // less when it was refused before the deadline: it could not make it).
   void RecordExpiry(Nanos lateness);
 
+  // One Infer call to a worker carrying `queries` queries (the call
+  // coalescer's grouping: docs/architecture.md, "How a query travels").
+  void RecordWorkerCall(int queries) { call_queries_.Observe(queries); }
+
   // One decision of the allocator ("replicate", "upgrade", "add-worker", ...).
   void RecordAutoscalerAction(absl::string_view action);
 
@@ -71,6 +75,7 @@ class ServingMetrics {
   metrics::HistogramFamily* total_ = nullptr;
   metrics::CounterFamily* autoscaler_actions_ = nullptr;
   metrics::Histogram expiry_lateness_;
+  metrics::Histogram call_queries_;
   metrics::CollectedFamily* instances_ = nullptr;
   metrics::CollectedFamily* workers_ = nullptr;
   metrics::CollectedFamily* utilisation_ = nullptr;

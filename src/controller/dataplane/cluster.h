@@ -172,7 +172,9 @@ class Cluster {
     // How a WorkerApi is made for a worker's address and call token.
     std::function<std::unique_ptr<WorkerApi>(const std::string& address,
                                              const std::string& call_token)>
-        connect = NewGrpcWorkerApi;
+        connect = [](const std::string& address, const std::string& call_token) {
+          return NewGrpcWorkerApi(address, call_token);
+        };
   };
 
   explicit Cluster(Options options);

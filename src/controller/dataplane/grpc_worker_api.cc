@@ -29,8 +29,9 @@ constexpr Nanos kProfileTimeout = 600 * kSecond;
 // WorkerApi that started them is gone (the worker left the cluster).
 class InferChannel : public std::enable_shared_from_this<InferChannel> {
  public:
-  InferChannel(std::shared_ptr<v1::Worker::Stub> stub, std::string authorization)
-      : stub_(stub), authorization_(std::move(authorization)) {}
+  InferChannel(std::shared_ptr<v1::Worker::Stub> stub, std::string authorization,
+               WorkerCallObserver on_call)
+      : stub_(stub), authorization_(std::move(authorization)), on_call_(std::move(on_call)) {}
 
   void Infer(const VariantKey& key, OutgoingQuery query) {
     std::vector<OutgoingQuery> send = coalescer_.Offer(key, std::move(query));
@@ -50,6 +51,7 @@ class InferChannel : public std::enable_shared_from_this<InferChannel> {
       std::vector<OutgoingQuery> queries;
       Nanos sent = 0;
     };
+    if (on_call_) on_call_(static_cast<int>(queries.size()));
     auto* call = new InFlight;
     call->request.set_model(key.model);
     call->request.set_variant(key.variant);
@@ -128,20 +130,22 @@ class InferChannel : public std::enable_shared_from_this<InferChannel> {
 
   const std::shared_ptr<v1::Worker::Stub> stub_;
   const std::string authorization_;
+  const WorkerCallObserver on_call_;
   const Clock* const clock_ = SteadyClock::Get();
   CallCoalescer coalescer_{CallCoalescer::Options{}};
 };
 
 class GrpcWorkerApi final : public WorkerApi {
  public:
-  GrpcWorkerApi(const std::string& address, const std::string& call_token)
+  GrpcWorkerApi(const std::string& address, const std::string& call_token,
+                WorkerCallObserver on_call)
       : address_(address), authorization_(BearerValue(call_token)) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
     stub_ = v1::Worker::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
-    infer_ = std::make_shared<InferChannel>(stub_, authorization_);
+    infer_ = std::make_shared<InferChannel>(stub_, authorization_, std::move(on_call));
   }
 
   void Infer(const VariantKey& key, std::shared_ptr<const std::vector<Tensor>> inputs,
@@ -243,8 +247,9 @@ class GrpcWorkerApi final : public WorkerApi {
 }  // namespace
 
 std::unique_ptr<WorkerApi> NewGrpcWorkerApi(const std::string& address,
-                                            const std::string& call_token) {
-  return std::make_unique<GrpcWorkerApi>(address, call_token);
+                                            const std::string& call_token,
+                                            WorkerCallObserver on_call) {
+  return std::make_unique<GrpcWorkerApi>(address, call_token, std::move(on_call));
 }
 
 }  // namespace maitre::controller

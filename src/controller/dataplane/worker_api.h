@@ -5,6 +5,7 @@
 // Thread-safety: implementations are thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,9 +86,14 @@ class WorkerApi {
                                                       const std::vector<Tensor>& inputs) = 0;
 };
 
+// Told how many queries each Infer call to a worker carries (the
+// queries-per-call metric), on the thread that sends the call.
+using WorkerCallObserver = std::function<void(int queries)>;
+
 // A WorkerApi over gRPC to the worker listening at `address`, whose calls
 // carry `call_token` (the worker refuses calls without it).
 std::unique_ptr<WorkerApi> NewGrpcWorkerApi(const std::string& address,
-                                            const std::string& call_token);
+                                            const std::string& call_token,
+                                            WorkerCallObserver on_call = nullptr);
 
 }  // namespace maitre::controller
