@@ -92,4 +92,10 @@ struct Observation {
   const ObservedWorker* FindWorker(const std::string& id) const;
 };
 
+// What each app was offered: its instances' last reported arrivals plus the
+// rows turned away, spread over `refused_over_s` seconds (the time since the
+// last model round; 0 leaves them out). Every app with a model is present.
+std::map<std::string, double> OfferedByApp(const Observation& observation,
+                                           double refused_over_s);
+
 }  // namespace maitre::control

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "control/allocator.h"
+#include "control/mark_allocator.h"
 #include "control/query_router.h"
 #include "controller/access/auth_mode.h"
 #include "controller/access/http_access.h"
@@ -54,6 +55,16 @@ namespace {
 
 constexpr Nanos kReportInterval = 500 * kMillisecond;
 constexpr char kVersion[] = "0.1.0";
+
+// The mark allocator's options from the command line.
+control::MarkOptions MarkOf(const ServeOptions& options) {
+  control::MarkOptions mark;
+  mark.predictor = options.mark_predictor;
+  // Out of range, -1, which ValidateMarkOptions refuses.
+  const bool sane = options.mark_launch_s >= 0 && options.mark_launch_s < 86400;
+  mark.default_launch_time = sane ? FromSeconds(options.mark_launch_s) : -1;
+  return mark;
+}
 
 std::string DefaultDataDir() {
   if (const char* dir = std::getenv("MAITRE_DATA_DIR"); dir != nullptr && *dir != '\0') {
@@ -115,6 +126,9 @@ class Controller {
     MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(workers, types));
     // Names are checked before anything starts.
     MAITRE_RETURN_IF_ERROR(control::CheckAllocatorName(options.allocator));
+    if (options.allocator == "mark") {
+      MAITRE_RETURN_IF_ERROR(control::ValidateMarkOptions(MarkOf(options)));
+    }
     if (!options.router.empty()) {
       MAITRE_RETURN_IF_ERROR(control::CheckQueryRouterName(options.router));
     }
@@ -461,6 +475,7 @@ class Controller {
                             control::ParseModelScaling(options.model_autoscaler));
     allocator.cluster_scaling = options.cluster_autoscaler;
     allocator.migrate_interfered = options.migrate_interfered;
+    allocator.mark = MarkOf(options);
     allocator.cluster.min_workers = 1;
     for (const auto& [type, n] : worker_counts) allocator.min_workers[type] = n;
     if (!options.max_workers.empty()) {

@@ -311,6 +311,30 @@ TEST(ClusterTest, RemovesAnIdleWorkerAndStopsBillingIt) {
   EXPECT_EQ(sim->control_counters().workers_removed, 1);
 }
 
+TEST(ClusterTest, AWorkerGivenBackWithinABillingBlockIsPaidToItsEnd) {
+  // As above, with 10 s billing blocks: the second worker, removed at 6 s,
+  // is paid until 10 s; the first, up to the trace's end.
+  Params p;
+  p.trace = "generator: poisson\n  rate_qps: 5";
+  p.cluster = "{name: on, idle_cooldown_s: 6}";
+  p.workers = 2;
+  p.duration = 20;
+  std::string text = Text(p);
+  text.replace(text.find("launch_s: 5,"), 12, "launch_s: 5, billing_s: 10,");
+  auto e = ParseExperiment(text, ".");
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto sim = BuildSimulator(*e);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  ASSERT_TRUE((*sim)->Run().ok());
+  auto workers = (*sim)->Workers();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_TRUE(workers[1].removed);
+  EXPECT_EQ(workers[1].paid_until, 10 * kSecond);
+  EXPECT_NEAR((*sim)->CostBetween(0, 20 * kSecond), 0.001 * (20 + 10), 1e-12);
+  EXPECT_NEAR((*sim)->CostRateAt(7 * kSecond), 0.002, 1e-15) << "still paid for";
+  EXPECT_NEAR((*sim)->CostRateAt(11 * kSecond), 0.001, 1e-15);
+}
+
 TEST(ClusterTest, ALostWorkerTakesWhatItHeldAndIsNoLongerBilled) {
   // 100 qps on the one "slow" instance, on worker small-0 of two, which dies
   // at 10 s: what it had queued or running is dropped then, and since

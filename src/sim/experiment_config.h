@@ -8,6 +8,7 @@
 //     worker_types:            # optional; default: the embedded cpu-1, cpu-2
 //       - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.0425,
 //          launch_s: 0, max_workers: 8,   # managed clusters: launch delay, limit
+//          billing_s: 0,                  # bills in whole blocks of this (0: by the second)
 //          memory_cost_per_gb_s: 0}       # > 0: also price instances by memory
 //     workers: {cpu-1: 1}      # how many of each type the cluster pays for (from the start)
 //     replica_cores:           # optional: cores one replica takes (default 1)
@@ -55,7 +56,9 @@
 //       # or {name, period_s, band, demand_window_s, min_demand_qps,
 //       # max_accuracy_drop, max_utilisation, min_slowdown (1: never scale
 //       # profiles by observed overload), solve_time_limit_s} (proteus and
-//       # its baselines)
+//       # its baselines), or {name: mark, predictor, unit_s, horizon_units,
+//       # sample_s, headroom, cool_down_s, release_margin_s} (mark, which
+//       # needs cluster_autoscaler: on; predictor oracle reads this trace)
 //     model_autoscaler: infaas # | horizontal | off, or {name, slack,
 //       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
 //       # min_consolidation_wait_s, min_replicas_per_model,

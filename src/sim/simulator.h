@@ -30,9 +30,11 @@
 //    every `cluster_interval` (added workers serve after their type's launch
 //    delay). Loads take the profile's load_ms. Each
 //    worker is billed its type's price from the moment it is asked for until
-//    it is removed. The mechanism is in simulator_control.cc; what the
-//    allocator sees and how its decisions are carried out, in
-//    simulator_observe.cc.
+//    it is removed, in whole billing blocks when its type has them
+//    (WorkerType::billing_unit: one removed within a block is paid to the
+//    block's end; the trace's end stops every bill). The mechanism is in
+//    simulator_control.cc; what the allocator sees and how its decisions
+//    are carried out, in simulator_observe.cc.
 //
 // Events are ordered by (time in ns, sequence number); the simulator is an
 // object with its own seeded random streams and no globals, so several can
@@ -150,6 +152,9 @@ struct ControlSetup {
   policy::MigrationOptions migration;
   // The Proteus allocator's (and its baselines') rules.
   control::ProteusOptions proteus;
+  // The MArk allocator's; a type without a launch time of its own there is
+  // launched ahead by its `launch_delay`.
+  control::MarkOptions mark;
   ModelAutoscaling model_autoscaling = ModelAutoscaling::kOff;
   // kHorizontal forces allow_upgrade = allow_downgrade = false.
   policy::ModelAutoscalerOptions model_autoscaler;
