@@ -551,11 +551,38 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // simulation.burst_pool (BurstPool in sim/simulator.h).
+  absl::Status ParseBurstPool(const YAML::Node& b) {
+    const std::string bp = "simulation.burst_pool";
+    MAITRE_RETURN_IF_ERROR(CheckMap(
+        b, bp, {"service_ms", "cold_start_ms", "keep_warm_s", "concurrency", "price_per_request"}));
+    BurstPool& pool = exp_.setup.burst_pool;
+    pool.enabled = true;
+    int64_t concurrency = pool.concurrency;
+    MAITRE_RETURN_IF_ERROR(ReadMillis(b, bp, "service_ms", &pool.service, true));
+    MAITRE_RETURN_IF_ERROR(ReadMillis(b, bp, "cold_start_ms", &pool.cold_start));
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(b, bp, "keep_warm_s", &pool.keep_warm));
+    MAITRE_RETURN_IF_ERROR(ReadInt(b, bp, "concurrency", &concurrency));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(b, bp, "price_per_request", &pool.price_per_request, true));
+    if (pool.service <= 0) return Bad(Key(bp, "service_ms"), "must be > 0");
+    if (pool.cold_start < 0) return Bad(Key(bp, "cold_start_ms"), "must be >= 0");
+    if (pool.keep_warm < 0) return Bad(Key(bp, "keep_warm_s"), "must be >= 0");
+    if (concurrency < 1 || concurrency > 10000000) {
+      return Bad(Key(bp, "concurrency"), "must be >= 1");
+    }
+    if (!(pool.price_per_request >= 0)) return Bad(Key(bp, "price_per_request"), "must be >= 0");
+    if (exp_.setup.routing != "selection") return Bad(bp, "needs routing: selection");
+    pool.concurrency = static_cast<int32_t>(concurrency);
+    return absl::OkStatus();
+  }
+
   absl::Status ParseSimulation(const YAML::Node& n) {
     const std::string path = "simulation";
     if (!Present(n)) return absl::OkStatus();
     MAITRE_RETURN_IF_ERROR(
-        CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference", "jobs"}));
+        CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference", "jobs",
+                           "burst_pool"}));
+    if (YAML::Node b = n["burst_pool"]; Present(b)) MAITRE_RETURN_IF_ERROR(ParseBurstPool(b));
     if (YAML::Node jobs = n["jobs"]; Present(jobs)) {
       const std::string jp = Key(path, "jobs");
       if (!jobs.IsSequence()) return Bad(jp, "expected a list of {app, rows, chunk_rows, at_s}");

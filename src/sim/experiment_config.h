@@ -75,6 +75,10 @@
 //       # co-located batches slow each other down (sim/simulator.h)
 //     jobs: [{app: a, rows: 50000, chunk_rows: 64, at_s: 0}]  # offline jobs
 //       # (managed clusters), throttled as the controller's (SimJob)
+//     burst_pool: {service_ms: 29, price_per_request: 4.3e-7,  # MArk's Lambda
+//                  cold_start_ms: 0, keep_warm_s: 2700, concurrency: 1000}
+//       # (managed clusters; BurstPool): what an instance cannot answer in
+//       # time goes there
 //
 // Thread-safety: pure functions (they read files named by the YAML).
 #pragma once

@@ -304,7 +304,7 @@ TEST(ExperimentConfigManagedTest, ErrorsNameTheKey) {
   }
 }
 
-TEST(ExperimentConfigManagedTest, ParsesTheMarkAllocatorAndBillingBlocks) {
+TEST(ExperimentConfigManagedTest, ParsesTheMarkAllocatorBillingBlocksAndTheBurstPool) {
   auto with = [](const std::string& from, const std::string& to) {
     std::string text = kManaged;
     size_t at = text.find(from);
@@ -339,6 +339,19 @@ TEST(ExperimentConfigManagedTest, ParsesTheMarkAllocatorAndBillingBlocks) {
   double most = 0;
   for (double peak : c.mark.known_peaks.at("a")) most = std::max(most, peak);
   EXPECT_GT(most, 0);
+  EXPECT_FALSE(e->setup.burst_pool.enabled);
+  auto pooled = ParseExperiment(
+      text + "simulation:\n  burst_pool: {service_ms: 29, cold_start_ms: 2000, keep_warm_s: 600,\n"
+             "               concurrency: 50, price_per_request: 0.0000004}\n",
+      ".");
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  const BurstPool& pool = pooled->setup.burst_pool;
+  EXPECT_TRUE(pool.enabled);
+  EXPECT_EQ(pool.service, 29 * kMillisecond);
+  EXPECT_EQ(pool.cold_start, 2 * kSecond);
+  EXPECT_EQ(pool.keep_warm, 600 * kSecond);
+  EXPECT_EQ(pool.concurrency, 50);
+  EXPECT_DOUBLE_EQ(pool.price_per_request, 0.0000004);
 
   std::string off = with("name: on, idle", "name: off, idle");
   off.replace(off.find(allocator), allocator.size(), "mark");
@@ -351,6 +364,13 @@ TEST(ExperimentConfigManagedTest, ParsesTheMarkAllocatorAndBillingBlocks) {
       {off, "policies.cluster_autoscaler"},
       {with("launch_s: 40,", "launch_s: 40, billing_s: -60,"),
        "cluster.worker_types[0].billing_s"},
+      {std::string(kManaged) + "simulation:\n  burst_pool: {service_ms: 0, price_per_request: 1}\n",
+       "simulation.burst_pool.service_ms"},
+      {std::string(kManaged) + "simulation:\n  burst_pool: {service_ms: 30}\n",
+       "simulation.burst_pool.price_per_request"},
+      {std::string(kManaged) +
+           "simulation:\n  burst_pool: {service_ms: 30, price_per_request: 0, concurrency: 0}\n",
+       "simulation.burst_pool.concurrency"},
   };
   for (const auto& [yaml, mentions] : cases) {
     auto bad = ParseExperiment(yaml, ".");
