@@ -361,6 +361,7 @@ class ControllerWorld {
     loop.placer = placer_.get();
     loop.provider = &provider_;
     loop.refused = &refused_;
+    loop.service_level = &service_level_;
     loop.clock = &clock_;
     loop.allocator = allocator;
     control::AllocatorOptions& a = loop.allocator_options;
@@ -401,6 +402,9 @@ class ControllerWorld {
     }
     if (round.model) {
       for (const auto& [app, rows] : o.refused_rows) refused_.Add(app, rows);
+      for (const auto& [app, count] : o.service) {
+        for (int64_t q = 0; q < count.answered; ++q) service_level_.Add(app, q < count.within);
+      }
       loop_->RunModelRound();
     } else {
       loop_->RunClusterRound();
@@ -531,6 +535,7 @@ class ControllerWorld {
   std::unique_ptr<controller::Placer> placer_;
   FakeProvider provider_;
   controller::RefusedDemand refused_;
+  controller::ServiceLevel service_level_;
   std::unique_ptr<controller::ScalingLoop> loop_;
   std::map<std::string, std::string> sim_id_;  // controller id -> simulator name
   std::map<std::string, std::string, std::greater<>> ever_;  // the same, gone ones too
@@ -667,6 +672,8 @@ TEST(ControlWorldsTest, MarkProvisionsTheSameInBothWorlds) {
   EXPECT_GE(kinds["launch"], 2);
   EXPECT_GE(kinds["load"], 3);
   EXPECT_GE(kinds["retire"], 1);
+  // Its SLO monitor raised the forecasts on the same counts in both.
+  EXPECT_GE(kinds["slo-raise"], 1);
   ExpectSameRounds(r);
 }
 

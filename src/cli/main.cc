@@ -137,6 +137,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "--allocator mark's predictor: last, ewma[:ALPHA], "
                         "holt-winters[:SEASON_UNITS]")
       ->capture_default_str();
+  serve_cmd->add_option("--mark-sl-min", serve.mark_sl_min,
+                        "--allocator mark: the share of queries to keep within their objective, "
+                        "in (0, 1]")
+      ->capture_default_str();
   serve_cmd->add_option("--mark-launch-s", serve.mark_launch_s,
                         "--allocator mark: seconds from launching a worker to it serving")
       ->capture_default_str()

@@ -90,6 +90,19 @@ struct MarkOptions {
   // weights were withdrawn it is given back even if not idle yet.
   Nanos cool_down = 60 * kSecond;
   Nanos release_margin = 10 * kSecond;
+  // The SLO monitor (MArk §4.4): each app's service level (the share of
+  // its queries answered within its objective) is measured over the last
+  // `slo_window`, once that holds `slo_min_queries`. Below the app's
+  // SL_min (its own, else `sl_min`: the paper's 98%, §5.1) every forecast
+  // of the app is raised by another `slo_step`, at most once a window and
+  // to at most `slo_max_boost` over the headroom; after `slo_relax_after`
+  // at or above SL_min since the last change, one step is taken back.
+  double sl_min = 0.98;
+  Nanos slo_window = 60 * kSecond;
+  int64_t slo_min_queries = 100;
+  double slo_step = 0.1;
+  double slo_max_boost = 1;
+  Nanos slo_relax_after = 300 * kSecond;
 };
 
 struct AllocatorOptions {

@@ -42,6 +42,16 @@ absl::Status ValidateMarkOptions(const MarkOptions& m) {
         "mark: headroom must be a finite number >= 1, and launch times, cool_down and "
         "release_margin not negative");
   }
+  if (!(m.sl_min > 0 && m.sl_min <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mark: sl_min must be in (0, 1], not ", m.sl_min));
+  }
+  if (m.slo_window <= 0 || m.slo_min_queries < 1 || !(m.slo_step > 0 && m.slo_step <= 10) ||
+      !(m.slo_max_boost >= 0 && m.slo_max_boost <= 100) || m.slo_relax_after < 0) {
+    return absl::InvalidArgumentError(
+        "mark: the SLO monitor needs slo_window > 0, slo_min_queries >= 1, slo_step in (0, 10], "
+        "slo_max_boost in [0, 100] and slo_relax_after >= 0");
+  }
   return absl::OkStatus();
 }
 
@@ -62,6 +72,11 @@ absl::StatusOr<std::unique_ptr<MarkAllocator>> MarkAllocator::Create(
 const MarkAllocator::AppPlan* MarkAllocator::PlanFor(const std::string& app) const {
   auto it = apps_.find(app);
   return it == apps_.end() ? nullptr : &it->second->plan;
+}
+
+double MarkAllocator::BoostFor(const std::string& app) const {
+  auto it = apps_.find(app);
+  return it == apps_.end() ? 0 : it->second->boost;
 }
 
 std::string MarkAllocator::AppOf(const std::string& worker) const {
@@ -224,13 +239,55 @@ absl::StatusOr<std::vector<double>> MarkAllocator::Forecast(const std::string& n
   for (int u = 0; u < static_cast<int>(f.size()) && u <= hold_units; ++u) {
     f[static_cast<size_t>(u)] = std::max(f[static_cast<size_t>(u)], seen);
   }
-  for (double& q : f) q *= options_.mark.headroom;
+  for (double& q : f) q *= options_.mark.headroom * (1 + app.boost);
   return f;
+}
+
+void MarkAllocator::MonitorSlo(const Observation& observation, ActionSink& sink) {
+  const MarkOptions& m = options_.mark;
+  std::map<std::string, double> sl_min;
+  for (const ModelOption& model : observation.models) {
+    auto [it, first] = sl_min.emplace(model.app, model.sl_min.value_or(m.sl_min));
+    if (!first && model.sl_min.has_value()) it->second = *model.sl_min;
+  }
+  for (const auto& [name, target] : sl_min) {
+    App& app = AppState(name);
+    auto seen = observation.service.find(name);
+    if (seen != observation.service.end()) {
+      app.service.push_back({observation.now, seen->second});
+      app.service_sum.answered += seen->second.answered;
+      app.service_sum.within += seen->second.within;
+    }
+    while (!app.service.empty() && app.service.front().first <= observation.now - m.slo_window) {
+      app.service_sum.answered -= app.service.front().second.answered;
+      app.service_sum.within -= app.service.front().second.within;
+      app.service.pop_front();
+    }
+    if (app.service_sum.answered < m.slo_min_queries) continue;
+    const double level =
+        static_cast<double>(app.service_sum.within) / static_cast<double>(app.service_sum.answered);
+    const Nanos since = app.boost_changed.has_value() ? observation.now - *app.boost_changed
+                                                      : kInfiniteFuture;
+    if (level < target && since >= m.slo_window && app.boost < m.slo_max_boost) {
+      app.boost = std::min(m.slo_max_boost, app.boost + m.slo_step);
+    } else if (level >= target && since >= m.slo_relax_after && app.boost > 0) {
+      app.boost = std::max(0.0, app.boost - m.slo_step);
+      if (app.boost < 1e-9) app.boost = 0;  // steps of 0.1 do not sum exactly
+    } else {
+      continue;
+    }
+    app.boost_changed = observation.now;
+    sink.Record({observation.now, level < target ? "slo-raise" : "slo-relax", name, "", 0,
+                 absl::StrFormat("service level %.4f over the last %.0f s against SL_min %.4f: "
+                                 "forecasts +%.0f%%",
+                                 level, ToSeconds(m.slo_window), target, 100 * app.boost)});
+  }
 }
 
 absl::Status MarkAllocator::ModelRound(const Observation& observation, ActionSink& sink) {
   Reconcile(observation);
   MeasureDemand(observation);
+  MonitorSlo(observation, sink);
   LoadAssigned(observation, sink);
   PublishWeights(observation, sink);
   return absl::OkStatus();

@@ -11,7 +11,10 @@
 //  - loads the app's variant on every worker assigned to the app that does
 //    not hold it yet, replacing whatever the worker held (make before break);
 //  - publishes route weights: each serving instance in proportion to what it
-//    sustains within its objective (the "weighted" router is its default).
+//    sustains within its objective (the "weighted" router is its default);
+//  - monitors each app's service level (MArk §4.4): below its SL_min it
+//    raises the app's forecasts step by step, and lowers them again once
+//    the level has held (MarkOptions).
 // Each cluster round, per app (in name order):
 //  - forecasts the next P_w units' peaks with the configured predictor
 //    (workload_prediction.h), made again each time a unit ends; the units
@@ -77,6 +80,8 @@ class MarkAllocator : public Allocator {
     int launched = 0;
   };
   const AppPlan* PlanFor(const std::string& app) const;
+  // The SLO monitor's over-provisioning for an app now (0: none).
+  double BoostFor(const std::string& app) const;
   // The app a worker serves, or "" when none.
   std::string AppOf(const std::string& worker) const;
 
@@ -111,14 +116,21 @@ class MarkAllocator : public Allocator {
     std::unique_ptr<policy::WorkloadPredictor> predictor;
     size_t predicted_units = 0;
     std::vector<double> forecast;
-    std::optional<Nanos> last_reading;
     AppPlan plan;
+    // The SLO monitor: what was resolved in the window, by round, and the
+    // over-provisioning it asks for now.
+    std::deque<std::pair<Nanos, ServiceCount>> service;
+    ServiceCount service_sum;
+    double boost = 0;
+    std::optional<Nanos> boost_changed;
   };
 
   // Learns the workers that joined (matching them to launches), the apps
   // their instances serve, and forgets the ones gone.
   void Reconcile(const Observation& observation);
   void MeasureDemand(const Observation& observation);
+  // The SLO monitor (MarkOptions): raises or relaxes each app's boost.
+  void MonitorSlo(const Observation& observation, ActionSink& sink);
   App& AppState(const std::string& app);
   std::vector<std::string> Apps(const Observation& observation) const;
   // Workers of `type` up or starting, this round's launches included.

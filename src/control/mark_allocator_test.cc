@@ -272,6 +272,71 @@ TEST_F(MarkAllocatorTest, ALaunchThatNeverJoinsIsForgotten) {
   EXPECT_THAT(sink.added, ElementsAre("c4", "c4"));
 }
 
+TEST_F(MarkAllocatorTest, TheSloMonitorRaisesTheForecastBelowSlMinAndRelaxesItAfter) {
+  options_.mark.predictor = "last";
+  auto allocator = Make();
+  RecordingSink sink;
+  double within = 0.9;  // of the 200 queries a second
+  auto at = [&](Nanos t, int64_t rows) {
+    Observation o = At(t, {}, rows);
+    o.service["fashion"] = {200, static_cast<int64_t>(200 * within)};
+    return o;
+  };
+  auto boosts = [&] {
+    std::vector<std::string> lines;
+    for (const Decision& d : sink.decisions) {
+      if (d.kind.rfind("slo-", 0) == 0) lines.push_back(d.kind + " " + d.reason);
+    }
+    return lines;
+  };
+  // 90% within against the default SL_min of 98%: raised at once by a step,
+  // and not again within the window.
+  Offer(*allocator, sink, 0, 30 * kSecond, 100, at);
+  EXPECT_DOUBLE_EQ(allocator->BoostFor("fashion"), 0.1);
+  ASSERT_EQ(boosts().size(), 1u);
+  EXPECT_THAT(boosts()[0], HasSubstr("slo-raise service level 0.9000"));
+  ASSERT_TRUE(allocator->ClusterRound(At(30 * kSecond), sink).ok());
+  EXPECT_NEAR(allocator->PlanFor("fashion")->forecast_qps[0], 110, 1e-9);
+  // Still short a window later: another step.
+  Offer(*allocator, sink, 30 * kSecond, 61 * kSecond, 100, at);
+  EXPECT_DOUBLE_EQ(allocator->BoostFor("fashion"), 0.2);
+  // Met from then on: the window must first hold only good rounds, then the
+  // level must hold for slo_relax_after (300 s) before a step goes.
+  within = 1;
+  Offer(*allocator, sink, 61 * kSecond, 300 * kSecond, 100, at);
+  EXPECT_DOUBLE_EQ(allocator->BoostFor("fashion"), 0.2);
+  Offer(*allocator, sink, 300 * kSecond, 362 * kSecond, 100, at);
+  EXPECT_NEAR(allocator->BoostFor("fashion"), 0.1, 1e-12);
+  EXPECT_EQ(boosts().back().substr(0, 9), "slo-relax");
+  // The next step back ends at none, and nothing is relaxed past it.
+  Offer(*allocator, sink, 362 * kSecond, 1000 * kSecond, 100, at);
+  EXPECT_EQ(allocator->BoostFor("fashion"), 0);
+  EXPECT_EQ(boosts().size(), 4u);  // two raises, two relaxes
+}
+
+TEST_F(MarkAllocatorTest, AnAppsOwnSlMinAndTooFewQueriesDecide) {
+  auto allocator = Make();
+  RecordingSink sink;
+  int64_t answered = 50;
+  auto at = [&](Nanos t, int64_t) {
+    Observation o = At(t);
+    o.models[0].sl_min = 0.8;  // 90% within meets it
+    o.service["fashion"] = {answered, answered * 9 / 10};
+    return o;
+  };
+  Offer(*allocator, sink, 0, 30 * kSecond, 0, at);
+  EXPECT_DOUBLE_EQ(allocator->BoostFor("fashion"), 0);
+  // Two queries in the window are too few to judge by, whatever they say.
+  auto few = [&](Nanos t, int64_t) {
+    Observation o = At(t);
+    o.service["fashion"] = {1, 0};
+    return o;
+  };
+  auto other = Make();
+  Offer(*other, sink, 0, 2 * kSecond, 0, few);
+  EXPECT_DOUBLE_EQ(other->BoostFor("fashion"), 0);
+}
+
 TEST_F(MarkAllocatorTest, RefusesBadOptions) {
   options_.mark.predictor = "crystal-ball";
   auto bad = MarkAllocator::Create(options_);
@@ -289,6 +354,17 @@ TEST_F(MarkAllocatorTest, RefusesBadOptions) {
   options_.mark.windows.sample = 7 * kSecond;  // 60 s is not whole 7 s windows
   EXPECT_FALSE(MarkAllocator::Create(options_).ok());
   options_.mark.windows.sample = 5 * kSecond;
+  for (double sl_min : {0.0, 1.5, -0.1}) {
+    options_.mark.sl_min = sl_min;
+    auto refused = MarkAllocator::Create(options_);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_THAT(refused.status().message(), HasSubstr("sl_min must be in (0, 1]"));
+  }
+  options_.mark.sl_min = 1;  // all of them: allowed
+  EXPECT_TRUE(MarkAllocator::Create(options_).ok());
+  options_.mark.slo_step = 0;
+  EXPECT_FALSE(MarkAllocator::Create(options_).ok());
+  options_.mark.slo_step = 0.1;
   options_.cluster_scaling = false;
   EXPECT_THAT(MarkAllocator::Create(options_).status().message(), HasSubstr("cluster scaling"));
   options_.cluster_scaling = true;

@@ -63,6 +63,7 @@ control::MarkOptions MarkOf(const ServeOptions& options) {
   // Out of range, -1, which ValidateMarkOptions refuses.
   const bool sane = options.mark_launch_s >= 0 && options.mark_launch_s < 86400;
   mark.default_launch_time = sane ? FromSeconds(options.mark_launch_s) : -1;
+  mark.sl_min = options.mark_sl_min;
   return mark;
 }
 
@@ -265,6 +266,7 @@ class Controller {
     dispatcher_options.placer = placer_.get();
     dispatcher_options.metrics = metrics_.get();
     dispatcher_options.refused = &refused_;
+    dispatcher_options.service_level = &service_level_;
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
     // The local provider replaces a lost worker: queries wait for it.
@@ -469,6 +471,7 @@ class Controller {
     scaling.provider = provider_.get();
     scaling.metrics = metrics_.get();
     scaling.refused = &refused_;
+    scaling.service_level = &service_level_;
     scaling.allocator = options.allocator;
     control::AllocatorOptions& allocator = scaling.allocator_options;
     MAITRE_ASSIGN_OR_RETURN(allocator.model_scaling,
@@ -532,6 +535,7 @@ class Controller {
   metrics::MetricSet metric_set_;
   std::unique_ptr<ServingMetrics> metrics_;
   RefusedDemand refused_;  // dispatcher counts, scaling loop takes
+  ServiceLevel service_level_;  // the same
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<InFlightLimit> in_flight_;  // shared by both front-ends

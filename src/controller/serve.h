@@ -86,6 +86,9 @@ struct ServeOptions {
   // ahead of demand by.
   std::string mark_predictor = "ewma";
   double mark_launch_s = 10;
+  // Its SLO monitor's SL_min for every app: the share of queries it keeps
+  // within their objective, in (0, 1].
+  double mark_sl_min = 0.98;
   // The INFaaS allocator's model autoscaler: "infaas" (replicate, upgrade, downgrade, shrink),
   // "horizontal" (replicate and shrink only) or "off".
   std::string model_autoscaler = "infaas";

@@ -274,7 +274,7 @@ class Parser {
       const YAML::Node& n = list[i];
       MAITRE_RETURN_IF_ERROR(CheckMap(n, ip,
                                       {"name", "latency_ms", "min_accuracy", "max_accuracy_drop",
-                                       "share", "models", "variants", "instances",
+                                       "sl_min", "share", "models", "variants", "instances",
                                        "rows_per_query"}));
       SimApp app;
       double share = 1;
@@ -296,6 +296,12 @@ class Parser {
           return Bad(Key(ip, "max_accuracy_drop"), "must be in [0, 1]");
         }
         app.max_accuracy_drop = drop;
+      }
+      if (Present(n["sl_min"])) {
+        double sl_min = 0;
+        MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "sl_min", &sl_min));
+        if (!(sl_min > 0 && sl_min <= 1)) return Bad(Key(ip, "sl_min"), "must be in (0, 1]");
+        app.sl_min = sl_min;
       }
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "share", &share));
       if (share < 0) return Bad(Key(ip, "share"), "must be >= 0");

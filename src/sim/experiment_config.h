@@ -26,6 +26,8 @@
 //       min_accuracy: 0.7      # optional
 //       max_accuracy_drop: 0.1 # optional, in [0, 1]: of the app's best accuracy,
 //                              # what the proteus allocator may give up
+//       sl_min: 0.98           # optional, in (0, 1]: the share of its queries
+//                              # the mark allocator keeps within latency_ms
 //       share: 1               # share of a generated trace (default 1)
 //       rows_per_query: 1      # rows in each of its queries
 //       models: [m]            # managed clusters: the models serving it
@@ -57,8 +59,10 @@
 //       # max_accuracy_drop, max_utilisation, min_slowdown (1: never scale
 //       # profiles by observed overload), solve_time_limit_s} (proteus and
 //       # its baselines), or {name: mark, predictor, unit_s, horizon_units,
-//       # sample_s, headroom, cool_down_s, release_margin_s} (mark, which
-//       # needs cluster_autoscaler: on; predictor oracle reads this trace)
+//       # sample_s, headroom, cool_down_s, release_margin_s, sl_min,
+//       # slo_window_s, slo_min_queries, slo_step, slo_max_boost,
+//       # slo_relax_after_s} (mark, which needs cluster_autoscaler: on;
+//       # predictor oracle reads this trace)
 //     model_autoscaler: infaas # | horizontal | off, or {name, slack,
 //       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
 //       # min_consolidation_wait_s, min_replicas_per_model,

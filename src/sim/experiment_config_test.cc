@@ -340,6 +340,11 @@ TEST(ExperimentConfigManagedTest, ParsesTheMarkAllocatorBillingBlocksAndTheBurst
   for (double peak : c.mark.known_peaks.at("a")) most = std::max(most, peak);
   EXPECT_GT(most, 0);
   EXPECT_FALSE(e->setup.burst_pool.enabled);
+  EXPECT_FALSE(e->setup.apps[0].sl_min.has_value());
+  auto with_sl = ParseExperiment(
+      text.replace(text.find("latency_ms: 150"), 15, "latency_ms: 150\n    sl_min: 0.95"), ".");
+  ASSERT_TRUE(with_sl.ok()) << with_sl.status();
+  EXPECT_EQ(with_sl->setup.apps[0].sl_min, 0.95);
   auto pooled = ParseExperiment(
       text + "simulation:\n  burst_pool: {service_ms: 29, cold_start_ms: 2000, keep_warm_s: 600,\n"
              "               concurrency: 50, price_per_request: 0.0000004}\n",
@@ -362,6 +367,9 @@ TEST(ExperimentConfigManagedTest, ParsesTheMarkAllocatorBillingBlocksAndTheBurst
       {with(allocator, "{name: mark, horizon_units: 0}"), "policies.allocator.horizon_units"},
       {with(allocator, "{name: mark, predictor: lstm}"), "not available"},
       {off, "policies.cluster_autoscaler"},
+      {with("latency_ms: 150", "latency_ms: 150\n    sl_min: 1.5"), "apps[0].sl_min"},
+      {with("latency_ms: 150", "latency_ms: 150\n    sl_min: 0"), "apps[0].sl_min"},
+      {with(allocator, "{name: mark, sl_min: 2}"), "sl_min must be in (0, 1]"},
       {with("launch_s: 40,", "launch_s: 40, billing_s: -60,"),
        "cluster.worker_types[0].billing_s"},
       {std::string(kManaged) + "simulation:\n  burst_pool: {service_ms: 0, price_per_request: 1}\n",

@@ -216,6 +216,12 @@ absl::Status ParseMark(const YAML::Node& a, const std::string& ap, control::Mark
   MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "headroom", &m.headroom));
   MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "cool_down_s", &m.cool_down));
   MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "release_margin_s", &m.release_margin));
+  MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "sl_min", &m.sl_min));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "slo_window_s", &m.slo_window));
+  MAITRE_RETURN_IF_ERROR(ReadInt(a, ap, "slo_min_queries", &m.slo_min_queries));
+  MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "slo_step", &m.slo_step));
+  MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "slo_max_boost", &m.slo_max_boost));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "slo_relax_after_s", &m.slo_relax_after));
   if (horizon < 1 || horizon > 100000) return Bad(Key(ap, "horizon_units"), "must be >= 1");
   m.windows.horizon = static_cast<int>(horizon);
   if (absl::Status valid = control::ValidateMarkOptions(m); !valid.ok()) {
@@ -237,7 +243,8 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
          "demand_window_s", "min_demand_qps", "max_accuracy_drop", "max_utilisation",
          "min_slowdown", "solve_time_limit_s", "migrate_interfered", "migrate_after_s",
          "spread_memory_s", "predictor", "unit_s", "horizon_units", "sample_s", "headroom",
-         "cool_down_s", "release_margin_s"}));
+         "cool_down_s", "release_margin_s", "sl_min", "slo_window_s", "slo_min_queries",
+         "slo_step", "slo_max_boost", "slo_relax_after_s"}));
     MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "name", &c.allocator, true));
     control::ProteusOptions& p = c.proteus;
     MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "period_s", &p.period));

@@ -104,6 +104,9 @@ struct SimApp {
   // The fraction of the app's best accuracy an allocator that scales
   // accuracy may give up for it (control::ModelOption); unset: its own.
   std::optional<double> max_accuracy_drop;
+  // The share of its queries that must be answered within `latency`
+  // (MArk's SL_min; control::ModelOption::sl_min); unset: the allocator's.
+  std::optional<double> sl_min;
   // Managed clusters: the models whose variants serve the app (selection's
   // catalogue). Empty: the models of the app's instances.
   std::vector<std::string> models;
@@ -586,6 +589,7 @@ class Simulator {
   std::vector<Transition> transitions_;
   std::vector<int32_t> variant_app_;  // the app a variant serves (-1: none)
   std::vector<int64_t> refused_;      // per app, since the last model round: kUnavailable rows
+  std::vector<Counters> service_taken_;  // per app: the totals the last model round saw
   std::vector<double> min_replica_cores_;  // per worker type
   std::vector<InstanceView> views_;
   std::vector<std::vector<int32_t>> by_app_;
