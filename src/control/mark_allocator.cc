@@ -29,6 +29,13 @@ absl::Status ValidateMarkOptions(const MarkOptions& m) {
         "mark: the lstm predictor is not available to the allocator; use last, ewma[:ALPHA], "
         "holt-winters[:SEASON_UNITS] or oracle");
   }
+  const std::string kind = m.predictor.substr(0, m.predictor.find(':'));
+  if (kind != "last" && kind != "ewma" && kind != "holt-winters" && kind != "oracle") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mark: unknown predictor '", m.predictor,
+                     "'; use last, ewma[:ALPHA], holt-winters[:SEASON_UNITS], or in experiments "
+                     "oracle"));
+  }
   if (m.predictor == "oracle") {
     // Its series are checked where they are given.
   } else if (auto predictor = policy::CreatePredictor(m.predictor); !predictor.ok()) {
