@@ -9,7 +9,8 @@
 // would a real one. The decisions the controller makes must be the
 // simulator's, round by round; a controller configured differently on
 // purpose must not match. The same holds for the Proteus allocator on a
-// fixed cluster, with the weighted router in both worlds.
+// fixed cluster, with the weighted router in both worlds, and for the MArk
+// allocator provisioning workers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,11 +103,11 @@ std::vector<Round> g_sim_rounds;
 std::vector<Round> g_controller_rounds;
 
 // "recorded-sim-NAME" and "recorded-controller-NAME" wrap the built-in
-// allocator NAME (infaas, proteus).
+// allocator NAME (infaas, proteus, mark).
 void AddRecordingAllocators() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const char* inner_name : {"infaas", "proteus"}) {
+    for (const char* inner_name : {"infaas", "proteus", "mark"}) {
       for (auto [world, log] : {std::pair{"sim", &g_sim_rounds},
                                 std::pair{"controller", &g_controller_rounds}}) {
         absl::Status added = control::AddAllocator(
@@ -195,6 +196,42 @@ policies:
   allocator: {name: recorded-sim-proteus, period_s: 30}
   model_autoscaler: off
   cluster_autoscaler: off
+)";
+
+// MArk provisioning a cluster that starts with one worker holding the slow
+// variant: the demand steps up past one worker and back down, in units of
+// 10 s, with 20 s billing blocks, so that within two minutes it launches,
+// loads "fast" everywhere, drains and retires.
+constexpr char kMarkScenario[] = R"(
+name: worlds-mark
+cluster:
+  worker_types:
+    - {name: small, cores: 2, memory_mb: 4096, price_per_hour: 3.6, launch_s: 0, billing_s: 20,
+       max_workers: 4}
+  workers: {small: 1}
+profiles:
+  - {model: m, variant: slow, worker_type: small, accuracy: 0.8, load_ms: 0, memory_mb: 100,
+     points: [[1, 20, 22], [4, 60, 66]]}
+  - {model: m, variant: fast, worker_type: small, accuracy: 0.8, load_ms: 0, memory_mb: 100,
+     points: [[1, 5, 5.5], [4, 10, 11], [16, 30, 33]]}
+apps:
+  - name: a
+    latency_ms: 100
+    models: [m]
+    instances: [{variant: "m:slow", worker_type: small}]
+trace:
+  generator: piecewise
+  schedule: [{at_s: 0, rate_qps: 300}, {at_s: 20, rate_qps: 2500}, {at_s: 60, rate_qps: 200}]
+  duration_s: 120
+  seed: 4
+policies:
+  batching: {name: nexus, max_batch: 16}
+  routing: selection
+  selection: {router: weighted}
+  allocator: {name: recorded-sim-mark, predictor: last, unit_s: 10, horizon_units: 6,
+              sample_s: 2, cool_down_s: 10, release_margin_s: 4}
+  model_autoscaler: off
+  cluster_autoscaler: on
 )";
 
 // ---- the controller's world ----
@@ -324,10 +361,15 @@ class ControllerWorld {
     loop.placer = placer_.get();
     loop.provider = &provider_;
     loop.refused = &refused_;
+    loop.service_level = &service_level_;
     loop.clock = &clock_;
     loop.allocator = allocator;
     control::AllocatorOptions& a = loop.allocator_options;
     a.proteus = setup.control.proteus;
+    a.mark = setup.control.mark;
+    for (const sim::SimWorkerType& t : setup.worker_types) {
+      a.mark.launch_time.emplace(t.type.name, t.launch_delay);
+    }
     auto scaling = control::ParseModelScaling(model_autoscaler);
     EXPECT_TRUE(scaling.ok());
     a.model_scaling = *scaling;
@@ -360,6 +402,9 @@ class ControllerWorld {
     }
     if (round.model) {
       for (const auto& [app, rows] : o.refused_rows) refused_.Add(app, rows);
+      for (const auto& [app, count] : o.service) {
+        for (int64_t q = 0; q < count.answered; ++q) service_level_.Add(app, q < count.within);
+      }
       loop_->RunModelRound();
     } else {
       loop_->RunClusterRound();
@@ -490,6 +535,7 @@ class ControllerWorld {
   std::unique_ptr<controller::Placer> placer_;
   FakeProvider provider_;
   controller::RefusedDemand refused_;
+  controller::ServiceLevel service_level_;
   std::unique_ptr<controller::ScalingLoop> loop_;
   std::map<std::string, std::string> sim_id_;  // controller id -> simulator name
   std::map<std::string, std::string, std::greater<>> ever_;  // the same, gone ones too
@@ -590,21 +636,45 @@ TEST(ControlWorldsTest, AControllerConfiguredDifferentlyIsCaught) {
   EXPECT_TRUE(differ);
 }
 
-TEST(ControlWorldsTest, ProteusPlansTheSameInBothWorlds) {
-  Replayed r = RunBoth(kProteusScenario, "recorded-controller-proteus", "off");
-  ASSERT_EQ(r.controller.size(), r.sim.size());
+// How many decisions of each kind the simulator made.
+std::map<std::string, int> DecisionKinds(const Replayed& r) {
   std::map<std::string, int> kinds;
   for (const Round& round : r.sim) {
     for (const control::Decision& d : round.decisions) ++kinds[d.kind];
   }
-  // It planned more than once, and loaded and unloaded as the demand moved.
-  EXPECT_GE(kinds["plan"], 2);
-  EXPECT_GE(kinds["load"], 3);
+  return kinds;
+}
+
+// The controller decided what the simulator decided, round by round.
+void ExpectSameRounds(const Replayed& r) {
+  ASSERT_EQ(r.controller.size(), r.sim.size());
   for (size_t i = 0; i < r.sim.size(); ++i) {
     ASSERT_EQ(r.controller_lines[i], Lines(r.sim[i]))
         << "round " << i << " at " << ToSeconds(r.sim[i].observation.now) << " s ("
         << (r.sim[i].model ? "model" : "cluster") << ")";
   }
+}
+
+TEST(ControlWorldsTest, ProteusPlansTheSameInBothWorlds) {
+  Replayed r = RunBoth(kProteusScenario, "recorded-controller-proteus", "off");
+  std::map<std::string, int> kinds = DecisionKinds(r);
+  // It planned more than once, and loaded and unloaded as the demand moved.
+  EXPECT_GE(kinds["plan"], 2);
+  EXPECT_GE(kinds["load"], 3);
+  ExpectSameRounds(r);
+}
+
+TEST(ControlWorldsTest, MarkProvisionsTheSameInBothWorlds) {
+  Replayed r = RunBoth(kMarkScenario, "recorded-controller-mark", "off");
+  std::map<std::string, int> kinds = DecisionKinds(r);
+  // It launched for the step up, loaded its variant on every worker, and
+  // gave the extra workers back after it.
+  EXPECT_GE(kinds["launch"], 2);
+  EXPECT_GE(kinds["load"], 3);
+  EXPECT_GE(kinds["retire"], 1);
+  // Its SLO monitor raised the forecasts on the same counts in both.
+  EXPECT_GE(kinds["slo-raise"], 1);
+  ExpectSameRounds(r);
 }
 
 TEST(ControlWorldsTest, AnAppsMaxAccuracyDropReachesBothWorldsAlike) {

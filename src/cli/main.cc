@@ -131,9 +131,21 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "weighted or uniform; default: the allocator's");
   serve_cmd->add_option("--allocator", serve.allocator,
                         "What plans loads and workers: infaas, or on a fixed cluster proteus, "
-                        "clipper-ht, clipper-ha, sommelier, proteus-no-selection, infaas-accuracy "
-                        "(docs/policies.md)")
+                        "clipper-ht, clipper-ha, sommelier, proteus-no-selection, infaas-accuracy; "
+                        "or mark, provisioning ahead of predicted demand (docs/policies.md)")
       ->capture_default_str();
+  serve_cmd->add_option("--mark-predictor", serve.mark_predictor,
+                        "--allocator mark's predictor: last, ewma[:ALPHA], "
+                        "holt-winters[:SEASON_UNITS]")
+      ->capture_default_str();
+  serve_cmd->add_option("--mark-sl-min", serve.mark_sl_min,
+                        "--allocator mark: the share of queries to keep within their objective, "
+                        "in (0, 1]")
+      ->capture_default_str();
+  serve_cmd->add_option("--mark-launch-s", serve.mark_launch_s,
+                        "--allocator mark: seconds from launching a worker to it serving")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   serve_cmd->add_option("--model-autoscaler", serve.model_autoscaler,
                         "infaas, horizontal or off")
       ->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "control/infaas_allocator.h"
+#include "control/mark_allocator.h"
 #include "control/named_factories.h"
 #include "control/proteus_allocator.h"
 
@@ -17,6 +18,12 @@ NamedFactories<Allocator, AllocatorOptions>& Table() {
           if (!made.ok()) return made.status();
           return std::unique_ptr<Allocator>(*std::move(made));
         });
+    added.Update(t->Add(
+        "mark", [](const AllocatorOptions& options) -> absl::StatusOr<std::unique_ptr<Allocator>> {
+          auto made = MarkAllocator::Create(options);
+          if (!made.ok()) return made.status();
+          return std::unique_ptr<Allocator>(*std::move(made));
+        }));
     const std::pair<const char*, ProteusMode> proteus[] = {
         {"proteus", ProteusMode::kProteus},
         {"clipper-ht", ProteusMode::kClipperHighThroughput},
@@ -74,7 +81,7 @@ absl::Status CheckAllocatorName(const std::string& name) { return Table().CheckK
 std::string DefaultRouterFor(const std::string& allocator) {
   for (const char* planned :
        {"proteus", "clipper-ht", "clipper-ha", "sommelier", "proteus-no-selection",
-        "infaas-accuracy"}) {
+        "infaas-accuracy", "mark"}) {
     if (allocator == planned) return "weighted";
   }
   return "infaas";

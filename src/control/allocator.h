@@ -5,7 +5,8 @@
 // (the model autoscaler, consolidation and the cluster autoscaler;
 // infaas_allocator.h), and "proteus" with its baselines "clipper-ht",
 // "clipper-ha", "sommelier", "proteus-no-selection" and "infaas-accuracy"
-// (proteus_allocator.h).
+// (proteus_allocator.h), and "mark" (provisioning ahead of predicted
+// demand; mark_allocator.h).
 // Others are added by name; one is chosen per server (`maitre serve
 // --allocator NAME`) or per experiment (`policies.allocator`).
 //
@@ -29,6 +30,7 @@
 #include "policy/autoscaling_consolidation.h"
 #include "policy/autoscaling_model.h"
 #include "policy/migration.h"
+#include "policy/prediction/workload_prediction.h"
 
 namespace maitre::control {
 
@@ -65,6 +67,44 @@ struct ProteusOptions {
   policy::AllocationOptions milp;
 };
 
+// The MArk allocator's rules (mark_allocator.h).
+struct MarkOptions {
+  // [P_u, P_w, P_s]: MArk's [1 min, 60, 5 s] (§4.2).
+  policy::PredictionWindows windows;
+  // policy::CreatePredictor's names: "last", "ewma[:ALPHA]",
+  // "holt-winters[:SEASON_UNITS]", or "oracle", which reads each app's true
+  // unit peaks from `known_peaks` (experiments: the bound on prediction).
+  std::string predictor = "ewma";
+  std::map<std::string, std::vector<double>> known_peaks;  // by app
+  // From asking for a worker of a type until it serves: what a launch is
+  // made ahead of demand by. The simulator fills it from its types' launch
+  // delays; a type not named here takes the default.
+  std::map<std::string, Nanos> launch_time;
+  Nanos default_launch_time = 10 * kSecond;
+  // Every forecast is multiplied by this (at least 1): capacity held beyond
+  // the predicted peaks against prediction errors.
+  double headroom = 1;
+  // A worker the plan no longer uses goes only after it has been unneeded
+  // this long (MArk's cool-down before destroying, §4.3), and only when its
+  // paid block ends within `release_margin`; this long after its route
+  // weights were withdrawn it is given back even if not idle yet.
+  Nanos cool_down = 60 * kSecond;
+  Nanos release_margin = 10 * kSecond;
+  // The SLO monitor (MArk §4.4): each app's service level (the share of
+  // its queries answered within its objective) is measured over the last
+  // `slo_window`, once that holds `slo_min_queries`. Below the app's
+  // SL_min (its own, else `sl_min`: the paper's 98%, §5.1) every forecast
+  // of the app is raised by another `slo_step`, at most once a window and
+  // to at most `slo_max_boost` over the headroom; after `slo_relax_after`
+  // at or above SL_min since the last change, one step is taken back.
+  double sl_min = 0.98;
+  Nanos slo_window = 60 * kSecond;
+  int64_t slo_min_queries = 100;
+  double slo_step = 0.1;
+  double slo_max_boost = 1;
+  Nanos slo_relax_after = 300 * kSecond;
+};
+
 struct AllocatorOptions {
   std::vector<WorkerType> types;
   // Per type: never fewer workers than min (those the operator asked for)
@@ -99,6 +139,9 @@ struct AllocatorOptions {
 
   // The Proteus allocator and its baselines.
   ProteusOptions proteus;
+
+  // The MArk allocator.
+  MarkOptions mark;
 };
 
 class Allocator {
@@ -121,8 +164,8 @@ absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& na
 // InvalidArgument, listing the names, unless `name` is known.
 absl::Status CheckAllocatorName(const std::string& name);
 // The query router an allocator works with unless one is named: "weighted"
-// for the plan-driven ones (proteus and its baselines), whose plans route
-// by weights and must not be undone by per-query loads; "infaas" otherwise.
+// for the plan-driven ones (proteus and its baselines, mark), whose plans
+// route by weights and must not be undone by per-query loads; "infaas" otherwise.
 std::string DefaultRouterFor(const std::string& allocator);
 
 }  // namespace maitre::control

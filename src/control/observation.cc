@@ -34,6 +34,22 @@ const ObservedWorker* Observation::FindWorker(const std::string& id) const {
   return nullptr;
 }
 
+std::map<std::string, double> OfferedByApp(const Observation& observation,
+                                           double refused_over_s) {
+  std::map<std::string, double> qps;
+  for (const ModelOption& m : observation.models) qps[m.app] += 0;
+  for (const ObservedWorker& w : observation.workers) {
+    for (const ObservedInstance& inst : w.instances) {
+      const ModelOption* model = observation.FindModel(inst.key.model);
+      if (model != nullptr) qps[model->app] += inst.arrival_qps;
+    }
+  }
+  if (refused_over_s > 0) {
+    for (const auto& [app, rows] : observation.refused_rows) qps[app] += rows / refused_over_s;
+  }
+  return qps;
+}
+
 std::string DecisionLine(const Decision& d) {
   std::string line = absl::StrCat(d.kind, " ", d.worker);
   if (!d.target.empty()) absl::StrAppend(&line, " ", d.target);

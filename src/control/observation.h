@@ -39,6 +39,9 @@ struct ModelOption {
   // The app's bound on accuracy scaling: the fraction of its best accuracy
   // an allocator that scales accuracy may give up (unset: its own option).
   std::optional<double> max_accuracy_drop;
+  // The app's service level objective: at least this share of its queries
+  // within `slo_ms` (MArk §4.1's SL_min); unset: the allocator's default.
+  std::optional<double> sl_min;
   std::vector<VariantOption> variants;
   const VariantOption* Find(const std::string& variant, const std::string& worker_type) const;
 };
@@ -78,6 +81,14 @@ struct ObservedWorker {
   std::vector<ObservedInstance> instances;
 };
 
+// Queries of an app resolved since the last model round, every outcome
+// included (refused, dropped, late), and how many of them were answered
+// within their objective: the measured service level (MArk §4.1's SL).
+struct ServiceCount {
+  int64_t answered = 0;
+  int64_t within = 0;
+};
+
 struct Observation {
   Nanos now = 0;
   std::vector<WorkerType> types;
@@ -86,10 +97,18 @@ struct Observation {
   // Rows turned away before reaching any worker, by app, since the last
   // model round (the allocator divides by the time since then).
   std::map<std::string, int64_t> refused_rows;
+  // Queries resolved by app since the last model round (model rounds only).
+  std::map<std::string, ServiceCount> service;
 
   const ModelOption* FindModel(const std::string& name) const;
   const WorkerType* FindType(const std::string& name) const;
   const ObservedWorker* FindWorker(const std::string& id) const;
 };
+
+// What each app was offered: its instances' last reported arrivals plus the
+// rows turned away, spread over `refused_over_s` seconds (the time since the
+// last model round; 0 leaves them out). Every app with a model is present.
+std::map<std::string, double> OfferedByApp(const Observation& observation,
+                                           double refused_over_s);
 
 }  // namespace maitre::control

@@ -77,18 +77,7 @@ void ProteusAllocator::MeasureDemand(const Observation& observation) {
   const double since_s =
       ToSeconds(last_round_.has_value() ? observation.now - *last_round_ : options_.model_period);
   last_round_ = observation.now;
-  DemandSample sample{observation.now, {}};
-  for (const ModelOption& m : observation.models) sample.qps[m.app] += 0;
-  for (const ObservedWorker& w : observation.workers) {
-    for (const ObservedInstance& inst : w.instances) {
-      const ModelOption* model = observation.FindModel(inst.key.model);
-      if (model != nullptr) sample.qps[model->app] += inst.arrival_qps;
-    }
-  }
-  if (since_s > 0) {
-    for (const auto& [app, rows] : observation.refused_rows) sample.qps[app] += rows / since_s;
-  }
-  demand_.push_back(std::move(sample));
+  demand_.push_back({observation.now, OfferedByApp(observation, since_s)});
   while (!demand_.empty() &&
          demand_.front().at <= observation.now - options_.proteus.demand_window) {
     demand_.pop_front();
@@ -379,26 +368,10 @@ void ProteusAllocator::RecordFailure(const Observation& observation, const std::
   sink.Record({observation.now, "plan-failed", "", "", 0, reason, ""});
 }
 
-bool ProteusAllocator::Busy(const std::string& worker) const {
-  absl::MutexLock lock(&mu_);
-  return busy_.count(worker) > 0;
-}
-
-std::function<void()> ProteusAllocator::MarkBusy(const std::string& worker) {
-  {
-    absl::MutexLock lock(&mu_);
-    busy_.insert(worker);
-  }
-  return [this, worker] {
-    absl::MutexLock lock(&mu_);
-    busy_.erase(worker);
-  };
-}
-
 void ProteusAllocator::Apply(const Observation& observation, ActionSink& sink) {
   for (const std::string& id : planned_devices_) {
     const ObservedWorker* w = observation.FindWorker(id);
-    if (w == nullptr || Busy(id)) continue;
+    if (w == nullptr || busy_.Contains(id)) continue;
     auto target = targets_.find(id);
     std::vector<std::pair<VariantKey, int>> others;
     const ObservedInstance* hosted = nullptr;
@@ -444,7 +417,7 @@ void ProteusAllocator::Apply(const Observation& observation, ActionSink& sink) {
     }
     sink.Record({observation.now, "load", id, t.key.ToString(), t.replicas - held,
                  others.empty() ? "the plan" : "the plan; then unloads what it replaces", ""});
-    sink.Load(id, t.key, t.replicas - held, std::move(others), MarkBusy(id));
+    sink.Load(id, t.key, t.replicas - held, std::move(others), busy_.Mark(id));
   }
 }
 

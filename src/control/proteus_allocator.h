@@ -51,8 +51,8 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "control/allocator.h"
+#include "control/busy_workers.h"
 #include "policy/allocation_milp.h"
 
 namespace maitre::control {
@@ -123,8 +123,6 @@ class ProteusAllocator : public Allocator {
   // Route weights from the plan and what the workers hold now; sent when
   // they change.
   void PublishWeights(const Observation& observation, ActionSink& sink);
-  bool Busy(const std::string& worker) const;
-  std::function<void()> MarkBusy(const std::string& worker);
 
   const AllocatorOptions options_;
   const ProteusMode mode_;
@@ -153,9 +151,7 @@ class ProteusAllocator : public Allocator {
   // share: it keeps them while the plan's new variant there is loading.
   std::map<std::string, std::pair<VariantKey, double>> serving_;
   std::vector<std::tuple<std::string, std::string, double>> published_;
-
-  mutable absl::Mutex mu_;
-  std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);
+  BusyWorkers busy_;
 };
 
 }  // namespace maitre::control

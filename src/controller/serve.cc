@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "control/allocator.h"
+#include "control/mark_allocator.h"
 #include "control/query_router.h"
 #include "controller/access/auth_mode.h"
 #include "controller/access/http_access.h"
@@ -54,6 +55,17 @@ namespace {
 
 constexpr Nanos kReportInterval = 500 * kMillisecond;
 constexpr char kVersion[] = "0.1.0";
+
+// The mark allocator's options from the command line.
+control::MarkOptions MarkOf(const ServeOptions& options) {
+  control::MarkOptions mark;
+  mark.predictor = options.mark_predictor;
+  // Out of range, -1, which ValidateMarkOptions refuses.
+  const bool sane = options.mark_launch_s >= 0 && options.mark_launch_s < 86400;
+  mark.default_launch_time = sane ? FromSeconds(options.mark_launch_s) : -1;
+  mark.sl_min = options.mark_sl_min;
+  return mark;
+}
 
 std::string DefaultDataDir() {
   if (const char* dir = std::getenv("MAITRE_DATA_DIR"); dir != nullptr && *dir != '\0') {
@@ -115,6 +127,9 @@ class Controller {
     MAITRE_ASSIGN_OR_RETURN(auto worker_counts, ParseWorkerCounts(workers, types));
     // Names are checked before anything starts.
     MAITRE_RETURN_IF_ERROR(control::CheckAllocatorName(options.allocator));
+    if (options.allocator == "mark") {
+      MAITRE_RETURN_IF_ERROR(control::ValidateMarkOptions(MarkOf(options)));
+    }
     if (!options.router.empty()) {
       MAITRE_RETURN_IF_ERROR(control::CheckQueryRouterName(options.router));
     }
@@ -256,6 +271,7 @@ class Controller {
     dispatcher_options.placer = placer_.get();
     dispatcher_options.metrics = metrics_.get();
     dispatcher_options.refused = &refused_;
+    dispatcher_options.service_level = &service_level_;
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
     // The local provider replaces a lost worker: queries wait for it.
@@ -460,12 +476,14 @@ class Controller {
     scaling.provider = provider_.get();
     scaling.metrics = metrics_.get();
     scaling.refused = &refused_;
+    scaling.service_level = &service_level_;
     scaling.allocator = options.allocator;
     control::AllocatorOptions& allocator = scaling.allocator_options;
     MAITRE_ASSIGN_OR_RETURN(allocator.model_scaling,
                             control::ParseModelScaling(options.model_autoscaler));
     allocator.cluster_scaling = options.cluster_autoscaler;
     allocator.migrate_interfered = options.migrate_interfered;
+    allocator.mark = MarkOf(options);
     allocator.cluster.min_workers = 1;
     for (const auto& [type, n] : worker_counts) allocator.min_workers[type] = n;
     if (!options.max_workers.empty()) {
@@ -522,6 +540,7 @@ class Controller {
   metrics::MetricSet metric_set_;
   std::unique_ptr<ServingMetrics> metrics_;
   RefusedDemand refused_;  // dispatcher counts, scaling loop takes
+  ServiceLevel service_level_;  // the same
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<InFlightLimit> in_flight_;  // shared by both front-ends

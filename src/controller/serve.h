@@ -78,8 +78,17 @@ struct ServeOptions {
   // The allocator that owns what is loaded where and how many workers run
   // (control/allocator.h): "infaas", or for a fixed cluster that scales
   // accuracy "proteus" (and its baselines clipper-ht, clipper-ha,
-  // sommelier, proteus-no-selection, infaas-accuracy).
+  // sommelier, proteus-no-selection, infaas-accuracy), or "mark" (workers
+  // provisioned ahead of predicted demand).
   std::string allocator = "infaas";
+  // The mark allocator's predictor (policy::CreatePredictor's names) and
+  // how long a local worker takes from launch to serving, which it launches
+  // ahead of demand by.
+  std::string mark_predictor = "ewma";
+  double mark_launch_s = 10;
+  // Its SLO monitor's SL_min for every app: the share of queries it keeps
+  // within their objective, in (0, 1].
+  double mark_sl_min = 0.98;
   // The INFaaS allocator's model autoscaler: "infaas" (replicate, upgrade, downgrade, shrink),
   // "horizontal" (replicate and shrink only) or "off".
   std::string model_autoscaler = "infaas";

@@ -38,6 +38,17 @@ TEST(WorkerTypeTableTest, DefaultAndParse) {
   EXPECT_EQ(parsed->types().size(), 2u);
   EXPECT_FALSE(WorkerTypeTable::Parse("a:1:100").ok());
   EXPECT_FALSE(WorkerTypeTable::Parse("a:0:100:1").ok());
+  EXPECT_EQ(parsed->Find("a")->billing_unit, 0);  // by the second unless given
+}
+
+TEST(WorkerTypeTableTest, ParsesABillingUnit) {
+  auto parsed = WorkerTypeTable::Parse("hourly:2:800:0.1:3600,minute:1:100:0.05:60");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Find("hourly")->billing_unit, 3600 * kSecond);
+  EXPECT_EQ(parsed->Find("minute")->billing_unit, 60 * kSecond);
+  EXPECT_FALSE(WorkerTypeTable::Parse("a:1:100:1:-5").ok());
+  EXPECT_FALSE(WorkerTypeTable::Parse("a:1:100:1:soon").ok());
+  EXPECT_FALSE(WorkerTypeTable::Parse("a:1:100:1:60:7").ok());
 }
 
 }  // namespace

@@ -18,12 +18,18 @@ absl::StatusOr<WorkerTypeTable> WorkerTypeTable::Parse(absl::string_view spec) {
   for (absl::string_view row : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
     std::vector<absl::string_view> f = absl::StrSplit(row, ':');
     WorkerType t;
-    if (f.size() != 4 || f[0].empty() || !absl::SimpleAtoi(f[1], &t.cores) ||
+    double billing_s = 0;
+    if ((f.size() != 4 && f.size() != 5) || f[0].empty() || !absl::SimpleAtoi(f[1], &t.cores) ||
         !absl::SimpleAtoi(f[2], &t.memory_mb) || !absl::SimpleAtod(f[3], &t.price_per_hour) ||
-        t.cores < 1 || t.memory_mb < 1 || t.price_per_hour < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bad worker type \"", row, "\"; expected name:cores:memory_mb:price_per_hour"));
+        t.cores < 1 || t.memory_mb < 1 || t.price_per_hour < 0 ||
+        (f.size() == 5 && (!absl::SimpleAtod(f[4], &billing_s) || !(billing_s >= 0) ||
+                           billing_s > 366 * 24 * 3600))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad worker type \"", row,
+                       "\"; expected name:cores:memory_mb:price_per_hour[:billing_s], "
+                       "with billing_s between 0 (by the second) and a year"));
     }
+    t.billing_unit = FromSeconds(billing_s);
     t.name = std::string(f[0]);
     types.push_back(std::move(t));
   }

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/time.h"
 
 namespace maitre {
 
@@ -18,6 +19,12 @@ struct WorkerType {
   int cores = 1;
   int64_t memory_mb = 0;
   double price_per_hour = 0;  // dollars
+  // The price is charged in whole blocks of this much time from the
+  // worker's start (a cloud's billing granularity: an hour, a minute); 0
+  // charges by the second. What a worker costs when given back early, and
+  // how long keeping it idle is free (docs/policies.md, "Greedy
+  // provisioning (MArk)").
+  Nanos billing_unit = 0;
 };
 
 class WorkerTypeTable {
@@ -30,7 +37,7 @@ class WorkerTypeTable {
   // $0.085/h).
   static WorkerTypeTable Default();
 
-  // Parses "name:cores:memory_mb:price_per_hour[,...]".
+  // Parses "name:cores:memory_mb:price_per_hour[:billing_s][,...]".
   static absl::StatusOr<WorkerTypeTable> Parse(absl::string_view spec);
 
   const WorkerType* Find(absl::string_view name) const;

@@ -66,6 +66,7 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
   std::vector<double> capacity(static_cast<size_t>(units), 0.0);
   std::vector<bool> unreachable(static_cast<size_t>(units), false);
   std::vector<bool> used(running.size(), false);
+  std::vector<int> launched(types.size(), 0);  // new workers planned, by type
   ProvisioningPlan plan;
   auto shortfall = [&](int t) {
     const double s = forecast[static_cast<size_t>(t)] - capacity[static_cast<size_t>(t)];
@@ -108,7 +109,7 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
     }
     for (size_t i = 0; i < types.size(); ++i) {
       const ProvisionedType& type = types[i];
-      if (!type.meets_slo) continue;
+      if (!type.meets_slo || (type.max_new >= 0 && launched[i] >= type.max_new)) continue;
       Candidate c;
       c.type = static_cast<int>(i);
       c.launch_at = std::max(0, tau - type.launch_units);
@@ -128,10 +129,13 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
     if (best.running >= 0) {
       used[static_cast<size_t>(best.running)] = true;
       plan.keep.push_back(running[static_cast<size_t>(best.running)].id);
-    } else if (best.launch_at == 0) {
-      plan.launch_now.push_back(best.type);
     } else {
-      plan.launch_later.push_back({best.type, best.launch_at});
+      ++launched[static_cast<size_t>(best.type)];
+      if (best.launch_at == 0) {
+        plan.launch_now.push_back(best.type);
+      } else {
+        plan.launch_later.push_back({best.type, best.launch_at});
+      }
     }
   }
   for (size_t r = 0; r < running.size(); ++r) {

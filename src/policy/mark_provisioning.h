@@ -48,6 +48,10 @@ struct ProvisionedType {
   int launch_units = 0;        // units from its launch until it serves
   double launch_overhead = 0;  // O_i: what a launch costs beyond its paid time
   bool meets_slo = true;
+  // The most new workers of the type the plan may launch (now or later);
+  // -1: no limit. Past it the type is no candidate, and the greedy takes
+  // the next cheapest (a type at its ceiling must not hide the others).
+  int max_new = -1;
 };
 
 struct RunningWorker {

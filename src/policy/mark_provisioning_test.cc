@@ -35,6 +35,20 @@ TEST(MarkProvisioningTest, CoversTheForecastWithTheCheapestPerRequest) {
   EXPECT_THAT(plan->uncovered_qps, ElementsAre(0, 0, 0));
 }
 
+TEST(MarkProvisioningTest, ATypeAtItsCeilingGivesWayToTheNextCheapest) {
+  std::vector<ProvisionedType> types = {Type("small", 10, 1), Type("big", 40, 3)};
+  types[1].max_new = 1;
+  auto plan = PlanProvisioning({75, 75}, types, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // One big (40), then small ones for the other 35: four of them.
+  EXPECT_THAT(plan->launch_now, ElementsAre(1, 0, 0, 0, 0));
+  types[0].max_new = 2;
+  plan = PlanProvisioning({75, 75}, types, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->launch_now, ElementsAre(1, 0, 0));
+  EXPECT_THAT(plan->uncovered_qps, ElementsAre(15, 15));
+}
+
 TEST(MarkProvisioningTest, ALaunchOverheadLosesToAShortBurstAndWinsALongPlateau) {
   // "big" is cheaper per request once running, but costs 6 to launch.
   std::vector<ProvisionedType> types = {Type("small", 10, 1), Type("big", 40, 2, 0, 6)};

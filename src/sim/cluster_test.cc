@@ -82,6 +82,16 @@ Experiment Load(const Params& p) {
   return *std::move(e);
 }
 
+// Parses, builds and runs an experiment's text.
+std::unique_ptr<Simulator> RunText(const std::string& text) {
+  auto e = ParseExperiment(text, ".");
+  EXPECT_TRUE(e.ok()) << e.status();
+  auto sim = BuildSimulator(*e);
+  EXPECT_TRUE(sim.ok()) << sim.status();
+  EXPECT_TRUE((*sim)->Run().ok());
+  return *std::move(sim);
+}
+
 std::unique_ptr<Simulator> Build(const Params& p) {
   auto sim = BuildSimulator(Load(p));
   EXPECT_TRUE(sim.ok()) << sim.status();
@@ -309,6 +319,68 @@ TEST(ClusterTest, RemovesAnIdleWorkerAndStopsBillingIt) {
   EXPECT_NEAR(sim->CostRateAt(5 * kSecond), 0.002, 1e-15);
   EXPECT_NEAR(sim->CostRateAt(7 * kSecond), 0.001, 1e-15);
   EXPECT_EQ(sim->control_counters().workers_removed, 1);
+}
+
+TEST(ClusterTest, AWorkerGivenBackWithinABillingBlockIsPaidToItsEnd) {
+  // As above, with 10 s billing blocks: the second worker, removed at 6 s,
+  // is paid until 10 s; the first, up to the trace's end.
+  Params p;
+  p.trace = "generator: poisson\n  rate_qps: 5";
+  p.cluster = "{name: on, idle_cooldown_s: 6}";
+  p.workers = 2;
+  p.duration = 20;
+  std::string text = Text(p);
+  text.replace(text.find("launch_s: 5,"), 12, "launch_s: 5, billing_s: 10,");
+  auto sim = RunText(text);
+  auto workers = sim->Workers();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_TRUE(workers[1].removed);
+  EXPECT_EQ(workers[1].paid_until, 10 * kSecond);
+  EXPECT_NEAR(sim->CostBetween(0, 20 * kSecond), 0.001 * (20 + 10), 1e-12);
+  EXPECT_NEAR(sim->CostRateAt(7 * kSecond), 0.002, 1e-15) << "still paid for";
+  EXPECT_NEAR(sim->CostRateAt(11 * kSecond), 0.001, 1e-15);
+}
+
+// One worker with "slow" (64 qps within the objective) offered 200 qps, the
+// autoscalers off: with the burst pool, what the instance cannot answer in
+// time goes to the pool at once.
+std::unique_ptr<Simulator> BurstRun(const std::string& pool) {
+  Params p;
+  p.trace = "generator: poisson\n  rate_qps: 200";
+  p.duration = 20;
+  std::string text = Text(p);
+  if (!pool.empty()) text += "simulation:\n  burst_pool: " + pool + "\n";
+  return RunText(text);
+}
+
+TEST(ClusterTest, TheBouncerSendsWhatAnInstanceCannotAnswerInTimeToTheBurstPool) {
+  auto without = BurstRun("");
+  const SimMetrics& w = without->metrics();
+  EXPECT_GT(w.total.violations(), w.total.arrived / 2) << "one instance for 3x its capacity";
+  EXPECT_EQ(w.burst_requests, 0);
+
+  auto with = BurstRun(
+      "{service_ms: 30, cold_start_ms: 500, concurrency: 100, price_per_request: 0.0001}");
+  const SimMetrics& m = with->metrics();
+  ExpectEveryQueryResolved(*with);
+  // About two thirds of the queries go to the pool; the instance keeps what
+  // it answers in time.
+  EXPECT_GT(m.burst_requests, m.total.arrived / 2);
+  EXPECT_LT(m.burst_requests, m.total.arrived);
+  // Pool instances start cold until the first ones are warm: every pool
+  // query in the first 0.5 s starts one (about 130 qps x 0.5 s); after
+  // that the warm ones (130 qps x 30 ms: about 4 busy) serve on time.
+  EXPECT_GE(m.burst_cold_starts, 1);
+  EXPECT_LT(m.burst_cold_starts, 150);
+  EXPECT_LT(m.burst_cold_starts, m.burst_requests / 20);
+  EXPECT_LT(m.total.violations(), m.total.arrived / 50);
+  EXPECT_NEAR(m.burst_cost, 0.0001 * m.burst_requests, 1e-9);
+
+  // At its concurrency limit the pool refuses, and the query goes where the
+  // router sent it: a pool of one slow instance takes little.
+  auto small = BurstRun("{service_ms: 1000, concurrency: 1, price_per_request: 0}");
+  EXPECT_LT(small->metrics().burst_requests, 25);
+  EXPECT_GT(small->metrics().total.violations(), small->metrics().total.arrived / 2);
 }
 
 TEST(ClusterTest, ALostWorkerTakesWhatItHeldAndIsNoLongerBilled) {

@@ -9,6 +9,7 @@
 #include "core/profile_csv.h"
 #include "core/status_macros.h"
 #include "core/worker_type.h"
+#include "policy/prediction/workload_prediction.h"
 #include "sim/experiment_yaml.h"
 #include "yaml-cpp/yaml.h"
 
@@ -47,6 +48,7 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(ParseTrace(root["trace"]));
     MAITRE_RETURN_IF_ERROR(experiment_yaml::ParsePolicies(root["policies"], exp_.setup));
     MAITRE_RETURN_IF_ERROR(ParseSimulation(root["simulation"]));
+    MAITRE_RETURN_IF_ERROR(FillOraclePeaks());
     if (exp_.setup.routing != "selection") {
       // A static cluster serves an app only through the instances it lists.
       for (size_t a = 0; a < exp_.setup.apps.size(); ++a) {
@@ -64,6 +66,27 @@ class Parser {
   }
 
  private:
+  // The mark allocator's "oracle" predictor reads each app's true unit
+  // peaks, from this very trace. The allocator's units start at its first
+  // model round, so the trace is read from there.
+  absl::Status FillOraclePeaks() {
+    ControlSetup& c = exp_.setup.control;
+    if (c.allocator != "mark" || c.mark.predictor != "oracle") return absl::OkStatus();
+    std::vector<std::vector<Nanos>> times(exp_.setup.apps.size());
+    MAITRE_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> arrivals, exp_.MakeArrivals());
+    const Nanos origin = c.model_interval;
+    for (Arrival a; arrivals->Next(&a);) {
+      if (a.app >= 0 && a.app < static_cast<int32_t>(times.size()) && a.time >= origin) {
+        times[static_cast<size_t>(a.app)].push_back(a.time - origin);
+      }
+    }
+    for (size_t app = 0; app < times.size(); ++app) {
+      c.mark.known_peaks[exp_.setup.apps[app].name] =
+          policy::UnitPeakRates(times[app], c.mark.windows, exp_.setup.horizon - origin);
+    }
+    return absl::OkStatus();
+  }
+
   int32_t WorkerTypeIndex(const std::string& name) const {
     const auto& types = exp_.setup.worker_types;
     for (size_t i = 0; i < types.size(); ++i) {
@@ -92,7 +115,7 @@ class Parser {
       const std::string ip = Item(lp, i);
       MAITRE_RETURN_IF_ERROR(CheckMap(list[i], ip,
                                       {"name", "cores", "memory_mb", "price_per_hour", "launch_s",
-                                       "max_workers", "memory_cost_per_gb_s"}));
+                                       "billing_s", "max_workers", "memory_cost_per_gb_s"}));
       WorkerType t;
       int64_t cores = 1, memory = 0, max_workers = 8;
       Nanos launch = 0;
@@ -101,6 +124,8 @@ class Parser {
       MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "memory_mb", &memory));
       MAITRE_RETURN_IF_ERROR(ReadNumber(list[i], ip, "price_per_hour", &t.price_per_hour, true));
       MAITRE_RETURN_IF_ERROR(ReadSeconds(list[i], ip, "launch_s", &launch));
+      MAITRE_RETURN_IF_ERROR(ReadSeconds(list[i], ip, "billing_s", &t.billing_unit));
+      if (t.billing_unit < 0) return Bad(Key(ip, "billing_s"), "must be >= 0 (0: by the second)");
       MAITRE_RETURN_IF_ERROR(ReadInt(list[i], ip, "max_workers", &max_workers));
       double memory_cost = 0;
       MAITRE_RETURN_IF_ERROR(ReadNumber(list[i], ip, "memory_cost_per_gb_s", &memory_cost));
@@ -249,7 +274,7 @@ class Parser {
       const YAML::Node& n = list[i];
       MAITRE_RETURN_IF_ERROR(CheckMap(n, ip,
                                       {"name", "latency_ms", "min_accuracy", "max_accuracy_drop",
-                                       "share", "models", "variants", "instances",
+                                       "sl_min", "share", "models", "variants", "instances",
                                        "rows_per_query"}));
       SimApp app;
       double share = 1;
@@ -271,6 +296,12 @@ class Parser {
           return Bad(Key(ip, "max_accuracy_drop"), "must be in [0, 1]");
         }
         app.max_accuracy_drop = drop;
+      }
+      if (Present(n["sl_min"])) {
+        double sl_min = 0;
+        MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "sl_min", &sl_min));
+        if (!(sl_min > 0 && sl_min <= 1)) return Bad(Key(ip, "sl_min"), "must be in (0, 1]");
+        app.sl_min = sl_min;
       }
       MAITRE_RETURN_IF_ERROR(ReadNumber(n, ip, "share", &share));
       if (share < 0) return Bad(Key(ip, "share"), "must be >= 0");
@@ -526,11 +557,38 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // simulation.burst_pool (BurstPool in sim/simulator.h).
+  absl::Status ParseBurstPool(const YAML::Node& b) {
+    const std::string bp = "simulation.burst_pool";
+    MAITRE_RETURN_IF_ERROR(CheckMap(
+        b, bp, {"service_ms", "cold_start_ms", "keep_warm_s", "concurrency", "price_per_request"}));
+    BurstPool& pool = exp_.setup.burst_pool;
+    pool.enabled = true;
+    int64_t concurrency = pool.concurrency;
+    MAITRE_RETURN_IF_ERROR(ReadMillis(b, bp, "service_ms", &pool.service, true));
+    MAITRE_RETURN_IF_ERROR(ReadMillis(b, bp, "cold_start_ms", &pool.cold_start));
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(b, bp, "keep_warm_s", &pool.keep_warm));
+    MAITRE_RETURN_IF_ERROR(ReadInt(b, bp, "concurrency", &concurrency));
+    MAITRE_RETURN_IF_ERROR(ReadNumber(b, bp, "price_per_request", &pool.price_per_request, true));
+    if (pool.service <= 0) return Bad(Key(bp, "service_ms"), "must be > 0");
+    if (pool.cold_start < 0) return Bad(Key(bp, "cold_start_ms"), "must be >= 0");
+    if (pool.keep_warm < 0) return Bad(Key(bp, "keep_warm_s"), "must be >= 0");
+    if (concurrency < 1 || concurrency > 10000000) {
+      return Bad(Key(bp, "concurrency"), "must be >= 1");
+    }
+    if (!(pool.price_per_request >= 0)) return Bad(Key(bp, "price_per_request"), "must be >= 0");
+    if (exp_.setup.routing != "selection") return Bad(bp, "needs routing: selection");
+    pool.concurrency = static_cast<int32_t>(concurrency);
+    return absl::OkStatus();
+  }
+
   absl::Status ParseSimulation(const YAML::Node& n) {
     const std::string path = "simulation";
     if (!Present(n)) return absl::OkStatus();
     MAITRE_RETURN_IF_ERROR(
-        CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference", "jobs"}));
+        CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference", "jobs",
+                           "burst_pool"}));
+    if (YAML::Node b = n["burst_pool"]; Present(b)) MAITRE_RETURN_IF_ERROR(ParseBurstPool(b));
     if (YAML::Node jobs = n["jobs"]; Present(jobs)) {
       const std::string jp = Key(path, "jobs");
       if (!jobs.IsSequence()) return Bad(jp, "expected a list of {app, rows, chunk_rows, at_s}");

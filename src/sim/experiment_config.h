@@ -8,6 +8,7 @@
 //     worker_types:            # optional; default: the embedded cpu-1, cpu-2
 //       - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.0425,
 //          launch_s: 0, max_workers: 8,   # managed clusters: launch delay, limit
+//          billing_s: 0,                  # bills in whole blocks of this (0: by the second)
 //          memory_cost_per_gb_s: 0}       # > 0: also price instances by memory
 //     workers: {cpu-1: 1}      # how many of each type the cluster pays for (from the start)
 //     replica_cores:           # optional: cores one replica takes (default 1)
@@ -25,6 +26,8 @@
 //       min_accuracy: 0.7      # optional
 //       max_accuracy_drop: 0.1 # optional, in [0, 1]: of the app's best accuracy,
 //                              # what the proteus allocator may give up
+//       sl_min: 0.98           # optional, in (0, 1]: the share of its queries
+//                              # the mark allocator keeps within latency_ms
 //       share: 1               # share of a generated trace (default 1)
 //       rows_per_query: 1      # rows in each of its queries
 //       models: [m]            # managed clusters: the models serving it
@@ -55,7 +58,11 @@
 //       # or {name, period_s, band, demand_window_s, min_demand_qps,
 //       # max_accuracy_drop, max_utilisation, min_slowdown (1: never scale
 //       # profiles by observed overload), solve_time_limit_s} (proteus and
-//       # its baselines)
+//       # its baselines), or {name: mark, predictor, unit_s, horizon_units,
+//       # sample_s, headroom, cool_down_s, release_margin_s, sl_min,
+//       # slo_window_s, slo_min_queries, slo_step, slo_max_boost,
+//       # slo_relax_after_s} (mark, which needs cluster_autoscaler: on;
+//       # predictor oracle reads this trace)
 //     model_autoscaler: infaas # | horizontal | off, or {name, slack,
 //       # scale_down_headroom, lambda_per_s, min_scale_down_wait_s,
 //       # min_consolidation_wait_s, min_replicas_per_model,
@@ -72,6 +79,10 @@
 //       # co-located batches slow each other down (sim/simulator.h)
 //     jobs: [{app: a, rows: 50000, chunk_rows: 64, at_s: 0}]  # offline jobs
 //       # (managed clusters), throttled as the controller's (SimJob)
+//     burst_pool: {service_ms: 29, price_per_request: 4.3e-7,  # MArk's Lambda
+//                  cold_start_ms: 0, keep_warm_s: 2700, concurrency: 1000}
+//       # (managed clusters; BurstPool): what an instance cannot answer in
+//       # time goes there
 //
 // Thread-safety: pure functions (they read files named by the YAML).
 #pragma once

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/file_util.h"
 
 namespace maitre::sim {
@@ -299,6 +301,90 @@ TEST(ExperimentConfigManagedTest, ErrorsNameTheKey) {
     ASSERT_FALSE(e.ok()) << "expected an error naming " << mentions;
     EXPECT_NE(e.status().message().find(mentions), std::string::npos)
         << "error \"" << e.status().message() << "\" should name " << mentions;
+  }
+}
+
+TEST(ExperimentConfigManagedTest, ParsesTheMarkAllocatorBillingBlocksAndTheBurstPool) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kManaged;
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  const std::string allocator =
+      "{name: infaas, min_instance_age_s: 10, observed_capacity_memory_s: 5,\n"
+      "              spread_memory_s: 600}";
+  std::string text = with(allocator,
+                          "{name: mark, predictor: oracle, unit_s: 2, horizon_units: 3, "
+                          "sample_s: 1, headroom: 1.5, cool_down_s: 30, release_margin_s: 4}");
+  text.replace(text.find("launch_s: 40,"), 13, "launch_s: 40, billing_s: 3600,");
+  auto e = ParseExperiment(text, ".");
+  ASSERT_TRUE(e.ok()) << e.status();
+  const ControlSetup& c = e->setup.control;
+  EXPECT_EQ(c.allocator, "mark");
+  EXPECT_EQ(c.router, "infaas");  // the experiment names one
+  EXPECT_EQ(e->setup.worker_types[0].type.billing_unit, 3600 * kSecond);
+  EXPECT_EQ(e->setup.worker_types[1].type.billing_unit, 0);
+  EXPECT_EQ(c.mark.predictor, "oracle");
+  EXPECT_EQ(c.mark.windows.unit, 2 * kSecond);
+  EXPECT_EQ(c.mark.windows.horizon, 3);
+  EXPECT_EQ(c.mark.windows.sample, kSecond);
+  EXPECT_EQ(c.mark.headroom, 1.5);
+  EXPECT_EQ(c.mark.cool_down, 30 * kSecond);
+  EXPECT_EQ(c.mark.release_margin, 4 * kSecond);
+  // The oracle's series is this trace's: 10 s of 10 qps from the first
+  // model round (2 s), in 2 s units.
+  ASSERT_EQ(c.mark.known_peaks.count("a"), 1u);
+  EXPECT_EQ(c.mark.known_peaks.at("a").size(), 4u);
+  double most = 0;
+  for (double peak : c.mark.known_peaks.at("a")) most = std::max(most, peak);
+  EXPECT_GT(most, 0);
+  EXPECT_FALSE(e->setup.burst_pool.enabled);
+  EXPECT_FALSE(e->setup.apps[0].sl_min.has_value());
+  auto with_sl = ParseExperiment(
+      text.replace(text.find("latency_ms: 150"), 15, "latency_ms: 150\n    sl_min: 0.95"), ".");
+  ASSERT_TRUE(with_sl.ok()) << with_sl.status();
+  EXPECT_EQ(with_sl->setup.apps[0].sl_min, 0.95);
+  auto pooled = ParseExperiment(
+      text + "simulation:\n  burst_pool: {service_ms: 29, cold_start_ms: 2000, keep_warm_s: 600,\n"
+             "               concurrency: 50, price_per_request: 0.0000004}\n",
+      ".");
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  const BurstPool& pool = pooled->setup.burst_pool;
+  EXPECT_TRUE(pool.enabled);
+  EXPECT_EQ(pool.service, 29 * kMillisecond);
+  EXPECT_EQ(pool.cold_start, 2 * kSecond);
+  EXPECT_EQ(pool.keep_warm, 600 * kSecond);
+  EXPECT_EQ(pool.concurrency, 50);
+  EXPECT_DOUBLE_EQ(pool.price_per_request, 0.0000004);
+
+  std::string off = with("name: on, idle", "name: off, idle");
+  off.replace(off.find(allocator), allocator.size(), "mark");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with(allocator, "{name: mark, predictor: crystal-ball}"), "policies.allocator"},
+      {with(allocator, "{name: mark, headroom: 0.5}"), "policies.allocator"},
+      {with(allocator, "{name: mark, sample_s: 7}"), "policies.allocator"},
+      {with(allocator, "{name: mark, horizon_units: 0}"), "policies.allocator.horizon_units"},
+      {with(allocator, "{name: mark, predictor: lstm}"), "not available"},
+      {off, "policies.cluster_autoscaler"},
+      {with("latency_ms: 150", "latency_ms: 150\n    sl_min: 1.5"), "apps[0].sl_min"},
+      {with("latency_ms: 150", "latency_ms: 150\n    sl_min: 0"), "apps[0].sl_min"},
+      {with(allocator, "{name: mark, sl_min: 2}"), "sl_min must be in (0, 1]"},
+      {with("launch_s: 40,", "launch_s: 40, billing_s: -60,"),
+       "cluster.worker_types[0].billing_s"},
+      {std::string(kManaged) + "simulation:\n  burst_pool: {service_ms: 0, price_per_request: 1}\n",
+       "simulation.burst_pool.service_ms"},
+      {std::string(kManaged) + "simulation:\n  burst_pool: {service_ms: 30}\n",
+       "simulation.burst_pool.price_per_request"},
+      {std::string(kManaged) +
+           "simulation:\n  burst_pool: {service_ms: 30, price_per_request: 0, concurrency: 0}\n",
+       "simulation.burst_pool.concurrency"},
+  };
+  for (const auto& [yaml, mentions] : cases) {
+    auto bad = ParseExperiment(yaml, ".");
+    ASSERT_FALSE(bad.ok()) << "expected an error naming " << mentions;
+    EXPECT_NE(bad.status().message().find(mentions), std::string::npos)
+        << "error \"" << bad.status().message() << "\" should name " << mentions;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "control/allocator.h"
+#include "control/mark_allocator.h"
 #include "control/query_router.h"
 #include "core/status_macros.h"
 #include "policy/autoscaling_cluster.h"
@@ -205,8 +206,32 @@ absl::Status ParseClusterAutoscaler(const YAML::Node& k, const std::string& kp, 
   return absl::OkStatus();
 }
 
+// The MArk allocator's keys in policies.allocator (control/mark_allocator.h).
+absl::Status ParseMark(const YAML::Node& a, const std::string& ap, control::MarkOptions& m) {
+  int64_t horizon = m.windows.horizon;
+  MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "predictor", &m.predictor));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "unit_s", &m.windows.unit));
+  MAITRE_RETURN_IF_ERROR(ReadInt(a, ap, "horizon_units", &horizon));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "sample_s", &m.windows.sample));
+  MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "headroom", &m.headroom));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "cool_down_s", &m.cool_down));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "release_margin_s", &m.release_margin));
+  MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "sl_min", &m.sl_min));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "slo_window_s", &m.slo_window));
+  MAITRE_RETURN_IF_ERROR(ReadInt(a, ap, "slo_min_queries", &m.slo_min_queries));
+  MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "slo_step", &m.slo_step));
+  MAITRE_RETURN_IF_ERROR(ReadNumber(a, ap, "slo_max_boost", &m.slo_max_boost));
+  MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "slo_relax_after_s", &m.slo_relax_after));
+  if (horizon < 1 || horizon > 100000) return Bad(Key(ap, "horizon_units"), "must be >= 1");
+  m.windows.horizon = static_cast<int>(horizon);
+  if (absl::Status valid = control::ValidateMarkOptions(m); !valid.ok()) {
+    return Bad(ap, valid.message());
+  }
+  return absl::OkStatus();
+}
+
 // policies.allocator: the allocator's name (control/allocator.h), or a
-// mapping with it and the INFaaS or Proteus allocator's own parameters.
+// mapping with it and the INFaaS, Proteus or MArk allocator's own parameters.
 absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool selection,
                             ControlSetup& c) {
   if (a.IsScalar()) {
@@ -217,7 +242,9 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
         {"name", "min_instance_age_s", "observed_capacity_memory_s", "period_s", "band",
          "demand_window_s", "min_demand_qps", "max_accuracy_drop", "max_utilisation",
          "min_slowdown", "solve_time_limit_s", "migrate_interfered", "migrate_after_s",
-         "spread_memory_s"}));
+         "spread_memory_s", "predictor", "unit_s", "horizon_units", "sample_s", "headroom",
+         "cool_down_s", "release_margin_s", "sl_min", "slo_window_s", "slo_min_queries",
+         "slo_step", "slo_max_boost", "slo_relax_after_s"}));
     MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "name", &c.allocator, true));
     control::ProteusOptions& p = c.proteus;
     MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "period_s", &p.period));
@@ -257,6 +284,7 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
     if (c.observed_capacity_memory < 0) {
       return Bad(Key(ap, "observed_capacity_memory_s"), "must be >= 0");
     }
+    MAITRE_RETURN_IF_ERROR(ParseMark(a, ap, c.mark));
   }
   if (!selection) return Bad(ap, "needs routing: selection");
   if (absl::Status known = control::CheckAllocatorName(c.allocator); !known.ok()) {
@@ -299,6 +327,10 @@ absl::Status ParseControl(const YAML::Node& n, SimulationSetup& setup) {
   if (YAML::Node k = n["cluster_autoscaler"]; Present(k)) {
     MAITRE_RETURN_IF_ERROR(ParseClusterAutoscaler(k, Key(path, "cluster_autoscaler"), selection,
                                                   setup.worker_types, c));
+  }
+  if (c.allocator == "mark" && !c.cluster_autoscaling) {
+    return Bad(Key(path, "cluster_autoscaler"), "must be on for the mark allocator, which "
+                                                "provisions workers");
   }
   return absl::OkStatus();
 }

@@ -67,6 +67,11 @@ struct SimMetrics {
   int64_t batches = 0;
   int64_t batch_rows = 0;
   int64_t policy_decisions = 0;
+  // The burst pool's (BurstPool): queries it served, of those started
+  // cold, and what it was paid.
+  int64_t burst_requests = 0;
+  int64_t burst_cold_starts = 0;
+  double burst_cost = 0;
   Nanos end_time = 0;  // when the last query arrived or was answered
 };
 

@@ -129,8 +129,17 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
   j["simulated_s"] = Round(ToSeconds(m.end_time), 1e3);
   Json totals = CountersJson(m.total, duration_s, m.latency);
   for (auto& [key, value] : totals.items()) j[key] = value;
-  const double cost = sim.CostBetween(0, setup.horizon);
+  // The workers' paid time, and the burst pool's requests.
+  const double cost = sim.CostBetween(0, setup.horizon) + m.burst_cost;
   j["cost_dollars"] = Round(cost, 1e8);
+  if (setup.burst_pool.enabled) {
+    j["burst_pool"] = {
+        {"requests", m.burst_requests},
+        {"share_of_requests", Round(Ratio(m.burst_requests, m.total.arrived))},
+        {"cold_starts", m.burst_cold_starts},
+        {"cost_dollars", Round(m.burst_cost, 1e8)},
+        {"share_of_cost", Round(cost > 0 ? m.burst_cost / cost : 0)}};
+  }
   j["cost_per_hour"] = Round(duration_s > 0 ? cost / duration_s * 3600 : 0, 1e6);
   // Workers by type: paid worker-seconds, the most at once, and at the end.
   const size_t seconds = ReportSeconds(sim);

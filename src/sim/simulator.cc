@@ -315,6 +315,9 @@ absl::Status Simulator::RunUntil(Nanos until) {
         case kWorkerLost:
           OnWorkerLost(static_cast<int32_t>(e.target));
           break;
+        case kBurstDone:
+          OnBurstDone(static_cast<int32_t>(e.target));
+          break;
       }
     }
     ++events_processed_;
@@ -354,7 +357,9 @@ void Simulator::OnArrival(const Arrival& a) {
       target = router_->Route(request, ClusterSnapshot(views_, by_app_, now_));
     }
   } else {
-    target = Route(request);
+    bool bounced = false;
+    target = RouteWithBouncer(request, &bounced);
+    if (bounced) return;
   }
   if (target < 0 || target >= static_cast<int32_t>(instances_.size())) {
     Reject(a.app, second);
@@ -526,6 +531,22 @@ Nanos Simulator::ServiceTime(SimInstance& inst, int32_t rows) {
   return std::max<Nanos>(1, static_cast<Nanos>(std::llround(t)));
 }
 
+bool Simulator::Complete(int32_t app, Nanos arrival, Nanos deadline, double accuracy,
+                         bool below_min_accuracy, Counters& second) {
+  const bool on_time = now_ <= deadline;
+  Counters* counters[3] = {&metrics_.total, &metrics_.per_app[app], &second};
+  for (Counters* c : counters) {
+    ++c->completed;
+    c->on_time += on_time;
+    c->late += !on_time;
+    c->below_min_accuracy += below_min_accuracy;
+    c->accuracy_sum += accuracy;
+  }
+  metrics_.latency.Record(now_ - arrival);
+  metrics_.latency_per_app[app].Record(now_ - arrival);
+  return on_time;
+}
+
 void Simulator::OnBatchDone(int32_t r) {
   Replica& rep = replicas_[r];
   if (rep.gone) return;  // lost with its worker
@@ -541,18 +562,8 @@ void Simulator::OnBatchDone(int32_t r) {
       job_rows += q.tag.job_rows;
       continue;
     }
-    const bool on_time = now_ <= q.deadline;
-    missed += !on_time;
-    Counters* counters[3] = {&metrics_.total, &metrics_.per_app[q.tag.app], &second};
-    for (Counters* c : counters) {
-      ++c->completed;
-      c->on_time += on_time;
-      c->late += !on_time;
-      c->below_min_accuracy += q.tag.below_min_accuracy;
-      c->accuracy_sum += accuracy;
-    }
-    metrics_.latency.Record(now_ - q.arrival);
-    metrics_.latency_per_app[q.tag.app].Record(now_ - q.arrival);
+    missed += !Complete(q.tag.app, q.arrival, q.deadline, accuracy, q.tag.below_min_accuracy,
+                        second);
   }
   inst.policy->Observe({rep.batch_rows, rep.batch_start, now_, missed});
   rep.busy = false;

@@ -30,9 +30,11 @@
 //    every `cluster_interval` (added workers serve after their type's launch
 //    delay). Loads take the profile's load_ms. Each
 //    worker is billed its type's price from the moment it is asked for until
-//    it is removed. The mechanism is in simulator_control.cc; what the
-//    allocator sees and how its decisions are carried out, in
-//    simulator_observe.cc.
+//    it is removed, in whole billing blocks when its type has them
+//    (WorkerType::billing_unit: one removed within a block is paid to the
+//    block's end; the trace's end stops every bill). The mechanism is in
+//    simulator_control.cc; what the allocator sees and how its decisions
+//    are carried out, in simulator_observe.cc.
 //
 // Events are ordered by (time in ns, sequence number); the simulator is an
 // object with its own seeded random streams and no globals, so several can
@@ -42,6 +44,7 @@
 // simulators share nothing and can run on separate threads.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -101,6 +104,9 @@ struct SimApp {
   // The fraction of the app's best accuracy an allocator that scales
   // accuracy may give up for it (control::ModelOption); unset: its own.
   std::optional<double> max_accuracy_drop;
+  // The share of its queries that must be answered within `latency`
+  // (MArk's SL_min; control::ModelOption::sl_min); unset: the allocator's.
+  std::optional<double> sl_min;
   // Managed clusters: the models whose variants serve the app (selection's
   // catalogue). Empty: the models of the app's instances.
   std::vector<std::string> models;
@@ -150,6 +156,9 @@ struct ControlSetup {
   policy::MigrationOptions migration;
   // The Proteus allocator's (and its baselines') rules.
   control::ProteusOptions proteus;
+  // The MArk allocator's; a type without a launch time of its own there is
+  // launched ahead by its `launch_delay`.
+  control::MarkOptions mark;
   ModelAutoscaling model_autoscaling = ModelAutoscaling::kOff;
   // kHorizontal forces allow_upgrade = allow_downgrade = false.
   policy::ModelAutoscalerOptions model_autoscaler;
@@ -194,6 +203,28 @@ struct InterferenceModel {
   double Factor(double own_cores, double other_cores, double worker_cores) const;
 };
 
+// MArk's burst pool (§3.1, §4.1; docs/architecture.md, "The simulator's
+// burst pool"): serverless instances that start in seconds and are paid per
+// request at a premium, for what the workers cannot answer in time. Managed
+// clusters only. The Bouncer: a query the router sends to an instance that
+// cannot answer it within its objective (what is queued and running there,
+// drained at the rate its ready replicas sustain within the objective, plus
+// one query's time), or that no instance takes, goes to the pool at once.
+// The pool serves each query alone in `service` on a warm instance; with
+// none free, a new one starts and the query takes `cold_start` more. An
+// instance idle for `keep_warm` is recycled. Beyond `concurrency` queries
+// in flight the pool refuses, and the query goes where the router sent it
+// (or is rejected). Queries sent there count as refused demand for the
+// allocator: they reached no worker.
+struct BurstPool {
+  bool enabled = false;
+  Nanos service = 0;
+  Nanos cold_start = 0;
+  Nanos keep_warm = 45 * 60 * kSecond;  // Lambda recycles after 45-60 min (§4.5)
+  int32_t concurrency = 1000;
+  double price_per_request = 0;  // dollars
+};
+
 // An offline job (managed clusters): `rows` rows for `app`'s models, sent
 // from `at` in chunks of `chunk_rows`, one chunk in flight at a time, each a
 // query with no objective of its own (its deadline an hour away), through
@@ -227,6 +258,7 @@ struct SimulationSetup {
   std::vector<SimJob> jobs;
   policy::ThrottlePolicy job_throttle;
   std::vector<WorkerLoss> worker_losses;  // managed clusters
+  BurstPool burst_pool;                   // managed clusters
   uint64_t seed = 1;
   // The trace's length: reports cover at least this much time, and workers
   // are billed up to it.
@@ -357,6 +389,7 @@ class Simulator {
     kControl,
     kDemand,
     kWorkerLost,
+    kBurstDone,
   };
 
   struct Tag {
@@ -477,6 +510,10 @@ class Simulator {
   void Pop(SimInstance& inst, int32_t count);  // the first `count` leave the queue
   void ArmExpiry(int32_t i);
   void Reject(int32_t app, Counters& second);
+  // An online query answered now: counted on time or late, and its
+  // latency recorded. Returns whether it was on time.
+  bool Complete(int32_t app, Nanos arrival, Nanos deadline, double accuracy,
+                bool below_min_accuracy, Counters& second);
   Nanos ServiceTime(SimInstance& inst, int32_t rows);
   Counters& Second(Nanos t);
   void Fail(absl::Status status);
@@ -487,6 +524,16 @@ class Simulator {
   static absl::Status CheckSetup(const SimulationSetup& setup);
   void AssignVariantApps();
   absl::Status StartInitialCluster();
+
+  // The burst pool (simulator_burst.cc).
+  // The Bouncer: whether instance i can answer `request` within its deadline.
+  bool Admits(int32_t i, const RouteRequest& request) const;
+  // Sends `request` to the pool; false when it is at its concurrency limit.
+  bool SendToBurstPool(const RouteRequest& request);
+  void OnBurstDone(int32_t slot);
+  // Routes a managed cluster's query through the Bouncer: the instance, or
+  // -1 when the pool took it or nothing did (`*bounced` says which).
+  int32_t RouteWithBouncer(const RouteRequest& request, bool* bounced);
 
   // The simulated control-plane mechanism (simulator_control.cc).
   absl::Status SetUpControl();
@@ -542,6 +589,7 @@ class Simulator {
   std::vector<Transition> transitions_;
   std::vector<int32_t> variant_app_;  // the app a variant serves (-1: none)
   std::vector<int64_t> refused_;      // per app, since the last model round: kUnavailable rows
+  std::vector<Counters> service_taken_;  // per app: the totals the last model round saw
   std::vector<double> min_replica_cores_;  // per worker type
   std::vector<InstanceView> views_;
   std::vector<std::vector<int32_t>> by_app_;
@@ -564,6 +612,15 @@ class Simulator {
   policy::ThrottleState job_throttle_;
   std::vector<JobSample> job_samples_;
   std::vector<std::string> log_;
+  struct BurstQuery {
+    Nanos arrival = 0;
+    Nanos deadline = 0;
+    int32_t app = 0;
+  };
+  std::vector<BurstQuery> burst_;          // in flight, by slot
+  std::vector<int32_t> burst_free_slots_;
+  std::deque<Nanos> burst_warm_;           // idle warm instances: when each was freed, oldest first
+  int32_t burst_in_flight_ = 0;
   absl::Status status_;
 };
 

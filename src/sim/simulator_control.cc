@@ -52,6 +52,10 @@ absl::Status Simulator::SetUpControl() {
   options.migrate_interfered = c.migrate_interfered;
   options.migration = c.migration;
   options.proteus = c.proteus;
+  options.mark = c.mark;
+  for (const SimWorkerType& t : setup_.worker_types) {
+    options.mark.launch_time.emplace(t.type.name, t.launch_delay);
+  }
   auto allocator = control::CreateAllocator(c.allocator, options);
   if (!allocator.ok()) return allocator.status();
   allocator_ = *std::move(allocator);
@@ -151,7 +155,11 @@ void Simulator::OnWorkerUp(int32_t w) {
 void Simulator::RemoveWorker(int32_t w) {
   Worker& worker = workers_[w];
   worker.removed = true;
-  worker.paid_until = now_;
+  // Given back within a billing block, it is paid to the block's end.
+  const Nanos block = setup_.worker_types[worker.type].type.billing_unit;
+  const Nanos held = now_ - worker.paid_from;
+  worker.paid_until =
+      block > 0 ? worker.paid_from + std::max<Nanos>(1, (held + block - 1) / block) * block : now_;
   RecordShape(-1, worker.type, -1);
   // The cluster autoscaler removes idle workers only; anything still queued
   // there is answered before its instances go.

@@ -34,6 +34,7 @@ std::vector<control::ModelOption> Simulator::ModelOptions() const {
       option.slo_ms = ToMillis(app.latency);
       if (app.min_accuracy > 0) option.min_accuracy = app.min_accuracy;
       option.max_accuracy_drop = app.max_accuracy_drop;
+      option.sl_min = app.sl_min;
       models.push_back(std::move(option));
       m = models.end() - 1;
     }
@@ -84,6 +85,18 @@ control::Observation Simulator::Observe(bool take_refused) {
     for (size_t a = 0; a < refused_.size(); ++a) {
       if (refused_[a] > 0) o.refused_rows[setup_.apps[a].name] += refused_[a];
       refused_[a] = 0;
+    }
+    // What was resolved since the last model round: the per-app totals
+    // less what the last round took.
+    service_taken_.resize(setup_.apps.size());
+    for (size_t a = 0; a < setup_.apps.size(); ++a) {
+      const Counters& now = metrics_.per_app[a];
+      Counters& taken = service_taken_[a];
+      const int64_t answered = now.resolved() - taken.resolved();
+      if (answered > 0) {
+        o.service[setup_.apps[a].name] = {answered, now.on_time - taken.on_time};
+      }
+      taken = now;
     }
   }
   return o;

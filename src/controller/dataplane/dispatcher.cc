@@ -451,6 +451,14 @@ void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferRespon
   if (result.ok()) {
     result->timings.total_us = (options_.clock->Now() - query->received) / kMicrosecond;
   }
+  if (options_.service_level != nullptr) {
+    const std::string* app = query->app != nullptr     ? &query->app->name
+                             : query->model != nullptr ? &query->model->app
+                                                       : nullptr;
+    // An answer is within the objective: past the deadline the query is
+    // answered DEADLINE_EXCEEDED instead.
+    if (app != nullptr) options_.service_level->Add(*app, result.ok());
+  }
   if (options_.metrics != nullptr) {
     if (result.status().code() == absl::StatusCode::kDeadlineExceeded) {
       options_.metrics->RecordExpiry(options_.clock->Now() - query->deadline);

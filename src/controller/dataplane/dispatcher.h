@@ -21,6 +21,7 @@
 #include "controller/frontend/infer_codec.h"
 #include "controller/dataplane/placer.h"
 #include "controller/dataplane/refused_demand.h"
+#include "controller/dataplane/service_level.h"
 #include "controller/serving_metrics.h"
 #include "core/timer_thread.h"
 
@@ -46,6 +47,9 @@ class Dispatcher {
     // Where queries selection refuses are counted for the autoscalers; may
     // be null.
     RefusedDemand* refused = nullptr;
+    // Where every finished query of an app is counted, in time or not, for
+    // the mark allocator's SLO monitor; may be null.
+    ServiceLevel* service_level = nullptr;
     const Clock* clock = SteadyClock::Get();
     // The deadline of a query that states no latency objective.
     Nanos default_timeout = 30 * kSecond;

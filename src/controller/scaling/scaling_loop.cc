@@ -208,6 +208,9 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
     }
   }
   if (take_refused && options_.refused != nullptr) o.refused_rows = options_.refused->Take();
+  if (take_refused && options_.service_level != nullptr) {
+    o.service = options_.service_level->Take();
+  }
   return o;
 }
 

@@ -25,6 +25,7 @@
 #include "controller/provision/worker_provider.h"
 #include "controller/dataplane/placer.h"
 #include "controller/dataplane/refused_demand.h"
+#include "controller/dataplane/service_level.h"
 #include "controller/serving_metrics.h"
 
 namespace maitre::controller {
@@ -40,6 +41,8 @@ class ScalingLoop {
     // Queries the dispatcher refused, handed to the allocator each model
     // round. May be null.
     RefusedDemand* refused = nullptr;
+    // Queries answered per app, in time or not; may be null.
+    ServiceLevel* service_level = nullptr;
     const Clock* clock = SteadyClock::Get();
     std::string allocator = "infaas";  // a name known to control::CreateAllocator
     // Its options; `types` and `model_period` are filled in from the cluster
