@@ -9,8 +9,9 @@ variant) at the app's 20 ms objective over HTTP binary. Three phases, one run:
             below are: a closed loop's best throughput is higher, since its
             clients wait instead of bursting, and 70% of it overloads an
             open loop on this host;
-  step      (skipped when STEP_LOW_S or STEP_HIGH_S is 0) the server restarted on the same registry (so nothing is loaded
-            and the profiles are kept), then open-loop Poisson at 10% of C for
+  step      (skipped when STEP_LOW_S or STEP_HIGH_S is 0) the server
+            restarted on the same registry (so nothing is loaded and the
+            profiles are kept), then open-loop Poisson at 10% of C for
             STEP_LOW_S and 90% of C for STEP_HIGH_S: which variants answer at
             the low rate, and at the end of the high part;
   steady    open-loop Poisson at 70% of C for STEADY_S (900 s): how often a
