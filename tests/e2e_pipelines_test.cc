@@ -313,6 +313,24 @@ TEST_F(PipelinesTest, TheCascadeAnswersAsItsModelsSayAndSurvivesARestart) {
   EXPECT_EQ(infer_rc, 0) << inferred;
   EXPECT_TRUE(absl::StrContains(inferred, "stage    fast (fmnist-logreg:")) << inferred;
   EXPECT_TRUE(absl::StrContains(inferred, "of 4 correct")) << inferred;
+  // The Open Inference Protocol's metadata gives the pipeline's inputs, so
+  // `maitre bench --pipeline` can shape its queries.
+  auto metadata = server_->GetJson("/v2/models/fmnist-cascade");
+  ASSERT_TRUE(metadata.ok()) << metadata.status();
+  EXPECT_EQ(metadata->at("platform"), "maitre-pipeline");
+  EXPECT_EQ(metadata->at("inputs")[0].at("name"), "image");
+  auto [bench, bench_rc] = RunMaitre(absl::StrCat(
+      "bench ", server, " --pipeline fmnist-cascade --concurrency 2 --duration 2 --input ", four,
+      " --json"));
+  ASSERT_EQ(bench_rc, 0) << bench;
+  json report = json::parse(bench, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(report.is_object()) << bench;
+  EXPECT_GT(report["requests"]["ok"].get<int64_t>(), 0) << bench;
+  EXPECT_EQ(report["requests"]["failed"].get<int64_t>(), 0) << bench;
+  std::printf("maitre bench --pipeline, 4-image queries, 2 in flight: %.1f qps, "
+              "p50 %.2f ms, p99 %.2f ms\n",
+              report.value("throughput_qps", 0.0), report["latency_ms"].value("p50", 0.0),
+              report["latency_ms"].value("p99", 0.0));
   json cycle = Cascade();
   cycle["edges"].push_back({{"from", "slow"}, {"to", "fast"}});
   const std::string cycle_path = dir_->path() + "/cycle.json";

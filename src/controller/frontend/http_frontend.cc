@@ -487,7 +487,13 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
   });
   for (const char* base : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
     add("GET", base, Reach::kModel,
-        [f](Request&&, const PathParams& p, const Principal&, Responder r) {
+        [f, options](Request&&, const PathParams& p, const Principal&, Responder r) {
+          if (options.pipelines != nullptr && p.count("version") == 0) {
+            if (auto pipeline = options.pipelines->Find(p.find("model")->second)) {
+              std::move(r)(PipelineMetadata(*pipeline));
+              return;
+            }
+          }
           f->ModelMetadata(p, std::move(r));
         });
     add("GET", absl::StrCat(base, "/ready"), Reach::kModel,

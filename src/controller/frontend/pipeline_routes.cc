@@ -14,6 +14,17 @@ namespace {
 
 using nlohmann::json;
 
+json TensorJson(const std::string& name, const TensorSpec& t) {
+  return json{{"name", name}, {"datatype", std::string(DataTypeName(t.dtype))},
+              {"shape", t.shape}};
+}
+
+// The answer for a pipeline whose stored spec no longer validates.
+http::Response Stale(const ServedPipeline& p) {
+  return http::Response::Error(409, absl::StrCat("pipeline '", p.name, "' no longer validates (",
+                                                 p.error, "); register it again"));
+}
+
 json PipelineJson(const ServedPipeline& p) {
   json j{{"name", p.name},
          {"app", p.app},
@@ -28,13 +39,9 @@ json PipelineJson(const ServedPipeline& p) {
   json order = json::array();
   for (int32_t v : p.validated->order) order.push_back(p.validated->spec.vertices[v].name);
   j["order"] = order;
-  auto tensor = [](const std::string& name, const TensorSpec& t) {
-    return json{{"name", name}, {"datatype", std::string(DataTypeName(t.dtype))},
-                {"shape", t.shape}};
-  };
   json inputs = json::array(), outputs = json::array();
-  for (const TensorSpec& t : p.validated->inputs) inputs.push_back(tensor(t.name, t));
-  for (const auto& [name, t] : p.validated->outputs) outputs.push_back(tensor(name, t));
+  for (const TensorSpec& t : p.validated->inputs) inputs.push_back(TensorJson(t.name, t));
+  for (const auto& [name, t] : p.validated->outputs) outputs.push_back(TensorJson(name, t));
   j["inputs"] = inputs;
   j["outputs"] = outputs;
   return j;
@@ -87,13 +94,29 @@ http::Response NoPipeline(const std::string& app, const std::string& name) {
 
 }  // namespace
 
+http::Response PipelineMetadata(const ServedPipeline& pipeline) {
+  if (pipeline.validated == nullptr) {
+    return Stale(pipeline);
+  }
+  json j{{"name", pipeline.name},
+         {"versions", json::array()},
+         {"platform", "maitre-pipeline"},
+         {"inputs", json::array()},
+         {"outputs", json::array()}};
+  for (const TensorSpec& t : pipeline.validated->inputs) {
+    j["inputs"].push_back(TensorJson(t.name, t));
+  }
+  for (const auto& [name, t] : pipeline.validated->outputs) {
+    j["outputs"].push_back(TensorJson(name, t));
+  }
+  return http::Response::Json(200, j.dump());
+}
+
 void ServePipelineQuery(const FrontendOptions& options,
                         std::shared_ptr<const ServedPipeline> pipeline, http::Request&& request,
                         http::Responder respond) {
   if (pipeline->validated == nullptr) {
-    std::move(respond)(http::Response::Error(
-        409, absl::StrCat("pipeline '", pipeline->name, "' no longer validates (",
-                          pipeline->error, "); register it again")));
+    std::move(respond)(Stale(*pipeline));
     return;
   }
   auto query = AcceptHttpQuery(request, options.in_flight, options.metrics, options.clock,

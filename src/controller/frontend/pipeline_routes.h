@@ -17,6 +17,11 @@ namespace maitre::controller {
 // Adds the pipeline routes; `options.pipelines` must be set.
 void AddPipelineRoutes(const FrontendOptions& options, http::Router& router);
 
+// GET /v2/models/{pipeline}: the Open Inference Protocol's model metadata
+// for a pipeline (platform "maitre-pipeline", no versions, its inputs and
+// outputs), so clients that read a model's inputs read a pipeline's.
+http::Response PipelineMetadata(const ServedPipeline& pipeline);
+
 // Serves one /infer request through `pipeline`: the answer is the Open
 // Inference Protocol's, its parameters naming the stages that ran with
 // their timings and the stages skipped.
