@@ -17,12 +17,15 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     double latency_ms = -1, min_accuracy = -1, max_cost = -1;
     bool json = false;
     std::string series_file;
+    std::string pipeline;
   };
   auto flags = std::make_shared<Flags>();
   loadgen::BenchOptions& o = flags->options;
   CLI::App* cmd = app.add_subcommand("bench", "Drive load at a server and report what it saw");
   cmd->add_option("--model", o.model, "Target model (or model:variant)");
   cmd->add_option("--app", o.app, "Target app (model-less queries)");
+  cmd->add_option("--pipeline", flags->pipeline,
+                  "Target pipeline (docs/pipelines.md), reached as a model is");
   cmd->add_option("--rate", o.rate_qps, "Open loop: queries per second");
   cmd->add_option("--arrivals", o.arrivals, "poisson, uniform, gamma:CV or trace:FILE")
       ->capture_default_str();
@@ -47,6 +50,16 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "accuracy and answers by variant");
   cmd->callback([flags, exit_code] {
     loadgen::BenchOptions o = flags->options;
+    if (!flags->pipeline.empty()) {
+      if (!o.model.empty()) {
+        std::cerr << "maitre bench: name exactly one of --model, --app and --pipeline\n";
+        *exit_code = 1;
+        return;
+      }
+      // /v2/models/{name}/infer and gRPC ModelInfer serve a pipeline by
+      // its name, and /v2/models/{name} gives its inputs.
+      o.model = flags->pipeline;
+    }
     if (flags->latency_ms >= 0) o.latency_ms = flags->latency_ms;
     if (flags->min_accuracy >= 0) o.min_accuracy = flags->min_accuracy;
     if (flags->max_cost >= 0) o.max_cost = flags->max_cost;

@@ -80,10 +80,20 @@ json TensorData(const Tensor& t) {
 // The names of the inputs the query's target takes: the model's, or those of
 // the app's first model (as `maitre bench` reads them).
 absl::StatusOr<std::vector<std::string>> TargetInputNames(ApiClient& api, const InferArgs& args) {
+  std::vector<std::string> names;
+  if (!args.pipeline.empty()) {
+    MAITRE_ASSIGN_OR_RETURN(json listed, api.Get("/v2/pipelines"));
+    for (const json& p : listed.value("pipelines", json::array())) {
+      if (p.value("name", "") != args.pipeline) continue;
+      for (const json& input : p.value("inputs", json::array())) {
+        names.push_back(input.value("name", ""));
+      }
+    }
+    return names;
+  }
   MAITRE_ASSIGN_OR_RETURN(json target,
                           api.Get(args.app.empty() ? absl::StrCat("/v2/models/", args.model)
                                                    : absl::StrCat("/v2/apps/", args.app)));
-  std::vector<std::string> names;
   const json models = target.value("models", json::array());
   if (!args.app.empty() && (!models.is_array() || models.empty())) return names;
   const json& model = args.app.empty() ? target : models[0];
@@ -270,16 +280,19 @@ int RunProfilesExport(const ProfilesArgs& args) {
 }
 
 int RunInfer(const InferArgs& args) {
-  if (args.model.empty() == args.app.empty()) {
-    return Fail(absl::InvalidArgumentError("give exactly one of --model or --app"));
+  if (args.model.empty() + args.app.empty() + args.pipeline.empty() != 2) {
+    return Fail(absl::InvalidArgumentError("give exactly one of --model, --app or --pipeline"));
   }
   auto api = ApiClient::Connect(args.server);
   if (!api.ok()) return Fail(api.status());
   std::vector<int64_t> labels;
   auto body = RequestBody(*api, args, &labels);
   if (!body.ok()) return Fail(body.status());
-  std::string path = args.app.empty() ? absl::StrCat("/v2/models/", args.model, "/infer")
-                                      : absl::StrCat("/v2/apps/", args.app, "/infer");
+  // The Open Inference Protocol's route reaches a pipeline by its name.
+  std::string path = !args.app.empty() ? absl::StrCat("/v2/apps/", args.app, "/infer")
+                     : !args.pipeline.empty()
+                         ? absl::StrCat("/v2/models/", args.pipeline, "/infer")
+                         : absl::StrCat("/v2/models/", args.model, "/infer");
   auto result = api->Post(path, *std::move(body));
   if (!result.ok()) return Fail(result.status());
   if (args.json) {
@@ -287,13 +300,28 @@ int RunInfer(const InferArgs& args) {
     return 0;
   }
   const json& p = (*result)["parameters"];
-  std::cout << "model    " << (*result)["model_name"].get<std::string>() << "\n"
-            << "variant  " << (*result)["model_version"].get<std::string>() << "\n"
-            << "worker   " << p.value("worker", "") << " (" << p.value("worker_type", "")
-            << ")\n"
-            << absl::StrFormat("timings  queue %d us, compute %d us, total %d us, batch %d\n",
-                               p.value("queue_us", 0), p.value("compute_us", 0),
-                               p.value("total_us", 0), p.value("batch_size", 0));
+  if (p.contains("stages")) {
+    std::cout << "pipeline " << p.value("pipeline", "") << ", total " << p.value("total_us", 0)
+              << " us\n";
+    for (const json& s : p["stages"]) {
+      std::cout << absl::StrFormat(
+          "stage    %s (%s:%s on %s): %d rows, %d-%d us (queue %d us, compute %d us)\n",
+          s.value("vertex", ""), s.value("model", ""), s.value("variant", ""),
+          s.value("worker", ""), s.value("rows", 0), s.value("started_us", 0),
+          s.value("finished_us", 0), s.value("queue_us", 0), s.value("compute_us", 0));
+    }
+    for (const json& skipped : p.value("skipped", json::array())) {
+      std::cout << "skipped  " << skipped.get<std::string>() << "\n";
+    }
+  } else {
+    std::cout << "model    " << (*result)["model_name"].get<std::string>() << "\n"
+              << "variant  " << (*result)["model_version"].get<std::string>() << "\n"
+              << "worker   " << p.value("worker", "") << " (" << p.value("worker_type", "")
+              << ")\n"
+              << absl::StrFormat("timings  queue %d us, compute %d us, total %d us, batch %d\n",
+                                 p.value("queue_us", 0), p.value("compute_us", 0),
+                                 p.value("total_us", 0), p.value("batch_size", 0));
+  }
   for (const json& out : (*result)["outputs"]) {
     std::vector<int64_t> shape = out["shape"];
     std::cout << "output   " << out["name"].get<std::string>() << " " << out["shape"].dump()

@@ -26,6 +26,7 @@ struct InferArgs {
   std::string server;
   std::string model;
   std::string app;
+  std::string pipeline;  // a registered pipeline (docs/pipelines.md)
   double latency_ms = 0;
   double min_accuracy = -1;
   double max_cost = -1;

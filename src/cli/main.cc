@@ -16,6 +16,7 @@
 #include "cli/client_commands.h"
 #include "cli/job_command.h"
 #include "cli/key_command.h"
+#include "cli/pipeline_command.h"
 #include "cli/plan_command.h"
 #include "cli/predict_command.h"
 #include "controller/serve.h"
@@ -258,6 +259,7 @@ void AddInferCommand(CLI::App& app, int* exit_code) {
   infer_cmd->add_option("--server", infer->server, "Server URL")->capture_default_str();
   infer_cmd->add_option("--model", infer->model, "Model, or model:variant");
   infer_cmd->add_option("--app", infer->app, "App (model-less query)");
+  infer_cmd->add_option("--pipeline", infer->pipeline, "A registered pipeline");
   infer_cmd->add_option("--latency-ms", infer->latency_ms, "Latency objective");
   infer_cmd->add_option("--min-accuracy", infer->min_accuracy, "Minimum accuracy (fraction)");
   infer_cmd->add_option("--max-cost", infer->max_cost, "Cost ceiling, $/h");
@@ -374,6 +376,7 @@ int main(int argc, char** argv) {
   maitre::cli::AddBenchCommand(app, &exit_code);
   maitre::cli::AddJobCommands(app, &exit_code, kDefaultServer);
   maitre::cli::AddKeyCommands(app, &exit_code, kDefaultServer);
+  maitre::cli::AddPipelineCommands(app, &exit_code, kDefaultServer);
   maitre::cli::AddPredictCommand(app, &exit_code);
   maitre::cli::AddPlanCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "control/allocator.h"
 #include "control/mark_allocator.h"
 #include "control/query_router.h"
@@ -34,6 +35,7 @@
 #include "controller/dataplane/placer.h"
 #include "controller/models/model_removal.h"
 #include "controller/models/registrar.h"
+#include "controller/pipelines/pipeline_book.h"
 #include "controller/registry/blob_store.h"
 #include "controller/registry/registry.h"
 #include "controller/provision/membership_service.h"
@@ -225,8 +227,12 @@ class Controller {
           ModelRef ref = ParseModelRef(params.find("model")->second,
                                        version == params.end() ? "" : version->second);
           const CatalogModel* model = catalog_.Get()->FindModel(ref.model);
-          if (model == nullptr) return std::nullopt;
-          return model->app;
+          if (model != nullptr) return model->app;
+          // /v2/models/{name}/infer reaches a pipeline by name too.
+          if (auto pipeline = pipelines_ ? pipelines_->Find(ref.model) : nullptr) {
+            return pipeline->app;
+          }
+          return std::nullopt;
         });
     return absl::OkStatus();
   }
@@ -255,7 +261,14 @@ class Controller {
       cluster_->SetSelectionIndex(std::make_shared<const policy::SelectionIndex>(*std::move(index)),
                                   ModelSloMs(*snapshot));
     });
-    return catalog_.Reload(*registry_);
+    MAITRE_RETURN_IF_ERROR(catalog_.Reload(*registry_));
+    // Pipelines are validated against the catalog, so they are read after it.
+    pipelines_ = std::make_unique<PipelineBook>(PipelineBook::Options{
+        &registry_->pipelines(), &catalog_, [] { return absl::ToUnixMillis(absl::Now()); }});
+    const int broken = pipelines_->Load();
+    spdlog::info("pipelines: {} registered, {} no longer validate",
+                 pipelines_->List("").size(), broken);
+    return absl::OkStatus();
   }
 
   // What one query goes through: control work queue, metrics, placer and
@@ -354,6 +367,7 @@ class Controller {
     grpc_frontend.metrics = metrics_.get();
     grpc_frontend.keys = keys_.get();
     grpc_frontend.in_flight = in_flight_.get();
+    grpc_frontend.pipelines = pipelines_.get();
     grpc_frontend.version = kVersion;
     grpc_frontend_ = std::make_unique<GrpcFrontend>(grpc_frontend);
     grpc::ServerBuilder builder;
@@ -414,6 +428,7 @@ class Controller {
     frontend.access = access_.get();
     frontend.keys = keys_.get();
     frontend.in_flight = in_flight_.get();
+    frontend.pipelines = pipelines_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
     jobs::AddJobRoutes(router, jobs_.get(), *access_);
@@ -533,6 +548,7 @@ class Controller {
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<registry::BlobStore> blobs_;
   Catalog catalog_;
+  std::unique_ptr<PipelineBook> pipelines_;  // read after the catalog
   std::unique_ptr<KeyRing> keys_;  // before the front-ends: they check keys with it
   std::unique_ptr<HttpAccess> access_;
   std::unique_ptr<Cluster> cluster_;

@@ -6,11 +6,17 @@
 namespace maitre::testing {
 
 std::string ImageRequest(const Valset& valset, int64_t row, const nlohmann::json& parameters) {
-  Tensor image = *SliceRows(valset.inputs, row, row + 1);
+  return ImagesRequest(valset, row, 1, "input", parameters);
+}
+
+std::string ImagesRequest(const Valset& valset, int64_t first, int64_t rows,
+                          const std::string& input_name, const nlohmann::json& parameters) {
+  Tensor images = *SliceRows(valset.inputs, first, first + rows);
   nlohmann::json j{
-      {"inputs", {{{"name", "input"}, {"datatype", "FP32"}, {"shape", {1, 1, 28, 28}}}}}};
+      {"inputs",
+       {{{"name", input_name}, {"datatype", "FP32"}, {"shape", {rows, 1, 28, 28}}}}}};
   nlohmann::json data = nlohmann::json::array();
-  for (int64_t i = 0; i < image.NumElements(); ++i) data.push_back(image.As<float>()[i]);
+  for (int64_t i = 0; i < images.NumElements(); ++i) data.push_back(images.As<float>()[i]);
   j["inputs"][0]["data"] = std::move(data);
   if (!parameters.is_null()) j["parameters"] = parameters;
   return j.dump();

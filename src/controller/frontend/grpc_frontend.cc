@@ -1,7 +1,10 @@
 #include "controller/frontend/grpc_frontend.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/frontend/grpc_codec.h"
 #include "controller/frontend/model_views.h"
+#include "controller/pipelines/pipeline_run.h"
 #include "core/secret_token.h"
 #include "core/status_macros.h"
 #include "rpc/convert.h"
@@ -21,7 +24,11 @@ absl::Status GrpcFrontend::Admit(const grpc::CallbackServerContext& context,
   if (model.empty()) return absl::OkStatus();
   // An unknown model is answered NOT_FOUND by the call itself.
   const CatalogModel* found = o_.catalog->Get()->FindModel(ParseModelRef(model, "").model);
-  return found == nullptr ? absl::OkStatus() : CheckAppAccess(*caller, found->app);
+  if (found != nullptr) return CheckAppAccess(*caller, found->app);
+  if (auto pipeline = o_.pipelines ? o_.pipelines->Find(model) : nullptr) {
+    return CheckAppAccess(*caller, pipeline->app);
+  }
+  return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* GrpcFrontend::ServerLive(grpc::CallbackServerContext* context,
@@ -155,6 +162,15 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
     reactor->Finish(rpc::ToGrpc(refused));
     return reactor;
   }
+  std::shared_ptr<const ServedPipeline> pipeline;
+  if (o_.pipelines != nullptr && request.model_version().empty()) {
+    pipeline = o_.pipelines->Find(request.model_name());
+  }
+  if (pipeline != nullptr) {
+    InferPipeline(std::move(pipeline), *std::move(parsed), received, reactor, response_bytes,
+                  std::move(permit));
+    return reactor;
+  }
   InferTarget target;
   target.app = parsed->app;
   if (target.app.empty() || !request.model_name().empty()) {
@@ -167,21 +183,83 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
       [this, reactor, response_bytes,
        permit = std::move(permit)](absl::StatusOr<InferResponse> result) mutable {
         if (!result.ok()) {
-          reactor->Finish(rpc::ToGrpc(result.status()));
-        } else {
-          inference::ModelInferResponse response;
-          ToModelInferResponse(*std::move(result), &response);
-          bool own = false;
-          reactor->Finish(grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(
-              response, response_bytes, &own));
+          Reply(reactor, response_bytes, std::move(permit), result.status());
+          return;
         }
-        // Finished calls are still sent when the gRPC server shuts down, so
-        // the drain need not wait for the bytes.
-        permit.Release();
-        absl::MutexLock lock(&mu_);
-        --in_flight_;
+        inference::ModelInferResponse response;
+        ToModelInferResponse(*std::move(result), &response);
+        Reply(reactor, response_bytes, std::move(permit), std::move(response));
       });
   return reactor;
+}
+
+// The pipeline's answer, its parameters naming the stages that ran
+// ("stages": "fast,slow") and, per stage, "<vertex>.rows",
+// "<vertex>.started_us", "<vertex>.finished_us", "<vertex>.queue_us",
+// "<vertex>.compute_us" and "<vertex>.variant"; "skipped" names the rest.
+void GrpcFrontend::InferPipeline(std::shared_ptr<const ServedPipeline> pipeline,
+                                 InferRequest request, Nanos received,
+                                 grpc::ServerUnaryReactor* reactor,
+                                 grpc::ByteBuffer* response_bytes,
+                                 InFlightLimit::Permit permit) {
+  if (pipeline->validated == nullptr) {
+    Reply(reactor, response_bytes, std::move(permit),
+          absl::FailedPreconditionError(absl::StrCat("pipeline '", pipeline->name,
+                                                     "' no longer validates (", pipeline->error,
+                                                     "); register it again")));
+    return;
+  }
+  Dispatcher* dispatcher = o_.dispatcher;
+  RunPipeline(
+      pipeline->validated, std::move(request), received, o_.clock,
+      [dispatcher](InferTarget target, InferRequest stage, Nanos at, InferDone done) {
+        dispatcher->Infer(std::move(target), std::move(stage), at, std::move(done));
+      },
+      [this, reactor, response_bytes,
+       permit = std::move(permit)](absl::StatusOr<PipelineAnswer> answer) mutable {
+        if (!answer.ok()) {
+          Reply(reactor, response_bytes, std::move(permit), answer.status());
+          return;
+        }
+        inference::ModelInferResponse response;
+        ToModelInferResponse(std::move(answer->response), &response);
+        auto& params = *response.mutable_parameters();
+        params.erase("worker");
+        params.erase("worker_type");
+        params.erase("queue_us");
+        params.erase("compute_us");
+        std::vector<std::string> ran;
+        for (const StageRun& s : answer->stages) {
+          ran.push_back(s.vertex);
+          params[s.vertex + ".variant"].set_string_param(s.variant);
+          params[s.vertex + ".rows"].set_int64_param(s.rows);
+          params[s.vertex + ".started_us"].set_int64_param(s.started_us);
+          params[s.vertex + ".finished_us"].set_int64_param(s.finished_us);
+          params[s.vertex + ".queue_us"].set_int64_param(s.queue_us);
+          params[s.vertex + ".compute_us"].set_int64_param(s.compute_us);
+        }
+        params["pipeline"].set_string_param(response.model_name());
+        params["stages"].set_string_param(absl::StrJoin(ran, ","));
+        params["skipped"].set_string_param(absl::StrJoin(answer->skipped, ","));
+        Reply(reactor, response_bytes, std::move(permit), std::move(response));
+      });
+}
+
+void GrpcFrontend::Reply(grpc::ServerUnaryReactor* reactor, grpc::ByteBuffer* response_bytes,
+                         InFlightLimit::Permit permit,
+                         absl::StatusOr<inference::ModelInferResponse> response) {
+  if (!response.ok()) {
+    reactor->Finish(rpc::ToGrpc(response.status()));
+  } else {
+    bool own = false;
+    reactor->Finish(grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(
+        *response, response_bytes, &own));
+  }
+  // Finished calls are still sent when the gRPC server shuts down, so
+  // the drain need not wait for the bytes.
+  permit.Release();
+  absl::MutexLock lock(&mu_);
+  --in_flight_;
 }
 
 void GrpcFrontend::BeginDrain() {

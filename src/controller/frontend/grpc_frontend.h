@@ -21,6 +21,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/pipelines/pipeline_book.h"
 #include "controller/dataplane/in_flight_limit.h"
 #include "controller/serving_metrics.h"
 #include "inference.grpc.pb.h"
@@ -41,6 +42,9 @@ class GrpcFrontend final
     const KeyRing* keys = nullptr;
     // Bounds the queries in flight (may be null: no bound).
     InFlightLimit* in_flight = nullptr;
+    // ModelInfer reaches a pipeline by name as it does a model
+    // (docs/pipelines.md, "Serving a pipeline"); may be null.
+    PipelineBook* pipelines = nullptr;
     const Clock* clock = SteadyClock::Get();
     std::string version;
   };
@@ -76,6 +80,14 @@ class GrpcFrontend final
   // be empty); else UNAUTHENTICATED or PERMISSION_DENIED.
   absl::Status Admit(const grpc::CallbackServerContext& context, const std::string& app,
                      const std::string& model) const;
+  // ModelInfer for a pipeline: its stages through the dispatcher.
+  void InferPipeline(std::shared_ptr<const ServedPipeline> pipeline, InferRequest request,
+                     Nanos received, grpc::ServerUnaryReactor* reactor,
+                     grpc::ByteBuffer* response_bytes, InFlightLimit::Permit permit);
+  // Answers a ModelInfer call and ends its place among those in flight.
+  void Reply(grpc::ServerUnaryReactor* reactor, grpc::ByteBuffer* response_bytes,
+             InFlightLimit::Permit permit,
+             absl::StatusOr<inference::ModelInferResponse> response);
 
   const Options o_;
   mutable absl::Mutex mu_;

@@ -6,10 +6,11 @@
 #include <set>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "controller/frontend/http_query.h"
 #include "controller/frontend/infer_codec.h"
 #include "controller/frontend/model_views.h"
+#include "controller/frontend/pipeline_routes.h"
 #include "controller/frontend/status_http.h"
 #include "controller/frontend/variant_views.h"
 #include "http/multipart.h"
@@ -18,10 +19,6 @@ namespace maitre::controller {
 namespace {
 
 using nlohmann::json;
-
-http::Response ErrorResponse(const absl::Status& status) {
-  return http::Response::Error(HttpStatusFor(status), status.message());
-}
 
 json SpecJson(const TensorSpec& spec) {
   return {{"name", spec.name},
@@ -38,6 +35,14 @@ json AppDefaultsJson(const Requirements& r, std::optional<double> max_accuracy_d
   if (r.max_cost) j["max_cost"] = *r.max_cost;
   if (max_accuracy_drop) j["max_accuracy_drop"] = *max_accuracy_drop;
   return j;
+}
+
+// How many things went with a deleted app. A failure is logged, not
+// answered: the app itself is gone by then.
+int CountOrLog(const absl::StatusOr<int>& forgotten, const char* doing, const std::string& app) {
+  if (forgotten.ok()) return *forgotten;
+  spdlog::error("{} of deleted app {}: {}", doing, app, forgotten.status().ToString());
+  return 0;
 }
 
 // "model" or "model:variant" as the {model} path segment, plus an optional
@@ -120,40 +125,15 @@ class Frontend {
   }
 
   void Infer(http::Request&& request, InferTarget target, http::Responder respond) {
-    // Deadlines count from the request's arrival (its head read by the
-    // server), so time spent reading the body and queued for this handler
-    // is charged to the query (docs/architecture.md, "How a query travels").
-    const Nanos received = request.arrived != 0 ? request.arrived : o_.clock->Now();
-    InFlightLimit::Permit permit;
-    if (o_.in_flight != nullptr) {
-      permit = o_.in_flight->TryAcquire();
-      if (!permit.held()) {
-        absl::Status refused = absl::ResourceExhaustedError(o_.in_flight->RefusalMessage());
-        if (o_.metrics != nullptr) o_.metrics->RecordQuery("", "", refused, nullptr);
-        std::move(respond)(ErrorResponse(refused));
-        return;
-      }
-    }
-    int64_t json_length = -1;
-    absl::string_view header = request.GetHeader("Inference-Header-Content-Length");
-    if (!header.empty() && (!absl::SimpleAtoi(header, &json_length) || json_length < 0)) {
-      std::move(respond)(http::Response::Error(
-          400, "Inference-Header-Content-Length must be a non-negative integer"));
-      return;
-    }
-    auto parsed = ParseInferRequest(request.body, json_length);
-    if (!parsed.ok()) {
-      if (o_.metrics != nullptr) o_.metrics->RecordQuery("", "", parsed.status(), nullptr);
-      std::move(respond)(ErrorResponse(parsed.status()));
-      return;
-    }
+    auto query = AcceptHttpQuery(request, o_.in_flight, o_.metrics, o_.clock, respond);
+    if (!query) return;
     // The dispatcher consumes the request; how to encode the answer is kept.
-    std::vector<RequestedOutput> requested = parsed->outputs;
-    bool all_binary = parsed->binary_outputs;
+    std::vector<RequestedOutput> requested = query->request.outputs;
+    bool all_binary = query->request.binary_outputs;
     o_.dispatcher->Infer(
-        std::move(target), *std::move(parsed), received,
+        std::move(target), std::move(query->request), query->received,
         [respond = std::move(respond), requested = std::move(requested), all_binary,
-         permit = std::move(permit)](absl::StatusOr<InferResponse> result) mutable {
+         permit = std::move(query->permit)](absl::StatusOr<InferResponse> result) mutable {
           // The answer is the query's last use of the memory the permit
           // stands for (the request is gone, the response handed over).
           if (!result.ok()) {
@@ -161,14 +141,8 @@ class Frontend {
             permit.Release();
             return;
           }
-          EncodedResponse encoded = WriteInferResponse(*result, requested, all_binary);
-          http::Response response = http::Response::Json(200, std::move(encoded.body));
-          if (encoded.json_length >= 0) {
-            response.content_type = "application/octet-stream";
-            response.headers.push_back(
-                {"Inference-Header-Content-Length", std::to_string(encoded.json_length)});
-          }
-          std::move(respond)(std::move(response));
+          std::move(respond)(
+              InferHttpResponse(WriteInferResponse(*result, requested, all_binary)));
           permit.Release();
         });
   }
@@ -245,22 +219,20 @@ class Frontend {
         return;
       }
       // A deleted app's keys go with it: whoever registers the name next
-      // is not reached by them.
-      int keys_revoked = 0;
+      // is not reached by them; and so do its pipelines.
+      int keys_revoked = 0, pipelines_deleted = 0;
       if (removal->app_removed && o_.keys != nullptr) {
-        auto forgotten = o_.keys->ForgetApp(app);
-        if (forgotten.ok()) {
-          keys_revoked = *forgotten;
-        } else {
-          spdlog::error("revoking the keys of deleted app {}: {}", app,
-                        forgotten.status().ToString());
-        }
+        keys_revoked = CountOrLog(o_.keys->ForgetApp(app), "revoking the keys", app);
+      }
+      if (removal->app_removed && o_.pipelines != nullptr) {
+        pipelines_deleted =
+            CountOrLog(o_.pipelines->DeleteApp(app), "deleting the pipelines", app);
       }
       json j{{"app", removal->app},         {"app_deleted", removal->app_removed},
              {"models", removal->models},   {"variants", removal->variants},
              {"unloading", removal->unloaded}, {"cancelled_jobs", removal->cancelled_jobs},
              {"blobs_removed", removal->blobs_removed}, {"bytes_freed", removal->bytes_freed},
-             {"keys_revoked", keys_revoked}};
+             {"keys_revoked", keys_revoked}, {"pipelines_deleted", pipelines_deleted}};
       std::move (*shared_respond)(http::Response::Json(200, j.dump()));
     });
   }
@@ -515,15 +487,29 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
   });
   for (const char* base : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
     add("GET", base, Reach::kModel,
-        [f](Request&&, const PathParams& p, const Principal&, Responder r) {
+        [f, options](Request&&, const PathParams& p, const Principal&, Responder r) {
+          if (options.pipelines != nullptr && p.count("version") == 0) {
+            if (auto pipeline = options.pipelines->Find(p.find("model")->second)) {
+              std::move(r)(PipelineMetadata(*pipeline));
+              return;
+            }
+          }
           f->ModelMetadata(p, std::move(r));
         });
     add("GET", absl::StrCat(base, "/ready"), Reach::kModel,
         [f](Request&&, const PathParams& p, const Principal&, Responder r) {
           f->ModelReady(p, std::move(r));
         });
+    // The Open Inference Protocol reaches a pipeline by its name as it
+    // does a model (a pipeline has no versions).
     add("POST", absl::StrCat(base, "/infer"), Reach::kModel,
-        [f](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        [f, options](Request&& q, const PathParams& p, const Principal&, Responder r) {
+          if (options.pipelines != nullptr && p.count("version") == 0) {
+            if (auto pipeline = options.pipelines->Find(p.find("model")->second)) {
+              ServePipelineQuery(options, std::move(pipeline), std::move(q), std::move(r));
+              return;
+            }
+          }
           f->Infer(std::move(q), TargetOf(p), std::move(r));
         });
   }
@@ -573,6 +559,7 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
       [f](Request&&, const PathParams&, const Principal& caller, Responder r) {
         f->RepositoryIndex(caller, std::move(r));
       });
+  if (options.pipelines != nullptr) AddPipelineRoutes(options, router);
   add("GET", "/metrics", Reach::kAdmin,
       [f](Request&&, const PathParams&, const Principal&, Responder r) {
         f->Metrics(std::move(r));

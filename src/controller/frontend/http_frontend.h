@@ -16,6 +16,7 @@
 #include "controller/models/model_removal.h"
 #include "controller/dataplane/in_flight_limit.h"
 #include "controller/models/registrar.h"
+#include "controller/pipelines/pipeline_book.h"
 #include "controller/serving_metrics.h"
 #include "core/work_queue.h"
 #include "http/router.h"
@@ -34,6 +35,9 @@ struct FrontendOptions {
   KeyRing* keys = nullptr;  // a deleted app's keys are revoked; may be null
   // Bounds the queries in flight (may be null: no bound).
   InFlightLimit* in_flight = nullptr;
+  // The registered pipelines (docs/pipelines.md, "Serving a pipeline"); may
+  // be null: no pipeline routes.
+  PipelineBook* pipelines = nullptr;
   const Clock* clock = SteadyClock::Get();
   std::string version = "0.1.0";
 };

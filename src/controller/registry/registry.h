@@ -8,7 +8,7 @@
 // instances, queue lengths, worker health) is in memory elsewhere and is
 // never written to this file. Offline jobs' records share the file but have
 // their own store (job_store.h), reached through jobs(); so do API keys
-// (key_store.h, keys()).
+// (key_store.h, keys()) and pipelines (pipeline_store.h, pipelines()).
 //
 // Errors: InvalidArgument for a malformed record (names, hashes, fractions),
 // NotFound for something absent, AlreadyExists for a model name taken by
@@ -36,6 +36,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/registry/job_store.h"
 #include "controller/registry/key_store.h"
+#include "controller/registry/pipeline_store.h"
 #include "controller/registry/schema.h"
 #include "controller/registry/validation.h"
 #include "core/model_spec.h"
@@ -184,6 +185,10 @@ class Registry {
   // The keys' records, in this registry's file (key_store.h).
   KeyStore& keys() { return keys_; }
 
+  // ---- pipelines ----
+  // The pipelines' records, in this registry's file (pipeline_store.h).
+  PipelineStore& pipelines() { return pipelines_; }
+
   // The List* calls have no error channel: a read that fails part way (disk
   // error, a damaged row) logs the error and returns the rows read so far,
   // skipping rows that cannot be decoded. Get* calls report such errors.
@@ -214,6 +219,7 @@ class Registry {
   // Shares db_ and mu_; declared after them so that it is built after them.
   JobStore jobs_;
   KeyStore keys_;
+  PipelineStore pipelines_;
 };
 
 }  // namespace maitre::registry

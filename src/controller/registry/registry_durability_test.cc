@@ -50,8 +50,8 @@ int Latest() { return SchemaMigrations().back().version; }
 
 // What a later schema change would append: a new table and a new column.
 Migration NextMigration() {
-  return {Latest() + 1, "pipelines", R"sql(
-CREATE TABLE pipelines (
+  return {Latest() + 1, "experiments", R"sql(
+CREATE TABLE experiments (
   id    TEXT PRIMARY KEY NOT NULL,
   app   TEXT NOT NULL REFERENCES apps(name),
   state TEXT NOT NULL
@@ -143,7 +143,7 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
     Populate(*r);
     before = Dump(*r);
   }
-  ASSERT_FALSE(TableExists(path, "pipelines"));
+  ASSERT_FALSE(TableExists(path, "experiments"));
   std::vector<Migration> newer = SchemaMigrations();
   newer.push_back(NextMigration());
   {
@@ -153,7 +153,7 @@ TEST(RegistryDurabilityTest, AnOlderFileIsMigratedAndKeepsItsData) {
     // The widened apps table still takes upserts.
     ASSERT_TRUE(r->PutApp({"audio", {}}).ok());
   }
-  EXPECT_TRUE(TableExists(path, "pipelines"));
+  EXPECT_TRUE(TableExists(path, "experiments"));
   // Opening again at the same version runs nothing twice.
   auto r = MustOpen({path, newer});
   EXPECT_EQ(r->schema_version(), Latest() + 1);
@@ -271,11 +271,11 @@ TEST(RegistryDurabilityTest, AFailedMigrationLeavesTheFileAsItWas) {
   std::vector<Migration> broken = SchemaMigrations();
   broken.push_back(
       {Latest() + 1, "half-written",
-       "CREATE TABLE pipelines (id TEXT); SELECT * FROM no_such_table;"});
+       "CREATE TABLE experiments (id TEXT); SELECT * FROM no_such_table;"});
   auto failed = Registry::Open({path, broken});
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(), HasSubstr(absl::StrCat("migration ", Latest() + 1)));
-  EXPECT_FALSE(TableExists(path, "pipelines"));  // rolled back with the rest
+  EXPECT_FALSE(TableExists(path, "experiments"));  // rolled back with the rest
 
   auto r = MustOpen({path});
   EXPECT_EQ(r->schema_version(), Latest());

@@ -146,6 +146,22 @@ CREATE TABLE api_keys (
 );
 )sql";
 
+// Pipelines (pipeline_store.h; docs/pipelines.md, "Serving a pipeline").
+// Keyed by name alone: /v2/models/{name} reaches a pipeline as it does a
+// model. The spec is kept as JSON and validated again on reading, so no
+// column depends on the models it names; no foreign key to apps either,
+// for the same reason as api_keys, and deleting an app deletes its
+// pipelines in code.
+constexpr char kPipelines[] = R"sql(
+CREATE TABLE pipelines (
+  name            TEXT PRIMARY KEY NOT NULL,
+  app             TEXT NOT NULL,
+  spec_json       TEXT NOT NULL,
+  created_unix_ms INTEGER NOT NULL
+);
+CREATE INDEX pipelines_by_app ON pipelines(app);
+)sql";
+
 }  // namespace
 
 // A new migration is appended with the next version; shipped ones never
@@ -158,6 +174,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {4, "profiles: sweeps left", kProfilesSweepsLeft},
       {5, "apps: max_accuracy_drop", kAppsMaxAccuracyDrop},
       {6, "api keys", kApiKeys},
+      {7, "pipelines", kPipelines},
   };
   return *migrations;
 }

@@ -1,0 +1,59 @@
+#include "controller/frontend/http_query.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "controller/frontend/status_http.h"
+
+namespace maitre::controller {
+
+std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, InFlightLimit* in_flight,
+                                             ServingMetrics* metrics, const Clock* clock,
+                                             http::Responder& respond) {
+  AcceptedQuery query;
+  // Deadlines count from the request's arrival (its head read by the
+  // server), so time spent reading the body and queued for this handler
+  // is charged to the query (docs/architecture.md, "How a query travels").
+  query.received = request.arrived != 0 ? request.arrived : clock->Now();
+  if (in_flight != nullptr) {
+    query.permit = in_flight->TryAcquire();
+    if (!query.permit.held()) {
+      absl::Status refused = absl::ResourceExhaustedError(in_flight->RefusalMessage());
+      if (metrics != nullptr) metrics->RecordQuery("", "", refused, nullptr);
+      std::move(respond)(ErrorResponse(refused));
+      return std::nullopt;
+    }
+  }
+  int64_t json_length = -1;
+  absl::string_view header = request.GetHeader("Inference-Header-Content-Length");
+  if (!header.empty() && (!absl::SimpleAtoi(header, &json_length) || json_length < 0)) {
+    std::move(respond)(http::Response::Error(
+        400, "Inference-Header-Content-Length must be a non-negative integer"));
+    return std::nullopt;
+  }
+  auto parsed = ParseInferRequest(request.body, json_length);
+  if (!parsed.ok()) {
+    if (metrics != nullptr) metrics->RecordQuery("", "", parsed.status(), nullptr);
+    std::move(respond)(ErrorResponse(parsed.status()));
+    return std::nullopt;
+  }
+  query.request = *std::move(parsed);
+  return query;
+}
+
+http::Response ErrorResponse(const absl::Status& status) {
+  return http::Response::Error(HttpStatusFor(status), status.message());
+}
+
+http::Response InferHttpResponse(EncodedResponse encoded) {
+  http::Response response = http::Response::Json(200, std::move(encoded.body));
+  if (encoded.json_length >= 0) {
+    response.content_type = "application/octet-stream";
+    response.headers.push_back(
+        {"Inference-Header-Content-Length", std::to_string(encoded.json_length)});
+  }
+  return response;
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,43 @@
+// The first and last steps every HTTP /infer route shares, whether the
+// query goes to a model, an app or a pipeline (docs/api.md, "Open
+// Inference Protocol core"): take a permit under the in-flight bound,
+// parse the body (JSON, or the binary-data extension), and at the end
+// turn the encoded answer into an HTTP response.
+//
+// Thread-safety: functions are thread-safe.
+#pragma once
+
+#include <optional>
+
+#include "controller/dataplane/in_flight_limit.h"
+#include "controller/frontend/infer_codec.h"
+#include "controller/serving_metrics.h"
+#include "core/clock.h"
+#include "http/message.h"
+#include "http/responder.h"
+
+namespace maitre::controller {
+
+struct AcceptedQuery {
+  InferRequest request;
+  // When the query arrived: deadlines and reported times count from it.
+  Nanos received = 0;
+  // Held until the answer is handed over (may hold nothing: no bound).
+  InFlightLimit::Permit permit;
+};
+
+// The query `request` carries, or nullopt when it was refused (over the
+// in-flight bound: 429; a malformed body: 400), in which case `respond`
+// was used. `in_flight` and `metrics` may be null.
+std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, InFlightLimit* in_flight,
+                                             ServingMetrics* metrics, const Clock* clock,
+                                             http::Responder& respond);
+
+// The error answer for `status`: its HTTP code (status_http.h) and message.
+http::Response ErrorResponse(const absl::Status& status);
+
+// A 200 carrying `encoded`, binary tensors following the JSON when it has
+// them.
+http::Response InferHttpResponse(EncodedResponse encoded);
+
+}  // namespace maitre::controller

@@ -1,0 +1,126 @@
+#include "controller/pipelines/pipeline_book.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace maitre::controller {
+
+PipelineBook::PipelineBook(Options options) : options_(std::move(options)) {}
+
+absl::StatusOr<pipeline::ValidatedPipeline> PipelineBook::Validate(
+    const std::string& app, const std::string& name, const std::string& spec_json) const {
+  MAITRE_ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
+                          pipeline::ParsePipelineSpecJson(spec_json));
+  if (spec.name.empty()) spec.name = name;
+  if (spec.name != name) {
+    return absl::InvalidArgumentError(absl::StrCat("the spec names pipeline \"", spec.name,
+                                                   "\" but the path names \"", name, "\""));
+  }
+  auto catalog = options_.catalog->Get();
+  const CatalogApp* owner = catalog->FindApp(app);
+  if (owner == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no app named '", app,
+                                            "'; register its models before its pipelines"));
+  }
+  if (catalog->FindModel(name) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "'", name, "' names a model; a pipeline needs a name no model holds, as "
+        "/v2/models/{name} reaches either"));
+  }
+  // Only the app's own models: a pipeline belongs to its app.
+  std::map<std::string, ModelSpec> models;
+  for (const std::string& model : owner->models) {
+    if (const CatalogModel* m = catalog->FindModel(model); m != nullptr) models[model] = m->spec;
+  }
+  return pipeline::ValidatePipeline(std::move(spec), models);
+}
+
+int PipelineBook::Load() {
+  int broken = 0;
+  std::map<std::string, std::shared_ptr<const ServedPipeline>, std::less<>> loaded;
+  for (registry::PipelineRecord& record : options_.store->ListPipelines()) {
+    auto served = std::make_shared<ServedPipeline>();
+    served->name = record.name;
+    served->app = record.app;
+    served->spec_json = std::move(record.spec_json);
+    served->created_unix_ms = record.created_unix_ms;
+    auto validated = Validate(served->app, served->name, served->spec_json);
+    if (validated.ok()) {
+      served->validated =
+          std::make_shared<const pipeline::ValidatedPipeline>(*std::move(validated));
+    } else {
+      ++broken;
+      served->error = std::string(validated.status().message());
+      spdlog::warn("pipeline {} of app {} no longer validates: {}", served->name, served->app,
+                   served->error);
+    }
+    loaded[served->name] = std::move(served);
+  }
+  absl::MutexLock lock(&mu_);
+  pipelines_ = std::move(loaded);
+  return broken;
+}
+
+absl::StatusOr<PipelineBook::Put> PipelineBook::Register(const std::string& app,
+                                                         const std::string& name,
+                                                         const std::string& spec_json) {
+  // One registration at a time: the name checks and the write go together.
+  absl::MutexLock lock(&mu_);
+  auto existing = pipelines_.find(name);
+  if (existing != pipelines_.end() && existing->second->app != app) {
+    return absl::AlreadyExistsError(absl::StrCat("pipeline name '", name, "' is taken by app '",
+                                                 existing->second->app, "'"));
+  }
+  MAITRE_ASSIGN_OR_RETURN(pipeline::ValidatedPipeline validated,
+                          Validate(app, name, spec_json));
+  auto served = std::make_shared<ServedPipeline>();
+  served->name = name;
+  served->app = app;
+  served->spec_json = spec_json;
+  served->created_unix_ms = existing != pipelines_.end() ? existing->second->created_unix_ms
+                                                         : options_.now_unix_ms();
+  served->validated = std::make_shared<const pipeline::ValidatedPipeline>(std::move(validated));
+  MAITRE_RETURN_IF_ERROR(options_.store->PutPipeline(
+      registry::PipelineRecord{name, app, spec_json, served->created_unix_ms}));
+  Put put{served, existing == pipelines_.end()};
+  pipelines_[name] = std::move(served);
+  return put;
+}
+
+std::shared_ptr<const ServedPipeline> PipelineBook::Find(absl::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pipelines_.find(name);
+  return it == pipelines_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const ServedPipeline>> PipelineBook::List(
+    absl::string_view app) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<const ServedPipeline>> out;
+  for (const auto& [name, p] : pipelines_) {
+    if (app.empty() || p->app == app) out.push_back(p);
+  }
+  return out;
+}
+
+absl::Status PipelineBook::Delete(const std::string& app, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  MAITRE_RETURN_IF_ERROR(options_.store->DeletePipeline(app, name));
+  pipelines_.erase(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> PipelineBook::DeleteApp(const std::string& app) {
+  absl::MutexLock lock(&mu_);
+  MAITRE_ASSIGN_OR_RETURN(int removed, options_.store->DeleteAppPipelines(app));
+  for (auto it = pipelines_.begin(); it != pipelines_.end();) {
+    it = it->second->app == app ? pipelines_.erase(it) : std::next(it);
+  }
+  return removed;
+}
+
+}  // namespace maitre::controller

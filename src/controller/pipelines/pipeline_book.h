@@ -1,0 +1,89 @@
+// The controller's registered pipelines (docs/pipelines.md, "Serving a
+// pipeline"): each validated against its app's registered models when it
+// is registered, kept in the registry (registry/pipeline_store.h) and read
+// back, and validated again, at start-up.
+//
+// A pipeline belongs to one app and may only name that app's models. Its
+// name shares the namespace of model names, since /v2/models/{name}/infer
+// reaches either: a name a model holds, or another app's pipeline holds,
+// is refused (AlreadyExists).
+//
+// Errors: InvalidArgument for a spec that does not parse or validate (the
+// message names the vertex, edge or output at fault, pipeline/spec.h),
+// NotFound for an unknown app or pipeline, AlreadyExists for a taken name.
+//
+// Thread-safety: thread-safe. Lookups share a mutex with the rare writes;
+// what they return is immutable.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/models/catalog.h"
+#include "controller/registry/pipeline_store.h"
+#include "pipeline/spec.h"
+
+namespace maitre::controller {
+
+struct ServedPipeline {
+  std::string name;
+  std::string app;
+  std::string spec_json;  // as registered
+  int64_t created_unix_ms = 0;
+  // Null when the stored spec no longer validates against the app's models
+  // (one was deleted or re-registered with other tensors); `error` says why,
+  // and queries are refused with it until the pipeline is registered again.
+  std::shared_ptr<const pipeline::ValidatedPipeline> validated;
+  std::string error;
+};
+
+class PipelineBook {
+ public:
+  struct Options {
+    registry::PipelineStore* store = nullptr;
+    Catalog* catalog = nullptr;
+    // Wall-clock milliseconds for a new record's creation time.
+    std::function<int64_t()> now_unix_ms;
+  };
+  explicit PipelineBook(Options options);
+
+  // Reads every stored pipeline and validates it against the catalog;
+  // returns how many no longer validate (kept, with their error).
+  int Load();
+
+  struct Put {
+    std::shared_ptr<const ServedPipeline> pipeline;
+    bool created = false;  // false: an existing pipeline was replaced
+  };
+  // Registers (or replaces) pipeline `name` of `app` from its JSON spec. The
+  // spec's "name", when given, must be `name`.
+  absl::StatusOr<Put> Register(const std::string& app, const std::string& name,
+                               const std::string& spec_json);
+
+  // Null when no pipeline has this name.
+  std::shared_ptr<const ServedPipeline> Find(absl::string_view name) const;
+  // The pipelines of `app` ("" for every app), by name.
+  std::vector<std::shared_ptr<const ServedPipeline>> List(absl::string_view app) const;
+  absl::Status Delete(const std::string& app, const std::string& name);
+  // Forgets every pipeline of a deleted app; returns how many.
+  absl::StatusOr<int> DeleteApp(const std::string& app);
+
+ private:
+  // The spec validated against `app`'s models in the current catalog.
+  absl::StatusOr<pipeline::ValidatedPipeline> Validate(const std::string& app,
+                                                       const std::string& name,
+                                                       const std::string& spec_json) const;
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<const ServedPipeline>, std::less<>> pipelines_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maitre::controller

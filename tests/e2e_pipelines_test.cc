@@ -1,0 +1,363 @@
+// End-to-end: the zoo's cascade as a served pipeline (docs/pipelines.md,
+// "Serving a pipeline"; docs/api.md, "Pipelines"), against a real `maitre
+// serve` with a real worker: bad specs get 400s naming the vertex, the
+// cascade answers as the two models' own answers say it should, its
+// answers name the stages that ran, and it survives a restart.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/file_util.h"
+#include "core/valset.h"
+#include "inference.grpc.pb.h"
+#include "runtime/testing/zoo.h"
+#include "testing/server_process.h"
+#include "testing/zoo_requests.h"
+
+namespace maitre {
+namespace {
+
+using nlohmann::json;
+using runtime::testing::ScopedTempDir;
+using testing::ServerOptions;
+using testing::ServerProcess;
+
+constexpr char kApp[] = "fashion";
+constexpr double kThreshold = 0.8;
+constexpr int64_t kImages = 1000;
+constexpr int64_t kRowsPerQuery = 50;
+
+json Cascade() {
+  return json::parse(R"({
+    "vertices": [
+      {"name": "fast", "model": "fmnist-logreg", "inputs": {"input": "$image"}},
+      {"name": "slow", "model": "fmnist-cnn-wide", "inputs": {"input": "$image"}}],
+    "edges": [{"from": "fast", "to": "slow",
+               "when": {"output": "logits", "max_softmax_below": 0.8}}],
+    "outputs": {"logits": ["slow.logits", "fast.logits"]}})");
+}
+
+// Per row of an answer's "logits" output: the top class and the top
+// class's softmax probability.
+struct Row {
+  int64_t label = 0;
+  double confidence = 0;
+};
+
+std::vector<Row> RowsOf(const json& answer) {
+  const json& out = answer.at("outputs").at(0);
+  const int64_t classes = out.at("shape").at(1).get<int64_t>();
+  std::vector<double> x = out.at("data").get<std::vector<double>>();
+  std::vector<Row> rows;
+  for (size_t at = 0; at + classes <= x.size(); at += classes) {
+    auto begin = x.begin() + at, end = begin + classes;
+    const double top = *std::max_element(begin, end);
+    double sum = 0;
+    for (auto it = begin; it != end; ++it) sum += std::exp(*it - top);
+    rows.push_back({std::max_element(begin, end) - begin, 1 / sum});
+  }
+  return rows;
+}
+
+// What `maitre <args>` printed (stdout and stderr), and its exit status.
+std::pair<std::string, int> RunMaitre(const std::string& args) {
+  std::string command = absl::StrCat(testing::MaitreBinary(), " ", args, " 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {"cannot run " + command, -1};
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  return {out, pclose(pipe)};
+}
+
+class PipelinesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScopedTempDir();
+    const std::string valset_path = dir_->path() + "/valset.npz";
+    valset_ = new Valset();
+    ASSERT_TRUE(testing::WriteValsetSlice(**runtime::testing::ZooValset(), kImages, valset_path,
+                                          valset_)
+                    .ok());
+    server_ = StartServer();
+    ASSERT_NE(server_, nullptr);
+    auto zoo = runtime::testing::LoadZoo();
+    ASSERT_TRUE(zoo.ok()) << zoo.status();
+    for (const auto& m : *zoo) {
+      if (m.name != "fmnist-logreg" && m.name != "fmnist-cnn-wide") continue;
+      auto r = server_->Register(kApp, m.name, m.torchscript, m.onnx, valset_path);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->status, 201) << m.name << ": " << r->body;
+    }
+    // Another app's model: a pipeline of "fashion" may not name it.
+    for (const auto& m : *zoo) {
+      if (m.name != "fmnist-mlp") continue;
+      auto r = server_->Register("other", m.name, m.torchscript, m.onnx, "");
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->status, 201) << r->body;
+    }
+  }
+  static ServerProcess* StartServer() {
+    ServerOptions options;
+    options.data_dir = dir_->path() + "/data";
+    options.workers = "cpu-1:1";
+    options.extra_args = {"--profile-sweeps", "1"};
+    auto server = ServerProcess::Start(options);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? server->release() : nullptr;
+  }
+  static void TearDownTestSuite() {
+    if (server_ != nullptr) EXPECT_TRUE(server_->Stop().ok());
+    delete server_;
+    delete valset_;
+    delete dir_;
+  }
+
+  static absl::StatusOr<http::Response> Send(const std::string& method, const std::string& path,
+                                             const std::string& body = "") {
+    return server_->SendAs(server_->admin_key(), method, path, body);
+  }
+  static absl::StatusOr<json> Infer(const std::string& path, int64_t first, int64_t rows,
+                                    const std::string& input) {
+    auto r = Send("POST", path, testing::ImagesRequest(*valset_, first, rows, input, nullptr));
+    if (!r.ok()) return r.status();
+    if (r->status != 200) return absl::InternalError(absl::StrCat(r->status, " ", r->body));
+    return json::parse(r->body);
+  }
+  static int64_t Label(int64_t row) { return valset_->labels.As<int64_t>()[row]; }
+
+  static ScopedTempDir* dir_;
+  static Valset* valset_;
+  static ServerProcess* server_;
+};
+
+ScopedTempDir* PipelinesTest::dir_ = nullptr;
+Valset* PipelinesTest::valset_ = nullptr;
+ServerProcess* PipelinesTest::server_ = nullptr;
+
+// Each bad spec gets a 400 naming the vertex at fault, and nothing is
+// registered.
+TEST_F(PipelinesTest, BadSpecsAreRefusedNamingTheVertex) {
+  json cycle = Cascade();
+  cycle["edges"].push_back({{"from", "slow"}, {"to", "fast"}});
+  json unknown = Cascade();
+  unknown["vertices"][1]["model"] = "no-such-model";
+  json foreign = Cascade();
+  foreign["vertices"][1]["model"] = "fmnist-mlp";  // the app "other"'s
+  json mismatch = Cascade();
+  mismatch["vertices"][1]["inputs"]["input"] = "fast.logits";
+  for (const auto& [spec, message] :
+       {std::pair{cycle, std::string("lies on a cycle")},
+        {unknown, "vertex \"slow\": unknown model \"no-such-model\""},
+        {foreign, "vertex \"slow\": unknown model \"fmnist-mlp\""},
+        {mismatch, "vertex \"slow\" input \"input\": type mismatch"}}) {
+    auto r = Send("PUT", absl::StrCat("/v2/apps/", kApp, "/pipelines/bad"), spec.dump());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 400) << r->body;
+    const std::string error = json::parse(r->body).value("error", "");
+    EXPECT_TRUE(absl::StrContains(error, message)) << error << " lacks " << message;
+  }
+  auto not_json = Send("PUT", absl::StrCat("/v2/apps/", kApp, "/pipelines/bad"), "{");
+  ASSERT_TRUE(not_json.ok());
+  EXPECT_EQ(not_json->status, 400) << not_json->body;
+  // A model's name is taken: /v2/models/{name} must reach one thing.
+  auto taken = Send("PUT", absl::StrCat("/v2/apps/", kApp, "/pipelines/fmnist-logreg"),
+                    Cascade().dump());
+  ASSERT_TRUE(taken.ok());
+  EXPECT_EQ(taken->status, 409) << taken->body;
+  auto bad = Send("GET", absl::StrCat("/v2/apps/", kApp, "/pipelines/bad"));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 404) << bad->body;
+}
+
+// The cascade's answers equal what the two models' own answers say it
+// should give, image by image; each answer names the stages that ran;
+// and the pipeline is there after a restart.
+TEST_F(PipelinesTest, TheCascadeAnswersAsItsModelsSayAndSurvivesARestart) {
+  const std::string one = absl::StrCat("/v2/apps/", kApp, "/pipelines/fmnist-cascade");
+  auto put = Send("PUT", one, Cascade().dump());
+  ASSERT_TRUE(put.ok()) << put.status();
+  ASSERT_EQ(put->status, 201) << put->body;
+  auto again = Send("PUT", one, Cascade().dump());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->status, 200) << again->body;  // replaced, not created
+  auto listed = server_->GetJson(absl::StrCat("/v2/apps/", kApp, "/pipelines"));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->at("pipelines").size(), 1u);
+  EXPECT_EQ(listed->at("pipelines")[0].at("order"), json({"fast", "slow"}));
+
+  int64_t correct_pipeline = 0, correct_offline = 0, slow_rows = 0, agree = 0;
+  for (int64_t first = 0; first < kImages; first += kRowsPerQuery) {
+    auto fast = Infer("/v2/models/fmnist-logreg/infer", first, kRowsPerQuery, "input");
+    auto slow = Infer("/v2/models/fmnist-cnn-wide/infer", first, kRowsPerQuery, "input");
+    // Half through the app's route, half through the Open Inference
+    // Protocol's: the same pipeline.
+    const std::string path = (first / kRowsPerQuery) % 2 == 0
+                                 ? one + "/infer"
+                                 : std::string("/v2/models/fmnist-cascade/infer");
+    auto cascade = Infer(path, first, kRowsPerQuery, "image");
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    ASSERT_TRUE(slow.ok()) << slow.status();
+    ASSERT_TRUE(cascade.ok()) << cascade.status();
+    std::vector<Row> f = RowsOf(*fast), s = RowsOf(*slow), c = RowsOf(*cascade);
+    ASSERT_EQ(c.size(), static_cast<size_t>(kRowsPerQuery));
+    int64_t unsure = 0;
+    for (int64_t i = 0; i < kRowsPerQuery; ++i) {
+      const bool to_slow = f[i].confidence < kThreshold;
+      unsure += to_slow;
+      const int64_t offline = to_slow ? s[i].label : f[i].label;
+      correct_offline += offline == Label(first + i);
+      correct_pipeline += c[i].label == Label(first + i);
+      agree += c[i].label == offline;
+    }
+    slow_rows += unsure;
+    // The answer names the stages that ran, with their rows and timings.
+    const json& params = cascade->at("parameters");
+    EXPECT_EQ(params.at("pipeline"), "fmnist-cascade");
+    const json& stages = params.at("stages");
+    ASSERT_GE(stages.size(), 1u) << params;
+    EXPECT_EQ(stages[0].at("vertex"), "fast");
+    EXPECT_EQ(stages[0].at("rows"), kRowsPerQuery);
+    if (unsure > 0) {
+      ASSERT_EQ(stages.size(), 2u) << params;
+      EXPECT_EQ(stages[1].at("vertex"), "slow");
+      EXPECT_EQ(stages[1].at("model"), "fmnist-cnn-wide");
+      // The fast model's own answer and the stage's may come from
+      // different variants; the count is the same up to rows at the edge.
+      EXPECT_NEAR(stages[1].at("rows").get<double>(), unsure, 2) << params;
+      EXPECT_LE(stages[0].at("finished_us").get<int64_t>(),
+                stages[1].at("started_us").get<int64_t>());
+    }
+    EXPECT_LE(stages.back().at("finished_us").get<int64_t>(),
+              params.at("total_us").get<int64_t>());
+  }
+  const double pipeline_accuracy = static_cast<double>(correct_pipeline) / kImages;
+  const double offline_accuracy = static_cast<double>(correct_offline) / kImages;
+  std::printf("cascade on %lld validation images: accuracy %.4f served, %.4f offline; "
+              "%.1f%% of images reached the slow stage; answers agree on %lld\n",
+              static_cast<long long>(kImages), pipeline_accuracy, offline_accuracy,
+              100.0 * slow_rows / kImages, static_cast<long long>(agree));
+  // Each stage may be served by another variant of its model than the
+  // model's own query was (the policy chooses per query), so a row near
+  // the threshold may go the other way; hardly any may.
+  EXPECT_GE(agree, kImages * 99 / 100);
+  EXPECT_NEAR(pipeline_accuracy, offline_accuracy, 0.01);
+  EXPECT_GT(slow_rows, 0);
+  EXPECT_LT(slow_rows, kImages);
+
+  // Bad queries get 400s, and the pipeline keeps serving.
+  auto wrong_input = Send("POST", one + "/infer",
+                          testing::ImagesRequest(*valset_, 0, 1, "input", nullptr));
+  ASSERT_TRUE(wrong_input.ok());
+  EXPECT_EQ(wrong_input->status, 400) << wrong_input->body;
+  EXPECT_TRUE(absl::StrContains(wrong_input->body, "has no input 'input'")) << wrong_input->body;
+
+  ASSERT_TRUE(server_->Stop().ok());
+  delete server_;
+  server_ = StartServer();
+  ASSERT_NE(server_, nullptr);
+  auto kept = server_->GetJson(one);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->at("ready"), true) << *kept;
+  auto served = Infer("/v2/models/fmnist-cascade/infer", 0, 4, "image");
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(served->at("parameters").at("stages")[0].at("vertex"), "fast");
+
+  // gRPC's ModelInfer reaches the same pipeline, and answers as HTTP does.
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()));
+  inference::ModelInferRequest request;
+  request.set_model_name("fmnist-cascade");
+  auto* input = request.add_inputs();
+  input->set_name("image");
+  input->set_datatype("FP32");
+  for (int64_t d : {4, 1, 28, 28}) input->add_shape(d);
+  request.add_raw_input_contents(valset_->inputs.data.substr(0, 4 * 28 * 28 * sizeof(float)));
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  grpc::Status status = stub->ModelInfer(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message() << "\n" << server_->Log();
+  EXPECT_EQ(response.model_name(), "fmnist-cascade");
+  const auto& params = response.parameters();
+  ASSERT_EQ(params.count("stages"), 1u);
+  EXPECT_TRUE(absl::StartsWith(params.at("stages").string_param(), "fast"))
+      << params.at("stages").string_param();
+  EXPECT_EQ(params.at("fast.rows").int64_param(), 4);
+  ASSERT_EQ(response.raw_output_contents_size(), 1);
+  const std::string& logits = response.raw_output_contents(0);
+  ASSERT_EQ(logits.size(), 4 * 10 * sizeof(float));
+  std::vector<Row> http_rows = RowsOf(*served);
+  for (int i = 0; i < 4; ++i) {
+    const float* row = reinterpret_cast<const float*>(logits.data()) + 10 * i;
+    EXPECT_EQ(std::max_element(row, row + 10) - row, http_rows[i].label) << "row " << i;
+  }
+
+  // The command line: `maitre pipelines` lists it, `maitre infer
+  // --pipeline` serves a validation file through it and names the stages,
+  // `maitre pipelines put` reports a bad spec's error.
+  const std::string server = absl::StrCat("--server ", server_->url());
+  auto [listing, listed_rc] = RunMaitre(absl::StrCat("pipelines ", server));
+  EXPECT_EQ(listed_rc, 0) << listing;
+  EXPECT_TRUE(absl::StrContains(listing, "fmnist-cascade")) << listing;
+  EXPECT_TRUE(absl::StrContains(listing, "fast -> slow")) << listing;
+  const std::string four = dir_->path() + "/four.npz";
+  ASSERT_TRUE(testing::WriteValsetSlice(*valset_, 4, four).ok());
+  auto [inferred, infer_rc] = RunMaitre(
+      absl::StrCat("infer ", server, " --pipeline fmnist-cascade --input ", four));
+  EXPECT_EQ(infer_rc, 0) << inferred;
+  EXPECT_TRUE(absl::StrContains(inferred, "stage    fast (fmnist-logreg:")) << inferred;
+  EXPECT_TRUE(absl::StrContains(inferred, "of 4 correct")) << inferred;
+  // The Open Inference Protocol's metadata gives the pipeline's inputs, so
+  // `maitre bench --pipeline` can shape its queries.
+  auto metadata = server_->GetJson("/v2/models/fmnist-cascade");
+  ASSERT_TRUE(metadata.ok()) << metadata.status();
+  EXPECT_EQ(metadata->at("platform"), "maitre-pipeline");
+  EXPECT_EQ(metadata->at("inputs")[0].at("name"), "image");
+  auto [bench, bench_rc] = RunMaitre(absl::StrCat(
+      "bench ", server, " --pipeline fmnist-cascade --concurrency 2 --duration 2 --input ", four,
+      " --json"));
+  ASSERT_EQ(bench_rc, 0) << bench;
+  json report = json::parse(bench, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(report.is_object()) << bench;
+  EXPECT_GT(report["requests"]["ok"].get<int64_t>(), 0) << bench;
+  EXPECT_EQ(report["requests"]["failed"].get<int64_t>(), 0) << bench;
+  std::printf("maitre bench --pipeline, 4-image queries, 2 in flight: %.1f qps, "
+              "p50 %.2f ms, p99 %.2f ms\n",
+              report.value("throughput_qps", 0.0), report["latency_ms"].value("p50", 0.0),
+              report["latency_ms"].value("p99", 0.0));
+  json cycle = Cascade();
+  cycle["edges"].push_back({{"from", "slow"}, {"to", "fast"}});
+  const std::string cycle_path = dir_->path() + "/cycle.json";
+  ASSERT_TRUE(WriteFileAtomically(cycle_path, cycle.dump()).ok());
+  auto [refused, refused_rc] =
+      RunMaitre(absl::StrCat("pipelines put ", server, " ", kApp, " looped ", cycle_path));
+  EXPECT_NE(refused_rc, 0) << refused;
+  EXPECT_TRUE(absl::StrContains(refused, "HTTP 400: vertex")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused, "lies on a cycle")) << refused;
+
+  // A bad query over gRPC is INVALID_ARGUMENT, and the server serves on.
+  request.mutable_inputs(0)->set_name("input");
+  grpc::ClientContext bad_context;
+  status = stub->ModelInfer(&bad_context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "has no input 'input'"))
+      << status.error_message();
+  ASSERT_TRUE(Infer(one + "/infer", 0, 1, "image").ok());
+
+  auto deleted = Send("DELETE", one);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->status, 200) << deleted->body;
+  auto gone =
+      Send("POST", one + "/infer", testing::ImagesRequest(*valset_, 0, 1, "image", nullptr));
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->status, 404) << gone->body;
+}
+
+}  // namespace
+}  // namespace maitre
