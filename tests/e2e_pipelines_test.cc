@@ -191,6 +191,15 @@ TEST_F(PipelinesTest, TheCascadeAnswersAsItsModelsSayAndSurvivesARestart) {
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->at("pipelines").size(), 1u);
   EXPECT_EQ(listed->at("pipelines")[0].at("order"), json({"fast", "slow"}));
+  // Nor may a model take the pipeline's name.
+  auto zoo = runtime::testing::LoadZoo();
+  ASSERT_TRUE(zoo.ok()) << zoo.status();
+  const auto& logreg = *std::find_if(zoo->begin(), zoo->end(),
+                                     [](const auto& m) { return m.name == "fmnist-logreg"; });
+  auto model_taken =
+      server_->Register(kApp, "fmnist-cascade", logreg.torchscript, logreg.onnx, "");
+  ASSERT_TRUE(model_taken.ok()) << model_taken.status();
+  EXPECT_EQ(model_taken->status, 409) << model_taken->body;
 
   int64_t correct_pipeline = 0, correct_offline = 0, slow_rows = 0, agree = 0;
   for (int64_t first = 0; first < kImages; first += kRowsPerQuery) {

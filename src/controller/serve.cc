@@ -331,6 +331,9 @@ class Controller {
     registrar_options.cluster = cluster_.get();
     registrar_options.on_registered = [this] { pipeline_->Kick(); };
     registrar_options.measurement_mu = &measurement_mu_;
+    registrar_options.is_pipeline = [this](const std::string& name) {
+      return pipelines_ != nullptr && pipelines_->Find(name) != nullptr;
+    };
     registrar_ = std::make_unique<Registrar>(registrar_options);
     ModelRemover::Options remover_options;
     remover_options.registry = registry_.get();

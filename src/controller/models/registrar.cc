@@ -231,6 +231,11 @@ absl::StatusOr<Registration> Registrar::RegisterLocked(const Upload& upload) {
   // Names first: a bad name must not cost a validation run on a worker.
   MAITRE_RETURN_IF_ERROR(registry::ValidateName("app name", upload.app));
   MAITRE_RETURN_IF_ERROR(registry::ValidateName("model name", upload.model));
+  if (options_.is_pipeline && options_.is_pipeline(upload.model)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "'", upload.model, "' is a pipeline's name; models and pipelines share "
+        "/v2/models/{name}, choose another name"));
+  }
   if (upload.model_bytes.empty()) {
     return absl::InvalidArgumentError("the upload needs a 'model' part with the model file");
   }

@@ -72,6 +72,9 @@ class Registrar {
     absl::Mutex* measurement_mu = nullptr;
     // How closely an ONNX part must match its TorchScript part.
     AgreementOptions agreement;
+    // Whether a pipeline holds a name: /v2/models/{name} reaches a model or
+    // a pipeline, so a model may not take a pipeline's name (null: none).
+    std::function<bool(const std::string& name)> is_pipeline;
   };
 
   explicit Registrar(Options options) : options_(options) {}

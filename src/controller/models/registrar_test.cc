@@ -41,6 +41,20 @@ TEST(RegistrarProgressTest, AQueuedRegistrationIsVisibleAndReplacesTheLastOnesEn
   EXPECT_TRUE(absl::IsNotFound(registrar.Progress("fashion", "fmnist-cnn").status()));
 }
 
+TEST(RegistrarNamesTest, APipelinesNameIsRefusedBeforeAnyWork) {
+  Registrar::Options options;
+  options.is_pipeline = [](const std::string& name) { return name == "cascade"; };
+  Registrar registrar(options);
+  Upload upload;
+  upload.app = "fashion";
+  upload.model = "cascade";
+  absl::StatusOr<Registration> taken = registrar.Register(upload);
+  EXPECT_EQ(taken.status().code(), absl::StatusCode::kAlreadyExists) << taken.status();
+  EXPECT_NE(taken.status().message().find("pipeline"), std::string::npos);
+  upload.model = "fmnist-mlp";  // not a pipeline's: the next check speaks
+  EXPECT_EQ(registrar.Register(upload).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // A registrar over a registry in a scratch directory and a catalog; app
 // defaults need nothing else.
 class RegistrarAppDefaultsTest : public ::testing::Test {
