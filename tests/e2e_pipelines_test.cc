@@ -166,6 +166,11 @@ TEST_F(PipelinesTest, BadSpecsAreRefusedNamingTheVertex) {
   auto not_json = Send("PUT", absl::StrCat("/v2/apps/", kApp, "/pipelines/bad"), "{");
   ASSERT_TRUE(not_json.ok());
   EXPECT_EQ(not_json->status, 400) << not_json->body;
+  // The path's name follows the rules of model names (it shares their route).
+  auto bad_name = Send("PUT", absl::StrCat("/v2/apps/", kApp, "/pipelines/bad:name"), "{}");
+  ASSERT_TRUE(bad_name.ok());
+  EXPECT_EQ(bad_name->status, 400) << bad_name->body;
+  EXPECT_TRUE(absl::StrContains(bad_name->body, "pipeline name")) << bad_name->body;
   // A model's name is taken: /v2/models/{name} must reach one thing.
   auto taken = Send("PUT", absl::StrCat("/v2/apps/", kApp, "/pipelines/fmnist-logreg"),
                     Cascade().dump());

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "controller/registry/validation.h"
 #include "core/status_macros.h"
 
 namespace maitre::controller {
@@ -13,6 +14,9 @@ PipelineBook::PipelineBook(Options options) : options_(std::move(options)) {}
 
 absl::StatusOr<pipeline::ValidatedPipeline> PipelineBook::Validate(
     const std::string& app, const std::string& name, const std::string& spec_json) const {
+  // The name comes from the request's path and shares /v2/models/{name}
+  // with model names: the same rules.
+  MAITRE_RETURN_IF_ERROR(registry::ValidateName("pipeline name", name));
   MAITRE_ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
                           pipeline::ParsePipelineSpecJson(spec_json));
   if (spec.name.empty()) spec.name = name;
