@@ -113,6 +113,21 @@ absl::Status ControllerLink::Report(InstanceManager& manager, double cpu_utilisa
 }
 
 absl::Status ControllerLink::Fetch(const std::string& hash, const std::string& path) {
+  // The controller may send this worker its first load as soon as it admits
+  // it, before the answer to the registration (with the session token) is
+  // read here: the fetch waits for that answer instead of going out without
+  // a session and being refused.
+  {
+    absl::MutexLock lock(&mu_);
+    const bool registered = mu_.AwaitWithTimeout(
+        absl::Condition(+[](std::string* token) { return !token->empty(); }, &session_token_),
+        kRegistrationWait);
+    if (!registered) {
+      return absl::UnavailableError(
+          absl::StrCat("fetching blob ", hash, ": this worker has no session with the "
+                       "controller yet"));
+    }
+  }
   v1::FetchBlobRequest request;
   request.set_blob(hash);
   grpc::ClientContext context;

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/clock.h"
 #include "maitre/worker.grpc.pb.h"
 #include "worker/instance_manager.h"
@@ -53,6 +54,9 @@ class ControllerLink final : public BlobSource {
  private:
   // The worker's id, and a context carrying its session token.
   std::string Authenticate(grpc::ClientContext* context, Nanos timeout);
+
+  // How long a fetch waits for the registration under way to be answered.
+  static constexpr absl::Duration kRegistrationWait = absl::Seconds(60);
 
   const Options options_;
   std::unique_ptr<v1::Membership::Stub> stub_;

@@ -362,8 +362,11 @@ void Cluster::FinishLoad(const std::string& worker_id, const VariantKey& key,
     if (it == w->second.instances.end()) return;
     InstanceRecord& inst = it->second;
     waiters.swap(inst.waiters);
-    if (status.code() == absl::StatusCode::kUnavailable) {
-      // The worker could not be reached: its loss, not the variant's.
+    if (status.code() == absl::StatusCode::kUnavailable ||
+        status.code() == absl::StatusCode::kUnauthenticated) {
+      // The worker could not be reached, or could not reach this controller
+      // with its session: its loss, not the variant's, so the variant is
+      // not held back from other workers.
       MarkUnreachableLocked(w->second);
       status = WorkerLostError(
           absl::StrCat("loading ", key.ToString(), " on ", worker_id, ": ", status.message()));

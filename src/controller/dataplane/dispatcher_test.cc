@@ -28,6 +28,9 @@ const VariantKey kKey{"m", "v"};
 // as an unreachable one does (UNAVAILABLE, as gRPC reports a dead peer).
 struct StandIn {
   std::atomic<bool> dead{false};
+  // Its loads fail as a worker's blob fetch does when the controller does
+  // not know its session.
+  std::atomic<bool> no_session{false};
   std::atomic<int> infers{0};
   std::atomic<int> loads{0};
 };
@@ -47,6 +50,9 @@ class StandInApi final : public testing::ServingOnlyApi {
                                   const std::vector<LatencyPoint>&) override {
     ++worker_->loads;
     if (worker_->dead) return absl::UnavailableError("failed to connect to all addresses");
+    if (worker_->no_session) {
+      return absl::UnauthenticatedError("fetching blob: the call does not carry the session token");
+    }
     return LoadResult{1, 10};
   }
 
@@ -160,6 +166,22 @@ TEST_F(DispatcherWorkerLossTest,
   EXPECT_EQ(workers_["lost"].loads, 1);
   EXPECT_EQ(workers_["lost"].infers, 0);
   EXPECT_TRUE(Unreachable(lost));
+  EXPECT_FALSE(world_.cluster->LastLoadFailure(kKey).has_value());
+}
+
+TEST_F(DispatcherWorkerLossTest, ALoadRefusedForTheWorkersSessionIsTriedElsewhere) {
+  MakeDispatcher();
+  const std::string refused = AddWorker("refused", /*loaded=*/false);  // the first choice
+  const std::string other = AddWorker("other", /*loaded=*/false);
+  workers_["refused"].no_session = true;
+
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<InferResponse> answer = Query();
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_EQ(answer->timings.worker, other);
+  }
+  EXPECT_EQ(workers_["refused"].loads, 1);
+  EXPECT_TRUE(Unreachable(refused));
   EXPECT_FALSE(world_.cluster->LastLoadFailure(kKey).has_value());
 }
 

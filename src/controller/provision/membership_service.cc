@@ -55,9 +55,18 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "a worker must send the call token its service accepts");
   }
-  auto id = options_.cluster->AddWorker(request->worker_type(), request->address(),
-                                        request->pid(), request->launch_token(),
-                                        request->call_token());
+  const std::string session = RandomToken();
+  absl::StatusOr<std::string> id;
+  {
+    // The session exists before the worker is seen: a load can be sent to
+    // it, and its blob fetch arrive here, the moment AddWorker returns.
+    // (The cluster runs its removal callbacks, which take mu_, outside its
+    // own lock, so this order cannot deadlock.)
+    absl::MutexLock lock(&mu_);
+    id = options_.cluster->AddWorker(request->worker_type(), request->address(), request->pid(),
+                                     request->launch_token(), request->call_token());
+    if (id.ok()) sessions_[*id] = session;
+  }
   if (!id.ok()) return rpc::ToGrpc(id.status());
   const WorkerType* type = options_.cluster->types().Find(request->worker_type());
   response->set_worker_id(*id);
@@ -65,12 +74,7 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
   response->set_cores(type->cores);
   response->set_memory_mb(type->memory_mb);
   response->set_batching_policy(options_.batching_policy);
-  const std::string session = RandomToken();
   response->set_session_token(session);
-  {
-    absl::MutexLock lock(&mu_);
-    sessions_[*id] = session;
-  }
   if (options_.on_join) options_.on_join(*id, request->launch_token());
   return grpc::Status::OK;
 }
