@@ -6,6 +6,7 @@
 // and "Sandbox").
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -413,7 +414,9 @@ TEST(ConfinedWorkerTest, DiesWithItsControllerEvenWhenKilled) {
       },
       60))
       << "a worker outlived its controller";
-  EXPECT_TRUE(server->Stop().ok());  // reaps the controller, finds nothing left
+  absl::StatusOr<int> exit = server->AwaitExit();  // reaps it, finds nothing left
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_TRUE(WIFSIGNALED(*exit) && WTERMSIG(*exit) == SIGKILL);
 }
 
 }  // namespace

@@ -137,15 +137,40 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
 
 ServerProcess::~ServerProcess() { (void)Stop(); }
 
+namespace {
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exit code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
+  return absl::StrCat("wait status ", status);
+}
+
+}  // namespace
+
 absl::Status ServerProcess::Stop() {
   if (pid_ == 0) return absl::OkStatus();
-  kill(pid_, SIGTERM);
-  if (!WaitUntil([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 60)) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+  int status = 0;
+  // A server that ended on its own (a crash, a fatal error) fails the test
+  // that stops it, rather than passing as a clean stop.
+  const bool ended_before = waitpid(pid_, &status, WNOHANG) == pid_;
+  if (!ended_before) {
+    kill(pid_, SIGTERM);
+    if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 60)) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
   }
   pid_ = 0;
-  return CheckNothingLeft();
+  absl::Status left = CheckNothingLeft();
+  if (ended_before) {
+    return absl::InternalError(
+        absl::StrCat("the server had ended before it was stopped: ", DescribeExit(status)));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError(
+        absl::StrCat("the server did not shut down cleanly on SIGTERM: ", DescribeExit(status)));
+  }
+  return left;
 }
 
 absl::StatusOr<int> ServerProcess::AwaitExit() {

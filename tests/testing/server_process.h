@@ -33,7 +33,8 @@ class ServerProcess {
   ~ServerProcess();
 
   // SIGTERM, wait, then verify that no process started by this server
-  // remains. Returns an error naming any survivor.
+  // remains. Returns an error naming any survivor, or saying that the
+  // server had ended before the call or did not exit 0 on SIGTERM.
   absl::Status Stop();
 
   // Waits for a server the test has signalled itself to exit, then checks

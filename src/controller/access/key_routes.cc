@@ -18,10 +18,6 @@ json KeyJson(const registry::ApiKeyRecord& k) {
   return j;
 }
 
-http::Response ErrorResponse(const absl::Status& status) {
-  return http::Response::Error(HttpStatusFor(status), status.message());
-}
-
 // {"app"?: NAME, "name"?: TEXT}; an empty body makes an admin key.
 absl::Status ParseKeyRequest(const std::string& body, std::string* app, std::string* name) {
   if (body.empty()) return absl::OkStatus();

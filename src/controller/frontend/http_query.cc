@@ -42,10 +42,6 @@ std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, InFlightLim
   return query;
 }
 
-http::Response ErrorResponse(const absl::Status& status) {
-  return http::Response::Error(HttpStatusFor(status), status.message());
-}
-
 http::Response InferHttpResponse(EncodedResponse encoded) {
   http::Response response = http::Response::Json(200, std::move(encoded.body));
   if (encoded.json_length >= 0) {

@@ -11,6 +11,7 @@
 
 #include "controller/dataplane/in_flight_limit.h"
 #include "controller/frontend/infer_codec.h"
+#include "controller/frontend/status_http.h"
 #include "controller/serving_metrics.h"
 #include "core/clock.h"
 #include "http/message.h"
@@ -32,9 +33,6 @@ struct AcceptedQuery {
 std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, InFlightLimit* in_flight,
                                              ServingMetrics* metrics, const Clock* clock,
                                              http::Responder& respond);
-
-// The error answer for `status`: its HTTP code (status_http.h) and message.
-http::Response ErrorResponse(const absl::Status& status);
 
 // A 200 carrying `encoded`, binary tensors following the JSON when it has
 // them.

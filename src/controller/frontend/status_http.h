@@ -3,6 +3,7 @@
 #pragma once
 
 #include "absl/status/status.h"
+#include "http/message.h"
 
 namespace maitre::controller {
 
@@ -33,6 +34,11 @@ inline int HttpStatusFor(const absl::Status& status) {
     default:
       return 500;
   }
+}
+
+// The error answer for `status`: its HTTP code and its message.
+inline http::Response ErrorResponse(const absl::Status& status) {
+  return http::Response::Error(HttpStatusFor(status), status.message());
 }
 
 }  // namespace maitre::controller

@@ -10,11 +10,8 @@
 namespace maitre::jobs {
 namespace {
 
+using controller::ErrorResponse;
 using nlohmann::json;
-
-http::Response ErrorResponse(const absl::Status& status) {
-  return http::Response::Error(controller::HttpStatusFor(status), status.message());
-}
 
 absl::StatusOr<std::optional<double>> OptionalNumber(const json& object, const char* key) {
   auto it = object.find(key);
