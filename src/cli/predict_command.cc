@@ -12,12 +12,14 @@
 #include "core/file_util.h"
 #include "core/text_table.h"
 #include "policy/prediction/lstm_predictor.h"
+#include "sim/experiment_config.h"
 
 namespace maitre::cli {
 namespace {
 
 struct PredictArgs {
   std::string trace;
+  std::string experiment;
   std::vector<std::string> predictors = {"last", "ewma", "holt-winters", "lstm", "oracle"};
   double unit_s = 60;
   int horizon = 60;
@@ -40,6 +42,18 @@ absl::StatusOr<std::vector<Nanos>> ReadArrivalTimes(const std::string& path) {
   return times;
 }
 
+// The arrival times an experiment's trace (its generator or its file) makes.
+absl::StatusOr<std::vector<Nanos>> ExperimentArrivalTimes(const std::string& yaml_path) {
+  auto experiment = sim::LoadExperimentFile(yaml_path);
+  if (!experiment.ok()) return experiment.status();
+  auto arrivals = experiment->MakeArrivals();
+  if (!arrivals.ok()) return arrivals.status();
+  std::vector<Nanos> times;
+  Arrival a;
+  while ((*arrivals)->Next(&a)) times.push_back(a.time);
+  return times;
+}
+
 absl::StatusOr<std::unique_ptr<policy::WorkloadPredictor>> MakePredictor(
     const std::string& name, const std::vector<double>& peaks) {
   if (name == "lstm") return policy::CreateLstmPredictor({});
@@ -51,7 +65,12 @@ int RunPredict(const PredictArgs& args) {
                                     FromSeconds(args.sample_s)};
   if (absl::Status valid = policy::ValidateWindows(windows); !valid.ok()) return Fail(valid);
   if (args.warmup < 1) return Fail(absl::InvalidArgumentError("--warmup must be at least 1"));
-  auto times = ReadArrivalTimes(args.trace);
+  if (args.trace.empty() == args.experiment.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "give the arrivals as exactly one of --trace CSV or --experiment YAML"));
+  }
+  auto times = args.trace.empty() ? ExperimentArrivalTimes(args.experiment)
+                                  : ReadArrivalTimes(args.trace);
   if (!times.ok()) return Fail(times.status());
   if (times->empty()) return Fail(absl::InvalidArgumentError("the trace has no arrivals"));
   const Nanos duration = *std::max_element(times->begin(), times->end()) + 1;
@@ -115,7 +134,10 @@ void AddPredictCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* cmd = app.add_subcommand(
       "predict", "Score workload predictors on a trace: MAPE and how often they under-predict");
-  cmd->add_option("--trace", args->trace, "Trace CSV (arrival_ms[,app,...])")->required();
+  cmd->add_option("--trace", args->trace, "Trace CSV (arrival_ms[,app,...])");
+  cmd->add_option("--experiment", args->experiment,
+                  "Instead of --trace: a simulator experiment YAML, whose trace (generator or "
+                  "file) is scored");
   cmd->add_option("--predictor", args->predictors,
                   "last, ewma[:ALPHA], holt-winters[:SEASON_UNITS], lstm, oracle (repeat; "
                   "default: all)")
