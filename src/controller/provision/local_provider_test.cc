@@ -161,6 +161,44 @@ TEST_F(LocalProviderTest, AnInterruptedSpotWorkerIsReplacedThenKilled) {
   provider->Stop();
 }
 
+// `maitre serve --inject-interruption 0:0`: the notice waits until a spot
+// worker has joined, and goes to it, never to the on-demand one.
+TEST_F(LocalProviderTest, AnInjectedNoticeGoesToTheOldestSpotWorkerOnce) {
+  LocalProvider::Options options;
+  options.binary = Script("sleeper", "exec sleep 60");
+  options.controller = "127.0.0.1:1";
+  options.log_dir = (dir_ / "logs").string();
+  options.cache_dir = (dir_ / "cache").string();
+  options.cpus = 2;
+  options.inject_after = 0;
+  options.inject_lead = 0;
+  LocalProvider provider(options);
+  provider.OnEvent([this](const WorkerEvent& e) {
+    absl::MutexLock lock(&mu_);
+    events_.push_back(e);
+  });
+  provider.Start();
+  WorkerType spot{"s", 1, 0, 0};
+  spot.market = WorkerType::Market::kSpot;
+  provider.SetDesired({"t", 1, 0, 0}, 1);  // on demand: never chosen
+  provider.SetDesired(spot, 1);
+  WorkerEvent first = Event(1), second = Event(2);
+  ASSERT_EQ(first.kind, WorkerEvent::Kind::kStarted);
+  ASSERT_EQ(second.kind, WorkerEvent::Kind::kStarted);
+  provider.OnJoin("on-demand", first.type == "t" ? first.launch_token : second.launch_token);
+  provider.OnJoin("spot", first.type == "s" ? first.launch_token : second.launch_token);
+  EXPECT_EQ(Event(3).kind, WorkerEvent::Kind::kReady);
+  EXPECT_EQ(Event(4).kind, WorkerEvent::Kind::kReady);
+  WorkerEvent notice = Event(5);
+  EXPECT_EQ(notice.kind, WorkerEvent::Kind::kInterrupted);
+  EXPECT_EQ(notice.worker_id, "spot");
+  EXPECT_EQ(Event(6).kind, WorkerEvent::Kind::kStarted);  // its replacement
+  WorkerEvent lost = Event(7);
+  EXPECT_EQ(lost.kind, WorkerEvent::Kind::kLost);
+  EXPECT_EQ(lost.worker_id, "spot");
+  provider.Stop();
+}
+
 TEST_F(LocalProviderTest, AnOnDemandWorkerIsNotInterrupted) {
   auto provider = Make(Script("sleeper", "exec sleep 60"));
   provider->Start();
