@@ -284,6 +284,9 @@ class FakeProvider : public controller::WorkerProvider {
     return true;
   }
   std::map<std::string, int> Starting() const override { return {}; }
+  absl::Status Interrupt(const std::string&, Nanos) override {
+    return absl::FailedPreconditionError("these tests interrupt no worker");
+  }
   void OnEvent(std::function<void(const controller::WorkerEvent&)>) override {}  // none here
 
   std::vector<std::string> joining;  // types asked for since the test last looked

@@ -1,8 +1,9 @@
 // End-to-end: no request the server accepted is lost (docs/architecture.md,
 // "When a worker is lost" and "Shutting down"). A worker killed with SIGKILL
 // under 200 queries/s costs no query: each it held is sent again to another
-// instance. SIGTERM answers every query in flight before the server exits 0,
-// refusing new connections meanwhile.
+// instance. A spot interruption notice costs none either. SIGTERM answers
+// every query in flight before the server exits 0, refusing new connections
+// meanwhile.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -123,6 +124,42 @@ class ResilienceTest : public ::testing::Test {
     return {};
   }
 
+  // `model` at `rate_qps` for `duration_s`, sent on a thread of its own
+  // from Start until Join; `answered` and `running` follow it.
+  struct BackgroundLoad {
+    std::atomic<int64_t> answered{0};
+    std::atomic<bool> running{true};
+    absl::StatusOr<loadgen::BenchReport> report;
+    std::thread thread;
+    void Start(const std::string& url, const std::string& model, double rate_qps,
+               double duration_s) {
+      loadgen::BenchOptions bench;
+      bench.server = url;
+      bench.model = model;
+      bench.rate_qps = rate_qps;
+      bench.duration_s = duration_s;
+      bench.progress = [this](const loadgen::Progress& p) { answered = p.answered; };
+      thread = std::thread([this, bench] {
+        report = loadgen::RunBench(bench);
+        running = false;
+      });
+    }
+    void Join() { thread.join(); }
+  };
+
+  // Every query the load started was answered: none failed, none is left.
+  void ExpectNoneLost(const loadgen::BenchReport& report) {
+    std::cerr << report.ok << " of " << report.started << " queries answered, " << report.failed
+              << " failed, " << report.unfinished << " unfinished, p99 "
+              << report.latency_ms.p99 << " ms\n";
+    for (const loadgen::ErrorCount& e : report.errors) {
+      ADD_FAILURE() << e.count << " x " << e.kind << ": " << e.example;
+    }
+    EXPECT_EQ(report.failed, 0) << server_->Log();
+    EXPECT_EQ(report.unfinished, 0);
+    EXPECT_EQ(report.ok, report.started);
+  }
+
   ScopedTempDir dir_;
   const Valset* valset_ = nullptr;
   std::unique_ptr<ServerProcess> server_;
@@ -138,19 +175,10 @@ TEST_F(ResilienceTest, KillingWorkersUnderLoadFailsNoQuery) {
   StartServing(kSlowLoadingModel, {});
   if (HasFatalFailure()) return;
 
-  loadgen::BenchOptions bench;
-  bench.server = server_->url();
-  bench.model = kSlowLoadingModel;
-  bench.rate_qps = 200;
-  bench.duration_s = 20;
-  std::atomic<int64_t> answered{0};
-  std::atomic<bool> loading{true};
-  bench.progress = [&](const loadgen::Progress& p) { answered = p.answered; };
-  absl::StatusOr<loadgen::BenchReport> report;
-  std::thread load([&] {
-    report = loadgen::RunBench(bench);
-    loading = false;
-  });
+  BackgroundLoad load;
+  load.Start(server_->url(), kSlowLoadingModel, 200, 20);
+  std::atomic<int64_t>& answered = load.answered;
+  std::atomic<bool>& loading = load.running;
   // The worker the first queries' load goes to, while it loads. The poll is
   // finer than WaitUntil's: the load takes about a second.
   std::pair<std::string, pid_t> loader;
@@ -169,24 +197,17 @@ TEST_F(ResilienceTest, KillingWorkersUnderLoadFailsNoQuery) {
   };
   const bool found = killed_loader && testing::WaitUntil(serving_again, 300);
   const bool killed_server = found && loading.load() && kill(server.second, SIGKILL) == 0;
-  load.join();
+  load.Join();
   ASSERT_TRUE(killed_loader) << "no worker was seen loading " << kSlowLoadingModel << "\n"
                              << server_->Log();
   ASSERT_TRUE(killed_server) << "no worker was seen serving " << kSlowLoadingModel
                              << " while the load went on\n"
                              << server_->Log();
-  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(load.report.ok()) << load.report.status();
   std::cerr << "killed " << loader.first << " (pid " << loader.second << ") while it loaded the "
             << "model, then " << server.first << " (pid " << server.second << ") while it served "
-            << "it; " << report->ok << " of " << report->started << " queries answered, "
-            << report->failed << " failed, " << report->unfinished << " unfinished, p99 "
-            << report->latency_ms.p99 << " ms\n";
-  for (const loadgen::ErrorCount& e : report->errors) {
-    ADD_FAILURE() << e.count << " x " << e.kind << ": " << e.example;
-  }
-  EXPECT_EQ(report->failed, 0) << server_->Log();
-  EXPECT_EQ(report->unfinished, 0);
-  EXPECT_EQ(report->ok, report->started);
+            << "it; ";
+  ExpectNoneLost(*load.report);
   // Both were replaced.
   EXPECT_TRUE(testing::WaitUntil(
       [&] {
@@ -196,6 +217,110 @@ TEST_F(ResilienceTest, KillingWorkersUnderLoadFailsNoQuery) {
                std::find(pids->begin(), pids->end(), server.second) == pids->end();
       },
       180));
+  EXPECT_TRUE(server_->Stop().ok());
+}
+
+// A spot interruption notice under 100 queries/s (docs/operations.md, "Spot
+// interruptions"): the worker serving most gets a notice 15 s ahead through
+// the admin call. While it still runs, nothing new goes there and its
+// replacement joins; it is killed when the lead runs out. Not one query
+// fails, and the cost endpoint counts the ended worker.
+TEST_F(ResilienceTest, ASpotInterruptionUnderLoadFailsNoQuery) {
+  StartServing(kModel,
+               {"--worker-types", "cpu-1:1:4096:0.0425:0:spot,cpu-2:2:8192:0.085:0:spot"});
+  if (HasFatalFailure()) return;
+  // Bad calls are refused before anything happens.
+  auto unknown = server_->Post("/v2/cluster/workers/nobody/interrupt", "");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->status, 404) << unknown->body;
+  auto bad_lead = server_->Post("/v2/cluster/workers/nobody/interrupt?lead_s=soon", "");
+  ASSERT_TRUE(bad_lead.ok());
+  EXPECT_EQ(bad_lead->status, 400) << bad_lead->body;
+
+  BackgroundLoad load;
+  load.Start(server_->url(), kModel, 100, 40);
+  std::atomic<int64_t>& answered = load.answered;
+  std::atomic<bool>& loading = load.running;
+  std::pair<std::string, pid_t> victim;
+  auto serving = [&] {
+    if (answered.load() < 200) return false;
+    victim = BusiestWorker(kModel);
+    return victim.second > 0;
+  };
+  const bool found = testing::WaitUntil(serving, 300) && loading.load();
+  absl::StatusOr<http::Response> notice;
+  if (found) {
+    notice = server_->Post(
+        absl::StrCat("/v2/cluster/workers/", victim.first, "/interrupt?lead_s=15"), "");
+  }
+  // While it still runs, it holds its instance ready yet gets no new
+  // query (its reports show no arrivals) for as long as 150 queries take
+  // to be answered elsewhere, and its replacement has joined beside it.
+  int64_t quiet_from = -1;
+  bool ended_first = false;  // the lead ran out before that was seen
+  auto left_while_alive = [&] {
+    if (kill(victim.second, 0) != 0) return ended_first = true;
+    auto index = server_->RepositoryIndex();
+    bool ready = false;
+    double arrivals = 0;
+    if (index.ok()) {
+      for (const json& m : (*index)["models"]) {
+        for (const json& inst : m["instances"]) {
+          if (inst["worker"] != victim.first) continue;
+          ready |= m["name"] == kModel && inst["phase"] == "ready";
+          arrivals += inst["arrival_qps"].get<double>();
+        }
+      }
+    }
+    if (!ready || arrivals > 0 || (*index)["workers"].size() != 3) {
+      quiet_from = -1;
+      return false;
+    }
+    if (quiet_from < 0) quiet_from = answered.load();
+    return answered.load() >= quiet_from + 150;
+  };
+  const bool left =
+      found && notice.ok() && testing::WaitUntil(left_while_alive, 300) && !ended_first;
+  // The worker ends, and answers go on after it.
+  int64_t answered_at_end = 0;
+  auto replaced = [&] {
+    auto pids = server_->WorkerPids();
+    if (!pids.ok() || pids->size() != 2 ||
+        std::find(pids->begin(), pids->end(), victim.second) != pids->end()) {
+      return false;
+    }
+    if (answered_at_end == 0) answered_at_end = answered.load();
+    return answered.load() >= answered_at_end + 100 || !loading.load();
+  };
+  const bool went_on = left && testing::WaitUntil(replaced, 300);
+  const bool during_load = loading.load();
+  load.Join();
+  ASSERT_TRUE(found) << "no worker was seen serving " << kModel << "\n" << server_->Log();
+  ASSERT_TRUE(notice.ok()) << notice.status();
+  ASSERT_EQ(notice->status, 202) << notice->body;
+  ASSERT_TRUE(left) << "the interrupted worker still got queries, or no replacement joined "
+                       "before it stopped\n"
+                    << server_->Log();
+  ASSERT_TRUE(went_on) << "the interrupted worker did not end\n" << server_->Log();
+  EXPECT_TRUE(during_load) << "the load ended before the replacement: lengthen it";
+  ASSERT_TRUE(load.report.ok()) << load.report.status();
+  std::cerr << "interrupted " << victim.first << " (pid " << victim.second << ") 15 s ahead; ";
+  ExpectNoneLost(*load.report);
+  EXPECT_TRUE(absl::StrContains(server_->Log(), "interrupted: it stops in 15 s"))
+      << server_->Log();
+
+  auto cost = server_->GetJson("/v2/cluster/cost");
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  int ended = 0, running = 0;
+  for (const json& line : (*cost)["types"]) {
+    EXPECT_EQ(line["market"], "spot");
+    ended += line["ended"].get<int>();
+    running += line["running"].get<int>();
+  }
+  EXPECT_EQ(ended, 1) << cost->dump();
+  EXPECT_EQ(running, 2) << cost->dump();
+  EXPECT_GT((*cost)["cost"].get<double>(), 0);
+  EXPECT_NEAR((*cost)["per_hour"].get<double>(), 0.0425 + 0.085, 1e-9) << cost->dump();
   EXPECT_TRUE(server_->Stop().ok());
 }
 

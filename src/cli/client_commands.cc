@@ -358,13 +358,14 @@ int RunApps(const ListArgs& args) {
   auto api = ApiClient::Connect(args.server);
   if (!api.ok()) return Fail(api.status());
   if (args.latency_ms >= 0 || args.min_accuracy >= 0 || args.max_cost >= 0 ||
-      args.max_accuracy_drop >= 0) {
+      args.max_accuracy_drop >= 0 || args.sl_min >= 0) {
     if (args.app.empty()) return Fail(absl::InvalidArgumentError("setting defaults needs --app"));
     json defaults = json::object();
     if (args.latency_ms >= 0) defaults["latency_ms"] = args.latency_ms;
     if (args.min_accuracy >= 0) defaults["min_accuracy"] = args.min_accuracy;
     if (args.max_cost >= 0) defaults["max_cost"] = args.max_cost;
     if (args.max_accuracy_drop >= 0) defaults["max_accuracy_drop"] = args.max_accuracy_drop;
+    if (args.sl_min >= 0) defaults["sl_min"] = args.sl_min;  // 0 is refused by the server
     auto set = api->Send("PUT", absl::StrCat("/v2/apps/", args.app), defaults.dump(),
                          "application/json");
     if (!set.ok()) return Fail(set.status());

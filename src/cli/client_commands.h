@@ -39,11 +39,12 @@ struct ListArgs {
   std::string app;
   bool json = false;
   // `apps --app A --latency-ms ...`: set the app's default requirements
-  // and its max_accuracy_drop (negative: not given).
+  // and its max_accuracy_drop and sl_min (negative: not given).
   double latency_ms = -1;
   double min_accuracy = -1;
   double max_cost = -1;
   double max_accuracy_drop = -1;
+  double sl_min = -1;
 };
 
 struct VariantsArgs {

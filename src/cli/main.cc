@@ -143,6 +143,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "--allocator mark: the share of queries to keep within their objective, "
                         "in (0, 1]")
       ->capture_default_str();
+  serve_cmd->add_option("--inject-interruption", serve.inject_interruption,
+                        "fault injection, AFTER_S[:LEAD_S]: AFTER_S seconds after the start, the "
+                        "oldest local spot worker gets an interruption notice LEAD_S (120) "
+                        "seconds ahead");
   serve_cmd->add_option("--mark-launch-s", serve.mark_launch_s,
                         "--allocator mark: seconds from launching a worker to it serving")
       ->capture_default_str()
@@ -333,6 +337,9 @@ void AddListCommands(CLI::App& app, int* exit_code) {
   apps_cmd->add_option("--max-accuracy-drop", list->max_accuracy_drop,
                        "Set the fraction (0-1) of the app's best accuracy that --allocator "
                        "proteus may give up");
+  apps_cmd->add_option("--sl-min", list->sl_min,
+                       "Set the share (0-1] of the app's queries --allocator mark keeps within "
+                       "its latency objective");
   CLI::App* models_cmd = app.get_subcommand("models");
   // The listing runs unless a `delete` under the noun was given.
   apps_cmd->callback([list, apps_cmd, exit_code] {

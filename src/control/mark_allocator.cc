@@ -198,6 +198,17 @@ void MarkAllocator::Reconcile(const Observation& observation) {
   // oldest are taken to be those.
   std::map<std::string, int> pending_by_type;
   for (const Pending& p : pending_) ++pending_by_type[p.type];
+  // Workers starting beyond its launches the world started itself (the
+  // provider's replacement of a spot worker under an interruption notice:
+  // docs/operations.md, "Spot interruptions"). They are capacity on the
+  // way like a launch of no app's; without them the plan launched a second
+  // replacement, given back after the cool-down.
+  for (const auto& [type, n] : starting) {
+    for (int i = pending_by_type[type]; i < n; ++i) {
+      pending_.push_back({"", type, observation.now});
+      ++pending_by_type[type];
+    }
+  }
   for (auto p = pending_.begin(); p != pending_.end();) {
     if (pending_by_type[p->type] > starting[p->type]) {
       --pending_by_type[p->type];
@@ -351,9 +362,11 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
     running.push_back({static_cast<int>(running.size()), t, paid, 0});
     running_ids.push_back(id);
   }
-  for (const Pending& p : pending_) {
+  std::vector<Pending*> unowned;  // by `running` index, for the launches of no app
+  unowned.resize(running.size(), nullptr);
+  for (Pending& p : pending_) {
     const int t = type_index(p.type);
-    if (p.app != app_name || t < 0) continue;
+    if ((p.app != app_name && !p.app.empty()) || t < 0) continue;
     KnownWorker launched;
     launched.type = p.type;
     launched.paid_from = p.at;
@@ -361,6 +374,7 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
     const int ready_in = CeilUnits(p.at + LaunchTime(p.type) - now, unit);
     running.push_back({static_cast<int>(running.size()), t, paid, ready_in});
     running_ids.push_back("");
+    unowned.push_back(p.app.empty() ? &p : nullptr);
   }
 
   App& app = AppState(app_name);
@@ -381,7 +395,11 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
     const std::string& id = running_ids[static_cast<size_t>(r)];
     summary.capacity_qps += types[static_cast<size_t>(running[static_cast<size_t>(r)].type)]
                                 .capacity_qps;
-    if (id.empty()) continue;
+    if (id.empty()) {
+      // A launch of no app's the plan uses becomes this app's.
+      if (Pending* p = unowned[static_cast<size_t>(r)]; p != nullptr) p->app = app_name;
+      continue;
+    }
     kept.insert(id);
     KnownWorker& w = known_.at(id);
     if (w.app.empty()) {

@@ -106,6 +106,8 @@ class MarkAllocator : public Allocator {
     std::optional<Nanos> draining_since;  // route weights withdrawn
   };
   struct Pending {
+    // "" for a worker the world started on its own (a spot worker's
+    // replacement): taken by the first app whose plan uses it.
     std::string app;
     std::string type;
     Nanos at = 0;

@@ -239,6 +239,26 @@ TEST_F(MarkAllocatorTest, AnIdleWorkerOfNoAppIsTakenBeforeALaunch) {
   EXPECT_EQ(sink.loads[0].worker, "spare");
 }
 
+// A worker the world started on its own (the provider's replacement of a
+// spot worker under an interruption notice) is capacity on the way: the
+// plan takes it instead of launching another, and it joins as the app's.
+TEST_F(MarkAllocatorTest, AWorkerTheWorldStartedIsTakenInsteadOfALaunch) {
+  auto allocator = Make();
+  RecordingSink sink;
+  ObservedWorker replacement = Worker("starting-c4-0", "c4");
+  replacement.starting = true;
+  auto at = [&](Nanos t, int64_t rows) { return At(t, {replacement}, rows); };
+  Offer(*allocator, sink, 0, 5 * kSecond, 500, at);
+  ASSERT_TRUE(allocator->ClusterRound(at(5 * kSecond, 0), sink).ok());
+  EXPECT_TRUE(sink.added.empty());
+  ASSERT_NE(allocator->PlanFor("fashion"), nullptr);
+  EXPECT_DOUBLE_EQ(allocator->PlanFor("fashion")->capacity_qps, 800);
+  ASSERT_TRUE(allocator->ModelRound(At(8 * kSecond, {Worker("w9", "c4")}, 500), sink).ok());
+  EXPECT_EQ(allocator->AppOf("w9"), "fashion");
+  ASSERT_EQ(sink.loads.size(), 1u);
+  EXPECT_EQ(sink.loads[0].worker, "w9");
+}
+
 TEST_F(MarkAllocatorTest, AWorkerHoldingAnotherVariantUnloadsItFirst) {
   auto allocator = Make();
   RecordingSink sink;

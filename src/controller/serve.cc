@@ -31,6 +31,8 @@
 #include "controller/frontend/http_frontend.h"
 #include "controller/jobs/job_http.h"
 #include "controller/jobs/job_runner.h"
+#include "controller/frontend/cluster_routes.h"
+#include "controller/provision/cost_meter.h"
 #include "controller/provision/local_provider.h"
 #include "controller/dataplane/placer.h"
 #include "controller/models/model_removal.h"
@@ -156,10 +158,12 @@ class Controller {
     MAITRE_ASSIGN_OR_RETURN(std::string grpc_host, StartGrpc(options));
     std::string grpc_address = absl::StrCat(grpc_host, ":", grpc_port_);
     MAITRE_ASSIGN_OR_RETURN(std::string control_host, StartControl(options));
-    MAITRE_RETURN_IF_ERROR(StartHttp(options));
+    // Before HTTP, whose cluster routes reach the provider and its costs.
     if (!worker_counts.empty()) {
-      StartLocalWorkers(options, types, worker_counts, data_dir, control_host);
+      MAITRE_RETURN_IF_ERROR(
+          StartLocalWorkers(options, types, worker_counts, data_dir, control_host));
     }
+    MAITRE_RETURN_IF_ERROR(StartHttp(options));
 
     pipeline_->Start();
     jobs_->Start();  // resumes unfinished jobs
@@ -436,6 +440,7 @@ class Controller {
     AddHttpRoutes(frontend, router);
     jobs::AddJobRoutes(router, jobs_.get(), *access_);
     AddKeyRoutes(router, keys_.get(), *access_);
+    AddClusterRoutes(router, {provider_.get(), cost_.get()}, *access_);
     http::ServerOptions http_options;
     http_options.address = options.http;
     http_options.threads = options.http_threads;
@@ -456,10 +461,11 @@ class Controller {
 
   // The local provider, keeping `worker_counts` worker processes running;
   // they join over gRPC at `control_host`:control_port_.
-  void StartLocalWorkers(const ServeOptions& options, const WorkerTypeTable& types,
-                         const WorkerCounts& worker_counts, const std::string& data_dir,
-                         const std::string& control_host) {
+  absl::Status StartLocalWorkers(const ServeOptions& options, const WorkerTypeTable& types,
+                                 const WorkerCounts& worker_counts, const std::string& data_dir,
+                                 const std::string& control_host) {
     LocalProvider::Options provider_options;
+    MAITRE_RETURN_IF_ERROR(ParseInjection(options.inject_interruption, &provider_options));
     provider_options.binary = options.binary.empty() ? SelfExecutable() : options.binary;
     // Workers reach the controller on loopback when it listens everywhere.
     provider_options.controller =
@@ -470,9 +476,16 @@ class Controller {
     provider_options.sandbox_user = options.sandbox_user;
     provider_options.join_token = join_token_;
     provider_ = std::make_unique<LocalProvider>(provider_options);
+    cost_ = std::make_unique<CostMeter>(types);
     provider_->OnEvent([this](const WorkerEvent& e) {
+      cost_->Record(e);
       const bool ended = e.kind == WorkerEvent::Kind::kLost || e.kind == WorkerEvent::Kind::kRetired;
       if (ended && !e.worker_id.empty()) cluster_->RemoveWorker(e.worker_id, "its process ended");
+      // Nothing new goes to a worker that is leaving; what it holds is
+      // answered before it stops, and its replacement is on its way.
+      if (e.kind == WorkerEvent::Kind::kInterrupted) {
+        cluster_->BeginLeaving(e.worker_id, e.stops_at);
+      }
     });
     for (const auto& [type, count] : worker_counts) {
       provider_->SetDesired(*types.Find(type), count);
@@ -480,6 +493,22 @@ class Controller {
     // A worker the cluster gave up on (silent) is killed so it is replaced.
     cluster_->OnWorkerRemoved([this](const WorkerView& w) { provider_->Kill(w.id); });
     provider_->Start();
+    return absl::OkStatus();
+  }
+
+  // --inject-interruption AFTER_S[:LEAD_S].
+  static absl::Status ParseInjection(const std::string& spec, LocalProvider::Options* options) {
+    if (spec.empty()) return absl::OkStatus();
+    std::vector<std::string> f = absl::StrSplit(spec, ':');
+    double after_s = 0, lead_s = ToSeconds(options->inject_lead);
+    if (f.size() > 2 || !absl::SimpleAtod(f[0], &after_s) || !(after_s >= 0) ||
+        (f.size() == 2 && (!absl::SimpleAtod(f[1], &lead_s) || !(lead_s >= 0)))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--inject-interruption takes AFTER_S[:LEAD_S], seconds from 0 up, not \"", spec, "\""));
+    }
+    options->inject_after = FromSeconds(after_s);
+    options->inject_lead = FromSeconds(lead_s);
+    return absl::OkStatus();
   }
 
   // The model and cluster autoscalers. The cluster keeps at least the
@@ -578,6 +607,7 @@ class Controller {
   int control_port_ = 0;
   std::unique_ptr<http::Server> http_server_;
   std::unique_ptr<LocalProvider> provider_;
+  std::unique_ptr<CostMeter> cost_;  // with provider_
   std::unique_ptr<ScalingLoop> scaling_;
   StopSignal stopping_;
   std::thread maintenance_;

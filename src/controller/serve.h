@@ -120,6 +120,10 @@ struct ServeOptions {
   // The maitre executable the local provider launches workers from.
   // Empty: this process's own executable.
   std::string binary;
+  // Fault injection, "AFTER_S[:LEAD_S]": AFTER_S seconds after the start,
+  // the oldest local spot worker gets an interruption notice LEAD_S (120)
+  // seconds ahead (docs/operations.md, "Spot interruptions"). Empty: none.
+  std::string inject_interruption;
 };
 
 class Controller;

@@ -51,5 +51,18 @@ TEST(WorkerTypeTableTest, ParsesABillingUnit) {
   EXPECT_FALSE(WorkerTypeTable::Parse("a:1:100:1:60:7").ok());
 }
 
+TEST(WorkerTypeTableTest, ParsesAMarket) {
+  auto parsed = WorkerTypeTable::Parse("s:1:100:0.01:0:spot,o:1:100:0.04:60:on-demand,d:1:100:1");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Find("s")->market, WorkerType::Market::kSpot);
+  EXPECT_EQ(parsed->Find("o")->market, WorkerType::Market::kOnDemand);
+  EXPECT_EQ(parsed->Find("d")->market, WorkerType::Market::kOnDemand);
+  EXPECT_STREQ(MarketName(parsed->Find("s")->market), "spot");
+  auto bad = WorkerTypeTable::Parse("a:1:100:1:60:cheap");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("on-demand or spot"), std::string::npos);
+  EXPECT_FALSE(WorkerTypeTable::Parse("a:1:100:1:60:spot:x").ok());
+}
+
 }  // namespace
 }  // namespace maitre

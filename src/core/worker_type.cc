@@ -13,23 +13,31 @@ WorkerTypeTable WorkerTypeTable::Default() {
   });
 }
 
+const char* MarketName(WorkerType::Market market) {
+  return market == WorkerType::Market::kSpot ? "spot" : "on-demand";
+}
+
 absl::StatusOr<WorkerTypeTable> WorkerTypeTable::Parse(absl::string_view spec) {
   std::vector<WorkerType> types;
   for (absl::string_view row : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
     std::vector<absl::string_view> f = absl::StrSplit(row, ':');
     WorkerType t;
     double billing_s = 0;
-    if ((f.size() != 4 && f.size() != 5) || f[0].empty() || !absl::SimpleAtoi(f[1], &t.cores) ||
+    const bool market_ok = f.size() < 6 || f[5] == "spot" || f[5] == "on-demand";
+    if (f.size() < 4 || f.size() > 6 || !market_ok || f[0].empty() ||
+        !absl::SimpleAtoi(f[1], &t.cores) ||
         !absl::SimpleAtoi(f[2], &t.memory_mb) || !absl::SimpleAtod(f[3], &t.price_per_hour) ||
         t.cores < 1 || t.memory_mb < 1 || t.price_per_hour < 0 ||
-        (f.size() == 5 && (!absl::SimpleAtod(f[4], &billing_s) || !(billing_s >= 0) ||
+        (f.size() >= 5 && (!absl::SimpleAtod(f[4], &billing_s) || !(billing_s >= 0) ||
                            billing_s > 366 * 24 * 3600))) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad worker type \"", row,
-                       "\"; expected name:cores:memory_mb:price_per_hour[:billing_s], "
-                       "with billing_s between 0 (by the second) and a year"));
+                       "\"; expected name:cores:memory_mb:price_per_hour[:billing_s[:market]], "
+                       "with billing_s between 0 (by the second) and a year and market "
+                       "on-demand or spot"));
     }
     t.billing_unit = FromSeconds(billing_s);
+    if (f.size() == 6 && f[5] == "spot") t.market = WorkerType::Market::kSpot;
     t.name = std::string(f[0]);
     types.push_back(std::move(t));
   }

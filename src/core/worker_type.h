@@ -25,7 +25,15 @@ struct WorkerType {
   // how long keeping it idle is free (docs/policies.md, "Greedy
   // provisioning (MArk)").
   Nanos billing_unit = 0;
+  // How the worker is bought. A spot worker can be taken back by its
+  // provider after an interruption notice (docs/operations.md, "Spot
+  // interruptions"); an on-demand one cannot.
+  enum class Market { kOnDemand, kSpot };
+  Market market = Market::kOnDemand;
 };
+
+// "on-demand" or "spot", as --worker-types and GET /v2/cluster/cost write it.
+const char* MarketName(WorkerType::Market market);
 
 class WorkerTypeTable {
  public:
@@ -37,7 +45,8 @@ class WorkerTypeTable {
   // $0.085/h).
   static WorkerTypeTable Default();
 
-  // Parses "name:cores:memory_mb:price_per_hour[:billing_s][,...]".
+  // Parses "name:cores:memory_mb:price_per_hour[:billing_s[:market]]
+  // [,...]", market "on-demand" (the default) or "spot".
   static absl::StatusOr<WorkerTypeTable> Parse(absl::string_view spec);
 
   const WorkerType* Find(absl::string_view name) const;

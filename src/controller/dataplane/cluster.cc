@@ -108,7 +108,7 @@ bool Cluster::ApplyReport(const WorkerReport& report) {
   auto it = workers_.find(report.worker_id);
   if (it == workers_.end()) return false;
   Worker& w = it->second;
-  if (w.view.unreachable) {
+  if (w.view.unreachable && !w.view.leaving_at.has_value()) {
     w.view.unreachable = false;  // it answered after all
     if (w.live != policy::kNoId) live_.SetAccepting(w.live, true);
   }
@@ -239,6 +239,21 @@ void Cluster::MarkUnreachable(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
   if (it != workers_.end()) MarkUnreachableLocked(it->second);
+}
+
+bool Cluster::BeginLeaving(const std::string& worker_id, Nanos stops_at) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return false;
+  Worker& w = it->second;
+  w.view.leaving_at = stops_at;
+  if (!w.view.unreachable) {
+    w.view.unreachable = true;
+    if (w.live != policy::kNoId) live_.SetAccepting(w.live, false);
+  }
+  spdlog::warn("worker {} leaves in {} s: no new queries or loads go there", worker_id,
+               ToSeconds(stops_at - options_.clock->Now()));
+  return true;
 }
 
 void Cluster::MarkUnreachableLocked(Worker& worker) {

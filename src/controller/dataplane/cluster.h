@@ -82,6 +82,9 @@ struct WorkerView {
   // A call to it failed as if it were gone (Cluster::MarkUnreachable): no
   // query or load goes there until it reports again.
   bool unreachable = false;
+  // An interruption notice said it stops then (Cluster::BeginLeaving): it
+  // stays unreachable, whatever it reports, until it is gone.
+  std::optional<Nanos> leaving_at;
   std::vector<InstanceView> instances;
 };
 
@@ -196,6 +199,12 @@ class Cluster {
   // query retried after the failure goes elsewhere. The silence limit
   // removes it if no report comes.
   void MarkUnreachable(const std::string& worker_id);
+  // An interruption notice: the worker stops at `stops_at`. From now on it
+  // is unreachable for good (no query is routed there, no load placed, and
+  // its reports do not bring it back), while the queries it holds are
+  // answered; it goes with RemoveWorker when its process ends
+  // (docs/operations.md, "Spot interruptions"). False when it is unknown.
+  bool BeginLeaving(const std::string& worker_id, Nanos stops_at);
   // Removes workers silent for longer than the limit; returns their ids.
   std::vector<std::string> RemoveSilentWorkers();
   // Called (without the lock held) whenever a worker is removed.

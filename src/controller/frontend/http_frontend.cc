@@ -28,12 +28,14 @@ json SpecJson(const TensorSpec& spec) {
 
 // An app's "defaults": what PUT /v2/apps/{app} sets, in the same flat shape
 // (unset fields are left out), so a client can send back what it read.
-json AppDefaultsJson(const Requirements& r, std::optional<double> max_accuracy_drop) {
+json AppDefaultsJson(const Requirements& r, std::optional<double> max_accuracy_drop,
+                     std::optional<double> sl_min) {
   json j = json::object();
   if (r.latency_ms) j["latency_ms"] = *r.latency_ms;
   if (r.min_accuracy) j["min_accuracy"] = *r.min_accuracy;
   if (r.max_cost) j["max_cost"] = *r.max_cost;
   if (max_accuracy_drop) j["max_accuracy_drop"] = *max_accuracy_drop;
+  if (sl_min) j["sl_min"] = *sl_min;
   return j;
 }
 
@@ -244,10 +246,10 @@ class Frontend {
       std::move(respond)(ErrorResponse(defaults.status()));
       return;
     }
-    std::move(respond)(http::Response::Json(
-        200, json{{"name", defaults->name},
-                  {"defaults", AppDefaultsJson(defaults->defaults, defaults->max_accuracy_drop)}}
-                 .dump()));
+    const json stored =
+        AppDefaultsJson(defaults->defaults, defaults->max_accuracy_drop, defaults->sl_min);
+    std::move(respond)(
+        http::Response::Json(200, json{{"name", defaults->name}, {"defaults", stored}}.dump()));
   }
 
   void RegistrationStatus(const http::PathParams& params, http::Responder respond) {
@@ -307,9 +309,10 @@ class Frontend {
     json apps = json::array();
     for (const auto& [name, app] : catalog->apps) {
       if (!CheckAppAccess(caller, name).ok()) continue;
-      apps.push_back({{"name", name},
-                      {"defaults", AppDefaultsJson(app.defaults, app.max_accuracy_drop)},
-                      {"models", app.models}});
+      apps.push_back(
+          {{"name", name},
+           {"defaults", AppDefaultsJson(app.defaults, app.max_accuracy_drop, app.sl_min)},
+           {"models", app.models}});
     }
     std::move(respond)(http::Response::Json(200, json{{"apps", apps}}.dump()));
   }
@@ -343,7 +346,7 @@ class Frontend {
       if (model != nullptr) models.push_back(ModelJson(*model));
     }
     json j{{"name", app->name},
-           {"defaults", AppDefaultsJson(app->defaults, app->max_accuracy_drop)},
+           {"defaults", AppDefaultsJson(app->defaults, app->max_accuracy_drop, app->sl_min)},
            {"models", models}};
     std::move(respond)(http::Response::Json(200, j.dump()));
   }

@@ -36,7 +36,8 @@ absl::Status Catalog::Reload(const registry::Registry& registry) {
   absl::MutexLock reload_lock(&reload_mu_);
   auto snapshot = std::make_shared<CatalogSnapshot>();
   for (const registry::AppRecord& app : registry.ListApps()) {
-    snapshot->apps[app.name] = CatalogApp{app.name, app.defaults, app.max_accuracy_drop, {}};
+    snapshot->apps[app.name] =
+        CatalogApp{app.name, app.defaults, app.max_accuracy_drop, {}, app.sl_min};
   }
   std::map<VariantKey, std::map<std::string, Profile>> profiles;
   std::map<VariantKey, std::map<std::string, int>> sweeps_left;

@@ -59,6 +59,7 @@ struct CatalogApp {
   Requirements defaults;
   std::optional<double> max_accuracy_drop;  // registry::AppRecord's
   std::vector<std::string> models;
+  std::optional<double> sl_min;  // registry::AppRecord's
 };
 
 struct CatalogSnapshot {

@@ -159,13 +159,20 @@ absl::StatusOr<registry::AppRecord> Registrar::SetAppDefaults(const std::string&
   const Field fields[] = {Field{"latency_ms", &record.defaults.latency_ms, 1e-3, 3.6e6},
                           Field{"min_accuracy", &record.defaults.min_accuracy, 0, 1},
                           Field{"max_cost", &record.defaults.max_cost, 0, 1e9},
-                          Field{"max_accuracy_drop", &record.max_accuracy_drop, 0, 1}};
+                          Field{"max_accuracy_drop", &record.max_accuracy_drop, 0, 1},
+                          Field{"sl_min", &record.sl_min, 0, 1}};
   for (const Field& f : fields) {
     auto it = j.find(f.name);
     if (it == j.end() || it->is_null()) continue;
     if (!it->is_number() || it->get<double>() < f.lo || it->get<double>() > f.hi) {
       return absl::InvalidArgumentError(
           absl::StrCat("\"", f.name, "\" must be a number between ", f.lo, " and ", f.hi));
+    }
+    // A service level of 0 would ask for nothing: SL_min is in (0, 1].
+    if (f.value == &record.sl_min && !(it->get<double>() > 0)) {
+      return absl::InvalidArgumentError(
+          "\"sl_min\" must be in (0, 1]: the share of the app's queries to answer within "
+          "latency_ms");
     }
     *f.value = it->get<double>();
   }
@@ -175,7 +182,7 @@ absl::StatusOr<registry::AppRecord> Registrar::SetAppDefaults(const std::string&
     if (!known) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown app default \"", key,
-                       "\"; use latency_ms, min_accuracy, max_cost, max_accuracy_drop"));
+                       "\"; use latency_ms, min_accuracy, max_cost, max_accuracy_drop, sl_min"));
     }
   }
   MAITRE_RETURN_IF_ERROR(options_.registry->PutApp(record));

@@ -86,9 +86,10 @@ class Registrar {
   // or the previous one's end.
   void Queued(const Upload& upload);
 
-  // Creates the app or replaces its default requirements and its
-  // max_accuracy_drop, from JSON {"latency_ms", "min_accuracy", "max_cost",
-  // "max_accuracy_drop"} (absent or null = none). Returns what was stored.
+  // Creates the app or replaces its default requirements, its
+  // max_accuracy_drop and its sl_min, from JSON {"latency_ms",
+  // "min_accuracy", "max_cost", "max_accuracy_drop", "sl_min"} (absent or
+  // null = none; sl_min in (0, 1]). Returns what was stored.
   absl::StatusOr<registry::AppRecord> SetAppDefaults(const std::string& app,
                                                      absl::string_view json);
 

@@ -107,6 +107,31 @@ TEST_F(RegistrarAppDefaultsTest, MaxAccuracyDropIsStoredAndReachesTheCatalog) {
   EXPECT_FALSE(registry_->GetApp("fashion")->max_accuracy_drop.has_value());
 }
 
+// An app's SL_min for the mark allocator (docs/policies.md, "Provisioning
+// ahead of demand (MArk)"): stored, in the catalog, and outside (0, 1]
+// refused with a message that names it.
+TEST_F(RegistrarAppDefaultsTest, SlMinIsStoredAndOutsideZeroToOneRefused) {
+  auto set = registrar_->SetAppDefaults("fashion", R"({"latency_ms": 50, "sl_min": 0.95})");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->sl_min, 0.95);
+  EXPECT_EQ(registry_->GetApp("fashion")->sl_min, 0.95);
+  EXPECT_EQ(catalog_.Get()->FindApp("fashion")->sl_min, 0.95);
+  ASSERT_TRUE(registrar_->SetAppDefaults("fashion", R"({"sl_min": 1})").ok());
+  for (const char* body : {R"({"sl_min": 0})", R"({"sl_min": 1.01})", R"({"sl_min": -0.5})",
+                           R"({"sl_min": "0.9"})"}) {
+    auto refused = registrar_->SetAppDefaults("fashion", body);
+    EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << body;
+    EXPECT_THAT(refused.status().message(), HasSubstr("\"sl_min\" must be")) << body;
+  }
+  EXPECT_EQ(registry_->GetApp("fashion")->sl_min, 1.0);  // nothing refused was stored
+  ASSERT_TRUE(registrar_->SetAppDefaults("fashion", R"({"latency_ms": 50})").ok());
+  EXPECT_FALSE(catalog_.Get()->FindApp("fashion")->sl_min.has_value());
+  // The registry refuses one too, whoever calls it.
+  registry::AppRecord bad{"fashion"};
+  bad.sl_min = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(registry_->PutApp(bad)));
+}
+
 TEST_F(RegistrarAppDefaultsTest, AMaxAccuracyDropOutsideZeroToOneIsRefusedByName) {
   ASSERT_TRUE(registrar_->SetAppDefaults("fashion", R"({"max_accuracy_drop": 0.2})").ok());
   for (const char* body : {R"({"max_accuracy_drop": 1.5})", R"({"max_accuracy_drop": -0.1})",

@@ -53,6 +53,10 @@ LocalProvider::~LocalProvider() { Stop(); }
 void LocalProvider::Start() {
   (void)MakeDirectories(options_.log_dir);
   (void)MakeDirectories(options_.cache_dir);
+  if (options_.inject_after.has_value()) {
+    absl::MutexLock lock(&mu_);
+    inject_at_ = options_.clock->Now() + *options_.inject_after;
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -87,13 +91,74 @@ bool LocalProvider::Retire(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   for (auto& [token, w] : launched_) {
     if (w.worker_id != worker_id) continue;
+    // An interrupted worker no longer counts towards its type's number.
     auto desired = desired_.find(w.type);
-    if (desired != desired_.end() && desired->second.second > 0) --desired->second.second;
+    if (!w.stops_at.has_value() && desired != desired_.end() && desired->second.second > 0) {
+      --desired->second.second;
+    }
     retiring_.insert(token);
     kill(w.pid, SIGTERM);
     return true;
   }
   return false;
+}
+
+absl::Status LocalProvider::Interrupt(const std::string& worker_id, Nanos lead) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [token, w] : launched_) {
+    if (!worker_id.empty() && w.worker_id == worker_id) return InterruptLocked(w, lead);
+  }
+  return absl::NotFoundError(absl::StrCat("no worker ", worker_id, " of this provider"));
+}
+
+absl::Status LocalProvider::InterruptLocked(LaunchedWorker& w, Nanos lead) {
+  auto desired = desired_.find(w.type);
+  if (desired == desired_.end() || desired->second.first.market != WorkerType::Market::kSpot) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", w.worker_id, " (", w.type, ") is on-demand; only spot workers ",
+                     "are interrupted (--worker-types NAME:...:spot)"));
+  }
+  if (w.stops_at.has_value() || retiring_.count(w.token) > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", w.worker_id, " is already stopping"));
+  }
+  const Nanos now = options_.clock->Now();
+  w.stops_at = now + std::max<Nanos>(lead, 0);
+  events_.push_back({WorkerEvent::Kind::kInterrupted, w.type, w.token, w.worker_id, now,
+                     absl::StrCat("spot interruption notice, ", ToSeconds(lead), " s ahead"),
+                     *w.stops_at});
+  spdlog::warn("local provider: worker {} ({} {}) interrupted: it stops in {} s; a "
+               "replacement starts now",
+               w.name, w.type, w.worker_id, ToSeconds(lead));
+  return absl::OkStatus();
+}
+
+void LocalProvider::InjectLocked() {
+  if (!inject_at_.has_value() || options_.clock->Now() < *inject_at_) return;
+  LaunchedWorker* oldest = nullptr;
+  for (auto& [token, w] : launched_) {
+    auto desired = desired_.find(w.type);
+    const bool spot = desired != desired_.end() &&
+                      desired->second.first.market == WorkerType::Market::kSpot;
+    if (spot && !w.worker_id.empty() && !w.stops_at.has_value() && retiring_.count(token) == 0 &&
+        (oldest == nullptr || w.started < oldest->started)) {
+      oldest = &w;
+    }
+  }
+  if (oldest != nullptr && InterruptLocked(*oldest, options_.inject_lead).ok()) {
+    inject_at_.reset();
+  }
+}
+
+void LocalProvider::EndInterruptedLocked() {
+  const Nanos now = options_.clock->Now();
+  for (auto& [token, w] : launched_) {
+    if (w.stops_at.has_value() && *w.stops_at <= now && retiring_.count(token) == 0) {
+      // Killed, not asked to stop: a cloud does not wait for the machine.
+      kill(w.pid, SIGKILL);
+      w.stops_at = now;
+    }
+  }
 }
 
 std::map<std::string, int> LocalProvider::Starting() const {
@@ -246,6 +311,14 @@ void LocalProvider::ReapExitedLocked() {
       }
       std::string how = WIFSIGNALED(status) ? absl::StrCat("killed by signal ", WTERMSIG(status))
                                             : absl::StrCat("exit code ", WEXITSTATUS(status));
+      if (w.stops_at.has_value()) {
+        // Its replacement started at the notice; no backoff is due.
+        events_.push_back({WorkerEvent::Kind::kLost, w.type, w.token, w.worker_id, now,
+                           absl::StrCat("spot interruption (", how, ")")});
+        spdlog::info("local provider: interrupted worker {} ({} {}) ended", w.name, w.type,
+                     w.worker_id);
+        continue;
+      }
       events_.push_back({WorkerEvent::Kind::kLost, w.type, w.token, w.worker_id, now, how});
       spdlog::warn("local provider: worker {} ({} {}, pid {}) ended: {}", w.name, w.type,
                    w.worker_id, w.pid, how);
@@ -269,7 +342,7 @@ void LocalProvider::ReconcileLocked() {
     const auto& [type, want] = entry;
     int have = 0;
     for (const auto& [token, w] : launched_) {
-      have += w.type == name && retiring_.count(token) == 0 ? 1 : 0;
+      have += w.type == name && retiring_.count(token) == 0 && !w.stops_at.has_value() ? 1 : 0;
     }
     if (have < want) {
       auto backoff = backoff_until_.find(name);
@@ -279,7 +352,7 @@ void LocalProvider::ReconcileLocked() {
       // Stop the newest surplus worker; the cluster notices it leave.
       const LaunchedWorker* newest = nullptr;
       for (const auto& [token, w] : launched_) {
-        if (w.type == name && retiring_.count(token) == 0 &&
+        if (w.type == name && retiring_.count(token) == 0 && !w.stops_at.has_value() &&
             (newest == nullptr || w.started > newest->started)) {
           newest = &w;
         }
@@ -299,6 +372,8 @@ void LocalProvider::Loop() {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
       ReapExitedLocked();
+      InjectLocked();
+      EndInterruptedLocked();
       ReconcileLocked();
       events.swap(events_);
     }

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -56,6 +57,12 @@ class LocalProvider : public WorkerProvider {
     // (not its command line, which every local user can read).
     std::string join_token;
     const Clock* clock = SteadyClock::Get();
+    // Fault injection (`maitre serve --inject-interruption AFTER_S[:LEAD_S]`):
+    // this long after Start, the oldest joined spot worker gets an
+    // interruption notice `inject_lead` ahead (at the first moment one has
+    // joined, if none has then).
+    std::optional<Nanos> inject_after;
+    Nanos inject_lead = 120 * kSecond;
   };
 
   explicit LocalProvider(Options options);
@@ -81,6 +88,10 @@ class LocalProvider : public WorkerProvider {
   bool Retire(const std::string& worker_id) override;
   // Launched workers that have not registered yet, by type.
   std::map<std::string, int> Starting() const override;
+  // A replacement starts at once (the interrupted worker no longer counts
+  // towards its type's desired number), and the worker is killed with
+  // SIGKILL when the lead runs out, as a cloud takes a spot machine back.
+  absl::Status Interrupt(const std::string& worker_id, Nanos lead) override;
 
  private:
   struct LaunchedWorker {
@@ -91,10 +102,18 @@ class LocalProvider : public WorkerProvider {
     std::vector<int> cores;
     std::string worker_id;  // set once it registered
     Nanos started = 0;
+    // Set by an interruption notice: when it is killed. It no longer counts
+    // towards its type's desired number.
+    std::optional<Nanos> stops_at;
   };
 
   void Loop();
   void ReapExitedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Kills the interrupted workers whose lead ran out.
+  void EndInterruptedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status InterruptLocked(LaunchedWorker& w, Nanos lead) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Options::inject_after's notice, once its time came.
+  void InjectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReconcileLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchLocked(const WorkerType& type) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<int> ChooseCoresLocked(int count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -113,6 +132,7 @@ class LocalProvider : public WorkerProvider {
   std::set<std::string> retiring_ ABSL_GUARDED_BY(mu_);  // tokens stopped on purpose
   int64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<Nanos> inject_at_ ABSL_GUARDED_BY(mu_);  // pending injected notice
   std::thread thread_;
 };
 

@@ -128,6 +128,90 @@ TEST_F(LocalProviderTest, AWorkerThatDiesIsReportedLostWithHow) {
   provider->Stop();
 }
 
+// A spot interruption notice: listeners hear it with the stop time, a
+// replacement starts at once, and the worker is killed when the lead runs
+// out (here at once) and reported lost as interrupted, with no backoff.
+TEST_F(LocalProviderTest, AnInterruptedSpotWorkerIsReplacedThenKilled) {
+  auto provider = Make(Script("sleeper", "exec sleep 60"));
+  provider->Start();
+  WorkerType spot{"s", 1, 0, 0};
+  spot.market = WorkerType::Market::kSpot;
+  provider->SetDesired(spot, 1);
+  WorkerEvent started = Event(1);
+  ASSERT_EQ(started.kind, WorkerEvent::Kind::kStarted);
+  EXPECT_TRUE(absl::IsNotFound(provider->Interrupt("w1", 0)));  // not joined yet
+  provider->OnJoin("w1", started.launch_token);
+  ASSERT_EQ(Event(2).kind, WorkerEvent::Kind::kReady);
+
+  ASSERT_TRUE(provider->Interrupt("w1", 0).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(provider->Interrupt("w1", 0)));
+  WorkerEvent notice = Event(3);
+  EXPECT_EQ(notice.kind, WorkerEvent::Kind::kInterrupted);
+  EXPECT_EQ(notice.worker_id, "w1");
+  EXPECT_EQ(notice.stops_at, notice.at);
+  WorkerEvent replacement = Event(4);
+  EXPECT_EQ(replacement.kind, WorkerEvent::Kind::kStarted);
+  EXPECT_NE(replacement.launch_token, started.launch_token);
+  WorkerEvent lost = Event(5);
+  EXPECT_EQ(lost.kind, WorkerEvent::Kind::kLost);
+  EXPECT_EQ(lost.worker_id, "w1");
+  EXPECT_EQ(lost.detail, "spot interruption (killed by signal 9)");
+  EXPECT_EQ(provider->Desired("s"), 1);
+  EXPECT_EQ(provider->Starting(), (std::map<std::string, int>{{"s", 1}}));
+  provider->Stop();
+}
+
+// `maitre serve --inject-interruption 0:0`: the notice waits until a spot
+// worker has joined, and goes to it, never to the on-demand one.
+TEST_F(LocalProviderTest, AnInjectedNoticeGoesToTheOldestSpotWorkerOnce) {
+  LocalProvider::Options options;
+  options.binary = Script("sleeper", "exec sleep 60");
+  options.controller = "127.0.0.1:1";
+  options.log_dir = (dir_ / "logs").string();
+  options.cache_dir = (dir_ / "cache").string();
+  options.cpus = 2;
+  options.inject_after = 0;
+  options.inject_lead = 0;
+  LocalProvider provider(options);
+  provider.OnEvent([this](const WorkerEvent& e) {
+    absl::MutexLock lock(&mu_);
+    events_.push_back(e);
+  });
+  provider.Start();
+  WorkerType spot{"s", 1, 0, 0};
+  spot.market = WorkerType::Market::kSpot;
+  provider.SetDesired({"t", 1, 0, 0}, 1);  // on demand: never chosen
+  provider.SetDesired(spot, 1);
+  WorkerEvent first = Event(1), second = Event(2);
+  ASSERT_EQ(first.kind, WorkerEvent::Kind::kStarted);
+  ASSERT_EQ(second.kind, WorkerEvent::Kind::kStarted);
+  provider.OnJoin("on-demand", first.type == "t" ? first.launch_token : second.launch_token);
+  provider.OnJoin("spot", first.type == "s" ? first.launch_token : second.launch_token);
+  EXPECT_EQ(Event(3).kind, WorkerEvent::Kind::kReady);
+  EXPECT_EQ(Event(4).kind, WorkerEvent::Kind::kReady);
+  WorkerEvent notice = Event(5);
+  EXPECT_EQ(notice.kind, WorkerEvent::Kind::kInterrupted);
+  EXPECT_EQ(notice.worker_id, "spot");
+  EXPECT_EQ(Event(6).kind, WorkerEvent::Kind::kStarted);  // its replacement
+  WorkerEvent lost = Event(7);
+  EXPECT_EQ(lost.kind, WorkerEvent::Kind::kLost);
+  EXPECT_EQ(lost.worker_id, "spot");
+  provider.Stop();
+}
+
+TEST_F(LocalProviderTest, AnOnDemandWorkerIsNotInterrupted) {
+  auto provider = Make(Script("sleeper", "exec sleep 60"));
+  provider->Start();
+  provider->SetDesired({"t", 1, 0, 0}, 1);
+  provider->OnJoin("w1", Event(1).launch_token);
+  ASSERT_EQ(Event(2).kind, WorkerEvent::Kind::kReady);
+  absl::Status refused = provider->Interrupt("w1", kSecond);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_NE(refused.message().find("on-demand"), std::string::npos);
+  EXPECT_TRUE(absl::IsNotFound(provider->Interrupt("nobody", kSecond)));
+  provider->Stop();
+}
+
 // The default layout (`maitre serve --workers auto`): one of each type when
 // the cores fit them all, else the smallest type on every core it fits.
 TEST(DefaultLocalWorkersTest, OneOfEachTypeWhenTheCoresFitElseTheSmallestOnEveryCore) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 
+#include "absl/status/status.h"
 #include "core/time.h"
 #include "core/worker_type.h"
 
@@ -26,6 +27,11 @@ struct WorkerEvent {
     kReady,    // it joined the cluster as `worker_id`
     kLost,     // it ended without being asked to (`detail` says how)
     kRetired,  // it ended because it was retired or no longer wanted
+    // A spot interruption notice: the worker is taken back at `stops_at`.
+    // A replacement of its type is already asked for; the cluster must
+    // send it nothing new and let what it holds finish by then
+    // (docs/operations.md, "Spot interruptions"). It ends as kLost.
+    kInterrupted,
   };
   Kind kind = Kind::kStarted;
   std::string type;
@@ -33,6 +39,7 @@ struct WorkerEvent {
   std::string worker_id;  // once it joined
   Nanos at = 0;
   std::string detail;
+  Nanos stops_at = 0;  // kInterrupted only
 };
 
 class WorkerProvider {
@@ -50,6 +57,12 @@ class WorkerProvider {
   virtual bool Retire(const std::string& worker_id) = 0;
   // Workers asked for that have not joined yet, by type.
   virtual std::map<std::string, int> Starting() const = 0;
+  // An interruption notice for the spot worker behind `worker_id`: it stops
+  // `lead` from now, and listeners hear kInterrupted at once. A cloud's
+  // provider calls this when its notice arrives; the local provider lets
+  // an operator inject one. NotFound if it is not one of ours (or has not
+  // joined), FailedPrecondition if it is on-demand or already interrupted.
+  virtual absl::Status Interrupt(const std::string& worker_id, Nanos lead) = 0;
 };
 
 }  // namespace maitre::controller

@@ -99,6 +99,7 @@ AppRecord AppFromRow(const Statement& st) {
   app.defaults.min_accuracy = st.OptionalDouble(2);
   app.defaults.max_cost = st.OptionalDouble(3);
   app.max_accuracy_drop = st.OptionalDouble(4);
+  app.sl_min = st.OptionalDouble(5);
   return app;
 }
 
@@ -275,19 +276,25 @@ absl::Status Registry::PutApp(const AppRecord& app) {
   if (app.max_accuracy_drop) {
     MAITRE_RETURN_IF_ERROR(ValidateFraction("max_accuracy_drop", *app.max_accuracy_drop));
   }
+  if (app.sl_min && !(*app.sl_min > 0 && *app.sl_min <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sl_min must be in (0, 1], the share of queries answered in time; not ",
+                     *app.sl_min));
+  }
   absl::MutexLock lock(&mu_);
   MAITRE_ASSIGN_OR_RETURN(
       Statement st,
-      db_->Prepare("INSERT INTO apps(name, latency_ms, min_accuracy, max_cost, max_accuracy_drop)"
-                   " VALUES (?1, ?2, ?3, ?4, ?5)"
+      db_->Prepare("INSERT INTO apps(name, latency_ms, min_accuracy, max_cost, max_accuracy_drop,"
+                   " sl_min) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
                    " ON CONFLICT(name) DO UPDATE SET latency_ms = excluded.latency_ms,"
                    " min_accuracy = excluded.min_accuracy, max_cost = excluded.max_cost,"
-                   " max_accuracy_drop = excluded.max_accuracy_drop"));
+                   " max_accuracy_drop = excluded.max_accuracy_drop, sl_min = excluded.sl_min"));
   return st.BindText(app.name)
       .BindOptionalDouble(app.defaults.latency_ms)
       .BindOptionalDouble(app.defaults.min_accuracy)
       .BindOptionalDouble(app.defaults.max_cost)
       .BindOptionalDouble(app.max_accuracy_drop)
+      .BindOptionalDouble(app.sl_min)
       .Run();
 }
 
@@ -308,7 +315,7 @@ absl::StatusOr<AppRecord> Registry::GetApp(absl::string_view name) const {
   absl::MutexLock lock(&mu_);
   MAITRE_ASSIGN_OR_RETURN(Statement st,
                           db_->Prepare("SELECT name, latency_ms, min_accuracy, max_cost,"
-                                       " max_accuracy_drop FROM apps WHERE name = ?1"));
+                                       " max_accuracy_drop, sl_min FROM apps WHERE name = ?1"));
   MAITRE_ASSIGN_OR_RETURN(bool found, st.BindText(name).Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no app named \"", name, "\""));
   return AppFromRow(st);
@@ -317,7 +324,8 @@ absl::StatusOr<AppRecord> Registry::GetApp(absl::string_view name) const {
 std::vector<AppRecord> Registry::ListApps() const {
   absl::MutexLock lock(&mu_);
   auto st = db_->Prepare(
-      "SELECT name, latency_ms, min_accuracy, max_cost, max_accuracy_drop FROM apps ORDER BY name");
+      "SELECT name, latency_ms, min_accuracy, max_cost, max_accuracy_drop, sl_min FROM apps"
+      " ORDER BY name");
   if (!st.ok()) {
     spdlog::error("listing apps: {}", st.status().ToString());
     return {};

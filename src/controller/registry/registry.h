@@ -55,6 +55,10 @@ struct AppRecord {
   // which scales accuracy may give up for it (control::ModelOption). Not a
   // requirement: queries never carry it. Unset: the allocator's own bound.
   std::optional<double> max_accuracy_drop;
+  // The share of its queries (in (0, 1]) the mark allocator keeps within
+  // `defaults.latency_ms` (MArk §4.1's SL_min; docs/policies.md,
+  // "Provisioning ahead of demand (MArk)"). Unset: --mark-sl-min.
+  std::optional<double> sl_min;
 };
 
 struct ModelRecord {

@@ -162,6 +162,12 @@ CREATE TABLE pipelines (
 CREATE INDEX pipelines_by_app ON pipelines(app);
 )sql";
 
+// An app's SL_min for the mark allocator (AppRecord::sl_min), a column of
+// apps only for the reason max_accuracy_drop is. NULL: --mark-sl-min.
+constexpr char kAppsSlMin[] = R"sql(
+ALTER TABLE apps ADD COLUMN sl_min REAL;
+)sql";
+
 }  // namespace
 
 // A new migration is appended with the next version; shipped ones never
@@ -175,6 +181,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {5, "apps: max_accuracy_drop", kAppsMaxAccuracyDrop},
       {6, "api keys", kApiKeys},
       {7, "pipelines", kPipelines},
+      {8, "apps: sl_min", kAppsSlMin},
   };
   return *migrations;
 }

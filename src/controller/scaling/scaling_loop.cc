@@ -145,6 +145,7 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
       if (app->defaults.latency_ms) m.slo_ms = *app->defaults.latency_ms;
       m.min_accuracy = app->defaults.min_accuracy;
       m.max_accuracy_drop = app->max_accuracy_drop;
+      m.sl_min = app->sl_min;
     }
     for (const CatalogVariant& v : model.variants) {
       if (!v.ready()) continue;
@@ -159,6 +160,10 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
   absl::MutexLock lock(&mu_);
   std::map<std::pair<std::string, VariantKey>, Nanos> ready_since;
   for (const WorkerView& w : options_.cluster->Snapshot()) {
+    // A worker under an interruption notice is leaving: the allocator plans
+    // without it (its replacement shows as starting), and nothing it
+    // decides can land there (docs/operations.md, "Spot interruptions").
+    if (w.leaving_at.has_value()) continue;
     control::ObservedWorker ow;
     ow.id = w.id;
     ow.type = w.type.name;

@@ -1,0 +1,81 @@
+#include "controller/frontend/cluster_routes.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "controller/frontend/status_http.h"
+
+namespace maitre::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kNoProvider[] =
+    "this server starts no workers of its own (they joined by hand), so it neither sends "
+    "interruption notices nor pays for workers";
+
+// A notice's lead, in seconds: at most a day, as no cloud warns sooner.
+absl::StatusOr<Nanos> ParseLead(absl::string_view text, double default_s) {
+  double lead_s = default_s;
+  if (!text.empty() && (!absl::SimpleAtod(text, &lead_s) || !(lead_s >= 0) ||
+                        lead_s > 24 * 3600)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lead_s must be a number of seconds from 0 to 86400, not \"", text, "\""));
+  }
+  return FromSeconds(lead_s);
+}
+
+}  // namespace
+
+void AddClusterRoutes(http::Router& router, const ClusterRoutesOptions& o,
+                      const HttpAccess& access) {
+  using http::PathParams;
+  using http::Request;
+  using http::Responder;
+  router.Add("POST", "/v2/cluster/workers/{id}/interrupt",
+             access.Guard(Reach::kAdmin, [o](Request&& q, const PathParams& p, const Principal&,
+                                             Responder respond) {
+               if (o.provider == nullptr) {
+                 std::move(respond)(http::Response::Error(409, kNoProvider));
+                 return;
+               }
+               auto lead = ParseLead(q.QueryParam("lead_s"), o.default_lead_s);
+               if (!lead.ok()) {
+                 std::move(respond)(http::Response::Error(400, lead.status().message()));
+                 return;
+               }
+               const std::string& id = p.find("id")->second;
+               absl::Status sent = o.provider->Interrupt(id, *lead);
+               if (!sent.ok()) {
+                 // On-demand or already stopping: a conflict with its state.
+                 const int code = absl::IsFailedPrecondition(sent) ? 409 : HttpStatusFor(sent);
+                 std::move(respond)(http::Response::Error(code, sent.message()));
+                 return;
+               }
+               json j{{"worker", id}, {"stops_in_s", ToSeconds(*lead)}};
+               std::move(respond)(http::Response::Json(202, j.dump()));
+             }));
+  router.Add("GET", "/v2/cluster/cost",
+             access.Guard(Reach::kAdmin, [o](Request&&, const PathParams&, const Principal&,
+                                             Responder respond) {
+               if (o.cost == nullptr) {
+                 std::move(respond)(http::Response::Error(409, kNoProvider));
+                 return;
+               }
+               const CostReport report = o.cost->At(o.clock->Now());
+               json lines = json::array();
+               for (const CostLine& l : report.lines) {
+                 lines.push_back({{"type", l.type},
+                                  {"market", l.market},
+                                  {"running", l.running},
+                                  {"ended", l.ended},
+                                  {"cost", l.cost},
+                                  {"per_hour", l.per_hour}});
+               }
+               json j{{"cost", report.cost}, {"per_hour", report.per_hour}, {"types", lines}};
+               std::move(respond)(http::Response::Json(200, j.dump()));
+             }));
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,30 @@
+// The HTTP routes about the cluster's workers (docs/api.md, "The cluster"):
+//   POST /v2/cluster/workers/{id}/interrupt[?lead_s=S]   a spot interruption
+//        notice for that worker, as a cloud would send (admin key)
+//   GET  /v2/cluster/cost   what the workers cost so far and per hour now,
+//        by worker type and market (admin key)
+//
+// Thread-safety: the routes are thread-safe; what the options point to
+// outlives the router.
+#pragma once
+
+#include "controller/access/http_access.h"
+#include "controller/provision/cost_meter.h"
+#include "controller/provision/worker_provider.h"
+#include "core/clock.h"
+#include "http/router.h"
+
+namespace maitre::controller {
+
+struct ClusterRoutesOptions {
+  WorkerProvider* provider = nullptr;  // null: workers joined by hand
+  const CostMeter* cost = nullptr;     // null with no provider
+  const Clock* clock = SteadyClock::Get();
+  // The notice's lead when the call names none: a cloud's two minutes.
+  double default_lead_s = 120;
+};
+
+void AddClusterRoutes(http::Router& router, const ClusterRoutesOptions& options,
+                      const HttpAccess& access);
+
+}  // namespace maitre::controller
