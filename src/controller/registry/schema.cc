@@ -162,6 +162,12 @@ CREATE TABLE pipelines (
 CREATE INDEX pipelines_by_app ON pipelines(app);
 )sql";
 
+// The plan a pipeline was last asked to provision (PipelineStore::SetPlan;
+// docs/api.md, "Pipelines"), as the client sent it; empty for none.
+constexpr char kPipelinePlans[] = R"sql(
+ALTER TABLE pipelines ADD COLUMN plan_json TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 // A new migration is appended with the next version; shipped ones never
@@ -175,6 +181,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {5, "apps: max_accuracy_drop", kAppsMaxAccuracyDrop},
       {6, "api keys", kApiKeys},
       {7, "pipelines", kPipelines},
+      {8, "pipelines: plan_json", kPipelinePlans},
   };
   return *migrations;
 }
