@@ -2,7 +2,9 @@
 // "Serving a pipeline"; docs/api.md, "Pipelines"), against a real `maitre
 // serve` with a real worker: bad specs get 400s naming the vertex, the
 // cascade answers as the two models' own answers say it should, its
-// answers name the stages that ran, and it survives a restart.
+// answers name the stages that ran, and it survives a restart; a plan
+// applied to it is checked and provisioned, and its models may not be
+// deleted while it is registered.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -18,6 +20,7 @@
 #include "inference.grpc.pb.h"
 #include "runtime/testing/zoo.h"
 #include "testing/server_process.h"
+#include "testing/wait.h"
 #include "testing/zoo_requests.h"
 
 namespace maitre {
@@ -371,6 +374,109 @@ TEST_F(PipelinesTest, TheCascadeAnswersAsItsModelsSayAndSurvivesARestart) {
       Send("POST", one + "/infer", testing::ImagesRequest(*valset_, 0, 1, "image", nullptr));
   ASSERT_TRUE(gone.ok());
   EXPECT_EQ(gone->status, 404) << gone->body;
+}
+
+// What /metrics says of scaling actions of `kind` (0 when none yet).
+double Actions(ServerProcess& server, const std::string& kind) {
+  auto metrics = server.Get("/metrics");
+  if (!metrics.ok() || metrics->status != 200) return 0;
+  const std::string line = absl::StrCat("maitre_autoscaler_actions_total{action=\"", kind, "\"} ");
+  const size_t at = metrics->body.find(line);
+  return at == std::string::npos ? 0 : std::atof(metrics->body.c_str() + at + line.size());
+}
+
+// Replicas of `model`'s instances serving on workers of `type`, by the
+// repository index.
+int ServingReplicas(ServerProcess& server, const std::string& model, const std::string& type) {
+  auto index = server.RepositoryIndex();
+  if (!index.ok()) return 0;
+  int replicas = 0;
+  for (const json& m : index->value("models", json::array())) {
+    if (m.value("name", "") != model) continue;
+    for (const json& i : m.value("instances", json::array())) {
+      if (i.value("phase", "") == "ready" && i.value("worker_type", "") == type) {
+        replicas += i.value("replicas", 0);
+      }
+    }
+  }
+  return replicas;
+}
+
+// A plan (docs/api.md, "Pipelines", PUT .../plan) is checked, kept and
+// provisioned by the control plane; the models a registered pipeline names
+// may not be deleted (docs/api.md, "Deleting models and apps").
+TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
+  const std::string one = absl::StrCat("/v2/apps/", kApp, "/pipelines/fmnist-planned");
+  auto put = Send("PUT", one, Cascade().dump());
+  ASSERT_TRUE(put.ok()) << put.status();
+  ASSERT_EQ(put->status, 201) << put->body;
+
+  auto in_use = Send("DELETE", absl::StrCat("/v2/apps/", kApp, "/models/fmnist-cnn-wide"));
+  ASSERT_TRUE(in_use.ok());
+  EXPECT_EQ(in_use->status, 409) << in_use->body;
+  EXPECT_TRUE(absl::StrContains(in_use->body, "used by pipeline(s) fmnist-planned"))
+      << in_use->body;
+  ASSERT_TRUE(server_->GetJson("/v2/models/fmnist-cnn-wide").ok());
+
+  // The planning trace's envelope is far below the queries this test
+  // sends (one every poll: 10 qps in a 0.1 s window), so the tuner scales
+  // up: fast to ceil(10 · 1 / (500 · 0.04)) = 1, slow to
+  // ceil(10 · 0.3 / (50 · 0.03)) = 2 replicas of one core each on cpu-1,
+  // whose one worker holds one core: the slow stage's second replica needs
+  // a load, on another worker the control plane asks for if need be.
+  const json plan = json::parse(R"({
+    "plan": {"stages": [{"stage": "fast", "hardware": "cpu-1", "batch": 1, "replicas": 1},
+                        {"stage": "slow", "hardware": "cpu-1", "batch": 1, "replicas": 1}]},
+    "tuner": {"windows_s": [0.1, 60], "planned_rates_qps": [1, 0.01],
+              "stages": [{"stage": "fast", "mu_qps": 500, "scale_factor": 1, "rho": 0.04},
+                         {"stage": "slow", "mu_qps": 50, "scale_factor": 0.3, "rho": 0.03}]}})");
+  json unknown_stage = plan, unknown_type = plan, negative = plan;
+  unknown_stage["plan"]["stages"][1]["stage"] = "slower";
+  unknown_stage["tuner"]["stages"][1]["stage"] = "slower";
+  unknown_type["plan"]["stages"][1]["hardware"] = "tpu";
+  negative["plan"]["stages"][1]["replicas"] = -1;
+  for (const auto& [body, status, message] :
+       {std::tuple{unknown_stage, 400, std::string("stage \"slower\": pipeline")},
+        {unknown_type, 400, "unknown worker type \"tpu\""},
+        {negative, 400, "\"replicas\" must be a whole number"},
+        {json::object(), 400, "needs objects \"plan\" and \"tuner\""}}) {
+    auto r = Send("PUT", one + "/plan", body.dump());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, status) << r->body;
+    const std::string error = json::parse(r->body).value("error", "");
+    EXPECT_TRUE(absl::StrContains(error, message)) << error << " lacks " << message;
+  }
+  auto no_pipeline =
+      Send("PUT", absl::StrCat("/v2/apps/", kApp, "/pipelines/nope/plan"), plan.dump());
+  ASSERT_TRUE(no_pipeline.ok());
+  EXPECT_EQ(no_pipeline->status, 404) << no_pipeline->body;
+
+  auto applied = Send("PUT", one + "/plan", plan.dump());
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  ASSERT_EQ(applied->status, 200) << applied->body;
+  auto shown = server_->GetJson(one);
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_EQ(shown->at("plan").at("plan").at("stages")[1].at("replicas"), 1) << *shown;
+  EXPECT_EQ(shown->at("plan").at("plan").at("stages")[0].at("hardware"), "cpu-1") << *shown;
+  // Queries arrive; the tuner scales up, and the slow stage is held at
+  // two serving replicas (of any of its variants, as the router may have
+  // loaded one already) on cpu-1.
+  absl::Status tuned = testing::WaitOnProgress([&] {
+    auto served = Infer(one + "/infer", 0, 4, "image");
+    const double ups = Actions(*server_, "pipeline-up");
+    const int slow = ServingReplicas(*server_, "fmnist-cnn-wide", "cpu-1");
+    return testing::Progress{
+        served.ok() && ups >= 1 && slow >= 2,
+        absl::StrCat(served.ok() ? "served" : served.status().ToString(), "; ", ups,
+                     " scale-ups, ", Actions(*server_, "pipeline-add-worker"),
+                     " workers asked for, ", Actions(*server_, "pipeline-load"), " loads, ", slow,
+                     " slow replicas")};
+  });
+  EXPECT_TRUE(tuned.ok()) << tuned << "\n" << server_->Log();
+
+  auto deleted = Send("DELETE", one);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->status, 200) << deleted->body;
 }
 
 }  // namespace

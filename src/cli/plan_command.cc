@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/api_client.h"
 #include "core/arrivals.h"
 #include "core/file_util.h"
 #include "core/profile_csv.h"
@@ -113,10 +114,32 @@ std::string PlanTable(const PlanningProblem& problem, const Plan& plan,
   return table.Render();
 }
 
+// Asks the server at `url` to provision `plan` (the --json report) for
+// pipeline `name` of `app`; says what it answered.
+absl::StatusOr<std::string> Apply(const std::string& url, const std::string& app,
+                                  const std::string& name, const json& plan) {
+  MAITRE_ASSIGN_OR_RETURN(ApiClient api, ApiClient::Connect(url));
+  MAITRE_ASSIGN_OR_RETURN(http::Response put,
+                          api.Send("PUT", absl::StrCat("/v2/apps/", app, "/pipelines/", name,
+                                                       "/plan"),
+                                   plan.dump(), "application/json"));
+  json body = json::parse(put.body, nullptr, /*allow_exceptions=*/false);
+  if (put.status != 200) {
+    const std::string error = body.is_object() ? body.value("error", put.body) : put.body;
+    return absl::FailedPreconditionError(
+        absl::StrCat("the server refused the plan: HTTP ", put.status, ": ", error));
+  }
+  return absl::StrCat("applied to ", url, ": pipeline ", name, " of app ", app,
+                      " is provisioned and tuned from this plan\n");
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   if (!(args.slo_ms > 0)) return absl::InvalidArgumentError("--slo-ms must be positive");
+  if (!args.apply.empty() && args.app.empty()) {
+    return absl::InvalidArgumentError("--apply needs --app, the app the pipeline belongs to");
+  }
   MAITRE_ASSIGN_OR_RETURN(std::string spec_text, ReadFileToString(args.pipeline));
   MAITRE_ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
                           pipeline::ParsePipelineSpecJson(spec_text));
@@ -187,7 +210,8 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   MAITRE_ASSIGN_OR_RETURN(pipeline::TunerPlan tuner,
                           pipeline::MakeTunerPlan(problem, plan.config, arrivals));
   const double seconds = ToSeconds(arrivals.back() - arrivals.front());
-  if (args.json) {
+  std::string applied;
+  if (args.json || !args.apply.empty()) {
     json tuner_json = {{"windows_s", json::array()}, {"planned_rates_qps", tuner.planned_rates},
                        {"stages", json::array()}};
     for (Nanos w : tuner.windows) tuner_json["windows_s"].push_back(ToSeconds(w));
@@ -207,7 +231,12 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
       out["baselines"][b.name] = b.plan.ok() ? PlanJson(problem, *b.plan, scale)
                                              : json{{"error", b.plan.status().message()}};
     }
-    return out.dump(2) + "\n";
+    if (args.apply.empty()) return out.dump(2) + "\n";
+    if (validated.spec.name.empty()) {
+      return absl::InvalidArgumentError("--apply needs the spec to name its pipeline (\"name\")");
+    }
+    MAITRE_ASSIGN_OR_RETURN(applied, Apply(args.apply, args.app, validated.spec.name, out));
+    if (args.json) return out.dump(2) + "\n";
   }
   std::string text = absl::StrFormat(
       "pipeline %s: P99 objective %.1f ms; trace of %d queries over %.1f s (%.1f qps)\n\n",
@@ -231,7 +260,7 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
                           b.plan->p99_ms > args.slo_ms ? " (misses the objective)" : "",
                           pipeline::DescribeConfig(problem, b.plan->config));
   }
-  return text;
+  return text + applied;
 }
 
 void AddPlanCommand(CLI::App& app, int* exit_code) {
@@ -261,6 +290,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--check", args->check,
                 "Confirm by brute force that no single action lowers the plan's cost");
   cmd->add_flag("--json", args->json, "Print JSON");
+  cmd->add_option("--apply", args->apply,
+                  "A running server's URL: provision the plan there and tune it (needs --app)");
+  cmd->add_option("--app", args->app, "With --apply: the app the pipeline belongs to");
   cmd->callback([args, exit_code] {
     absl::StatusOr<std::string> report = RunPlan(*args);
     if (!report.ok()) {

@@ -4,7 +4,8 @@
 // planner and estimator, and prints each stage's hardware, batch and
 // replicas, the cost and the estimated P99; optionally beside the CG-Mean
 // and CG-Peak baselines, and with a brute-force check that no single action
-// lowers the plan's cost.
+// lowers the plan's cost. With --apply, it then asks a running server to
+// provision the plan and tune it (PUT /v2/apps/{app}/pipelines/{p}/plan).
 #pragma once
 
 #include <string>
@@ -29,6 +30,10 @@ struct PlanArgs {
   bool baselines = false;
   bool check = false;
   bool json = false;
+  // A running server's URL: the plan is sent there for the pipeline the
+  // spec names, of `app`.
+  std::string apply;
+  std::string app;
 };
 
 // The report `maitre plan` prints (a table, or JSON with args.json).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/arrivals.h"
+#include "pipeline/applied_plan.h"
 
 namespace maitre::cli {
 namespace {
@@ -103,6 +104,29 @@ TEST(PlanCommandTest, BadInputGetsClearErrors) {
   args = CascadeArgs();
   args.trace = "/nonexistent/trace.csv";
   EXPECT_FALSE(RunPlan(args).ok());
+  args = CascadeArgs();
+  args.apply = "http://127.0.0.1:1";
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("--apply needs --app"));
+}
+
+// What --json prints is what --apply sends and the server reads back
+// (pipeline/applied_plan.h): the same stages, replicas and tuner figures.
+TEST(PlanCommandTest, TheJsonReportIsAPlanAServerAccepts) {
+  PlanArgs args = CascadeArgs();
+  args.json = true;
+  auto report = RunPlan(args);
+  ASSERT_TRUE(report.ok()) << report.status();
+  auto plan = pipeline::ParseAppliedPlanJson(*report);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const nlohmann::json j = nlohmann::json::parse(*report);
+  ASSERT_EQ(plan->stages.size(), j["plan"]["stages"].size());
+  for (size_t i = 0; i < plan->stages.size(); ++i) {
+    EXPECT_EQ(plan->stages[i].vertex, j["plan"]["stages"][i]["stage"]);
+    EXPECT_EQ(plan->stages[i].hardware, j["plan"]["stages"][i]["hardware"]);
+    EXPECT_EQ(plan->tuner.stages[i].replicas, j["plan"]["stages"][i]["replicas"]);
+    EXPECT_DOUBLE_EQ(plan->tuner.stages[i].rho, j["tuner"]["stages"][i]["rho"]);
+  }
+  EXPECT_EQ(plan->tuner.windows.size(), j["tuner"]["windows_s"].size());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "control/infaas_allocator.h"
 #include "control/mark_allocator.h"
 #include "control/named_factories.h"
+#include "control/pipeline_allocator.h"
 #include "control/proteus_allocator.h"
 
 namespace maitre::control {
@@ -73,7 +74,10 @@ absl::Status AddAllocator(const std::string& name, AllocatorFactory factory) {
 
 absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& name,
                                                            const AllocatorOptions& options) {
-  return Table().Create(name, options);
+  auto made = Table().Create(name, options);
+  if (!made.ok()) return made.status();
+  return std::unique_ptr<Allocator>(
+      std::make_unique<PipelineAllocator>(*std::move(made), options));
 }
 
 absl::Status CheckAllocatorName(const std::string& name) { return Table().CheckKnown(name); }

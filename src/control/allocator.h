@@ -25,6 +25,7 @@
 #include "control/action_sink.h"
 #include "control/observation.h"
 #include "core/worker_type.h"
+#include "pipeline/tuner.h"
 #include "policy/allocation_milp.h"
 #include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_consolidation.h"
@@ -142,6 +143,10 @@ struct AllocatorOptions {
 
   // The MArk allocator.
   MarkOptions mark;
+
+  // The tuner of pipelines with an applied plan, which every allocator
+  // made by name is wrapped with (pipeline_allocator.h).
+  pipeline::TunerOptions pipeline_tuner;
 };
 
 class Allocator {
@@ -158,7 +163,8 @@ using AllocatorFactory =
 
 // Makes `name` available to CreateAllocator; AlreadyExists if it is taken.
 absl::Status AddAllocator(const std::string& name, AllocatorFactory factory);
-// InvalidArgument, listing the names, for an unknown one.
+// InvalidArgument, listing the names, for an unknown one. What it makes
+// provisions planned pipelines too (pipeline_allocator.h).
 absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& name,
                                                            const AllocatorOptions& options);
 // InvalidArgument, listing the names, unless `name` is known.

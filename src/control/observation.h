@@ -15,6 +15,7 @@
 #include "core/time.h"
 #include "core/variant.h"
 #include "core/worker_type.h"
+#include "pipeline/tuner.h"
 #include "policy/instance_state.h"
 
 namespace maitre::control {
@@ -89,6 +90,24 @@ struct ServiceCount {
   int64_t within = 0;
 };
 
+// A registered pipeline with an applied plan (docs/policies.md, "Pipelines
+// under an end-to-end objective"): per plan stage, the model it runs and the
+// worker type the plan put it on, and the tuner's starting point. Only
+// pipelines with a plan are shown; their stage models are the pipeline
+// allocator's, not the allocator's beside it.
+struct ObservedPipeline {
+  std::string name;
+  std::string app;
+  // Changes whenever a plan is applied: the tuner then starts over from it.
+  int64_t plan_id = 0;
+  pipeline::TunerPlan plan;  // its stages' names are the pipeline's vertices
+  std::vector<std::string> stage_models;  // per plan stage
+  std::vector<std::string> stage_types;   // per plan stage
+  // The pipeline's queries that arrived since the last model round, in
+  // time order (model rounds only): what the tuner's envelopes are drawn on.
+  std::vector<Nanos> arrivals;
+};
+
 struct Observation {
   Nanos now = 0;
   std::vector<WorkerType> types;
@@ -99,6 +118,7 @@ struct Observation {
   std::map<std::string, int64_t> refused_rows;
   // Queries resolved by app since the last model round (model rounds only).
   std::map<std::string, ServiceCount> service;
+  std::vector<ObservedPipeline> pipelines;
 
   const ModelOption* FindModel(const std::string& name) const;
   const WorkerType* FindType(const std::string& name) const;

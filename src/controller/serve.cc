@@ -267,8 +267,11 @@ class Controller {
     });
     MAITRE_RETURN_IF_ERROR(catalog_.Reload(*registry_));
     // Pipelines are validated against the catalog, so they are read after it.
-    pipelines_ = std::make_unique<PipelineBook>(PipelineBook::Options{
-        &registry_->pipelines(), &catalog_, [] { return absl::ToUnixMillis(absl::Now()); }});
+    std::vector<std::string> type_names;
+    for (const WorkerType& t : types.types()) type_names.push_back(t.name);
+    pipelines_ = std::make_unique<PipelineBook>(
+        PipelineBook::Options{&registry_->pipelines(), &catalog_,
+                              [] { return absl::ToUnixMillis(absl::Now()); }, type_names});
     const int broken = pipelines_->Load();
     spdlog::info("pipelines: {} registered, {} no longer validate",
                  pipelines_->List("").size(), broken);
@@ -346,6 +349,10 @@ class Controller {
     remover_options.cluster = cluster_.get();
     remover_options.placer = placer_.get();
     remover_options.registrar = registrar_.get();
+    remover_options.pipelines_using = [this](const std::string& app, const std::string& model) {
+      return pipelines_ != nullptr ? pipelines_->PipelinesUsing(app, model)
+                                   : std::vector<std::string>{};
+    };
     remover_options.live_jobs = [this](const std::string& app, const std::string& model) {
       std::vector<std::string> ids;
       for (const jobs::JobStatus& job : jobs_->List()) {
@@ -524,6 +531,7 @@ class Controller {
     scaling.metrics = metrics_.get();
     scaling.refused = &refused_;
     scaling.service_level = &service_level_;
+    scaling.pipelines = pipelines_.get();
     scaling.allocator = options.allocator;
     control::AllocatorOptions& allocator = scaling.allocator_options;
     MAITRE_ASSIGN_OR_RETURN(allocator.model_scaling,

@@ -71,9 +71,10 @@ absl::StatusOr<Tuner> Tuner::Create(TunerPlan plan, const TunerOptions& options,
     }
   }
   if (options.quiet_period < 0 || options.down_window <= 0 ||
-      options.down_history < options.down_window) {
+      options.down_history < options.down_window || options.max_replicas < 1) {
     return absl::InvalidArgumentError(
-        "the tuner needs quiet_period >= 0 and down_history >= down_window > 0");
+        "the tuner needs quiet_period >= 0, down_history >= down_window > 0 and "
+        "max_replicas >= 1");
   }
   return Tuner(std::move(plan), options, now);
 }
@@ -111,7 +112,7 @@ TunerDecision Tuner::Decide(Nanos now) {
   if (d.rate_qps > 0) {
     for (size_t m = 0; m < replicas_.size(); ++m) {
       const TunerStage& s = plan_.stages[m];
-      floor[m] = ReplicasFor(d.rate_qps, s.scale, s.mu_qps, s.rho);
+      floor[m] = std::min(options_.max_replicas, ReplicasFor(d.rate_qps, s.scale, s.mu_qps, s.rho));
     }
     std::string moves;
     if (Move(floor, /*up=*/true, &moves)) {

@@ -62,6 +62,13 @@ struct TunerOptions {
   Nanos quiet_period = 15 * kSecond;  // 3x a replica's 5 s activation in §5
   Nanos down_history = 30 * kSecond;
   Nanos down_window = 5 * kSecond;
+  // No stage is scaled past this (the planner's default max_replicas). §5
+  // states no ceiling; on a loaded host the arrival times bunch, a short
+  // window's rate then reads as tens of times the real one, and the rule
+  // would ask for as many times the replicas (docs/experiments.md,
+  // "inferline-pipelines", "The real run"). A stage planned above it keeps
+  // its replicas until it scales down.
+  int32_t max_replicas = 64;
 };
 
 struct TunerDecision {

@@ -125,6 +125,24 @@ TEST(TunerTest, ScalesDownOnlyAfterTheQuietPeriodToTheRecentPeakWithTheSmallestR
   EXPECT_LT(d.replicas[1], 6);
 }
 
+TEST(TunerTest, NoStageScalesPastTheCeiling) {
+  Fixture f;
+  TunerOptions options;
+  options.max_replicas = 3;
+  Tuner tuner = *Tuner::Create(f.plan, options, 0);
+  // Ten times the planned rate wants about ten times the replicas.
+  const std::vector<TunerDecision> changes =
+      Drive(tuner, GammaArrivals(1000, 1, 20 * kSecond, 15), 20 * kSecond);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.front().kind, TunerDecision::Kind::kUp);
+  EXPECT_EQ(tuner.replicas()[1], 3);
+  for (const TunerDecision& d : changes) {
+    for (int32_t r : d.replicas) EXPECT_LE(r, 3) << d.reason;
+  }
+  options.max_replicas = 0;
+  EXPECT_FALSE(Tuner::Create(f.plan, options, 0).ok());
+}
+
 TEST(TunerTest, RefusesABadPlan) {
   Fixture f;
   TunerPlan bad = f.plan;

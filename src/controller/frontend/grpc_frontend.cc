@@ -209,6 +209,8 @@ void GrpcFrontend::InferPipeline(std::shared_ptr<const ServedPipeline> pipeline,
                                                      "); register it again")));
     return;
   }
+  // The tuner's envelopes are drawn on these (docs/policies.md).
+  if (pipeline->arrivals != nullptr) pipeline->arrivals->Record(received);
   Dispatcher* dispatcher = o_.dispatcher;
   RunPipeline(
       pipeline->validated, std::move(request), received, o_.clock,

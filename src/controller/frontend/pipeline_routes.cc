@@ -32,6 +32,11 @@ json PipelineJson(const ServedPipeline& p) {
          {"ready", p.validated != nullptr}};
   auto spec = json::parse(p.spec_json, nullptr, /*allow_exceptions=*/false);
   j["spec"] = spec.is_discarded() ? json(p.spec_json) : spec;
+  if (!p.plan_json.empty() || !p.plan_error.empty()) {
+    auto plan = json::parse(p.plan_json, nullptr, /*allow_exceptions=*/false);
+    j["plan"] = plan.is_discarded() ? json(p.plan_json) : plan;
+    if (!p.plan_error.empty()) j["plan_error"] = p.plan_error;
+  }
   if (p.validated == nullptr) {
     j["error"] = p.error;
     return j;
@@ -122,6 +127,8 @@ void ServePipelineQuery(const FrontendOptions& options,
   auto query = AcceptHttpQuery(request, options.in_flight, options.metrics, options.clock,
                                respond);
   if (!query) return;
+  // The tuner's envelopes are drawn on these (docs/policies.md).
+  if (pipeline->arrivals != nullptr) pipeline->arrivals->Record(query->received);
   std::vector<RequestedOutput> requested = query->request.outputs;
   bool all_binary = query->request.binary_outputs;
   Dispatcher* dispatcher = options.dispatcher;
@@ -186,6 +193,19 @@ void AddPipelineRoutes(const FrontendOptions& options, http::Router& router) {
         }
         std::move(r)(http::Response::Json(
             200, json{{"app", app}, {"pipeline", PipelineName(p)}, {"deleted", true}}.dump()));
+      });
+  // The plan to provision and tune (docs/api.md, "Pipelines"): what
+  // `maitre plan --json` prints.
+  add("PUT", absl::StrCat(one, "/plan"), Reach::kApp,
+      [book](Request&& q, const PathParams& p, const Principal&, Responder r) {
+        auto applied = book->ApplyPlan(p.find("app")->second, PipelineName(p), q.body);
+        if (!applied.ok()) {
+          const absl::Status& s = applied.status();
+          std::move(r)(absl::IsFailedPrecondition(s) ? http::Response::Error(409, s.message())
+                                                     : ErrorResponse(s));
+          return;
+        }
+        std::move(r)(http::Response::Json(200, PipelineJson(**applied).dump()));
       });
   add("GET", "/v2/apps/{app}/pipelines", Reach::kApp,
       [book](Request&&, const PathParams& p, const Principal&, Responder r) {

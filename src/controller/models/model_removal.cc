@@ -18,6 +18,15 @@ absl::Status ModelRemover::CheckIdle(const std::string& app, const std::string& 
         " is being registered; delete once the registration has ended (GET /v2/apps/", app,
         "/models/{model}/registration shows it)"));
   }
+  if (!model.empty() && options_.pipelines_using) {
+    std::vector<std::string> users = options_.pipelines_using(app, model);
+    if (!users.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", model, "' is used by pipeline(s) ", absl::StrJoin(users, ", "),
+          " of app '", app, "'; delete them first (DELETE /v2/apps/", app,
+          "/pipelines/{pipeline})"));
+    }
+  }
   if (!options_.live_jobs) return absl::OkStatus();
   std::vector<std::string> jobs = options_.live_jobs(app, model);
   if (jobs.empty()) return absl::OkStatus();

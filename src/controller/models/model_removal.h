@@ -4,7 +4,10 @@
 // no remaining model or variant refers to are deleted from the blob store.
 //
 // Refused with FailedPrecondition (HTTP 409), changing nothing, while a
-// registration of the model (or of any model of the app) is under way, and
+// registration of the model (or of any model of the app) is under way,
+// while a registered pipeline of the app names the model (even with
+// `force`: the pipeline would stop serving; its app's deletion takes its
+// pipelines with it), and
 // while a live offline job uses the model or app unless `force` cancels
 // those jobs first: deleting what a job reads from under it would fail the
 // job half way with an error that names neither the delete nor its cause.
@@ -53,6 +56,10 @@ class ModelRemover {
     // or, with model "", of every live job of the app. Null: no jobs.
     std::function<std::vector<std::string>(const std::string& app, const std::string& model)>
         live_jobs;
+    // The names of the registered pipelines of `app` that name `model`.
+    // Null: no pipelines.
+    std::function<std::vector<std::string>(const std::string& app, const std::string& model)>
+        pipelines_using;
     // Cancels a job for a forced delete.
     std::function<absl::Status(const std::string& id)> cancel_job;
   };

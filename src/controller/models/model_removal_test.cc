@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "controller/pipelines/pipeline_book.h"
 #include "controller/registry/registry_test_util.h"
 
 namespace maitre::controller {
@@ -40,6 +41,11 @@ class ModelRemovalTest : public ::testing::Test {
       live_jobs_.erase(id);
       return absl::OkStatus();
     };
+    book_ = std::make_unique<PipelineBook>(
+        PipelineBook::Options{&registry_->pipelines(), &catalog_, [] { return 1; }, {}});
+    options.pipelines_using = [this](const std::string& app, const std::string& model) {
+      return book_->PipelinesUsing(app, model);
+    };
     remover_ = std::make_unique<ModelRemover>(options);
   }
 
@@ -68,6 +74,7 @@ class ModelRemovalTest : public ::testing::Test {
   Catalog catalog_;
   std::unique_ptr<Registrar> registrar_;
   std::map<std::string, std::pair<std::string, std::string>> live_jobs_;  // id -> app, model
+  std::unique_ptr<PipelineBook> book_;
   std::unique_ptr<ModelRemover> remover_;
 };
 
@@ -152,6 +159,35 @@ TEST_F(ModelRemovalTest, LiveJobsAreAConflictUnlessForcedWhichCancelsThem) {
   EXPECT_THAT(forced->cancelled_jobs, ElementsAre("job-1"));
   EXPECT_TRUE(live_jobs_.empty());
   EXPECT_TRUE(absl::IsNotFound(registry_->GetModel("a").status()));
+}
+
+TEST_F(ModelRemovalTest, AModelARegisteredPipelineUsesIsAConflictEvenForced) {
+  Register("fashion", "a", {"a"});
+  Register("fashion", "b", {"b"});
+  Register("fashion", "c", {"c"});
+  ASSERT_TRUE(book_->Register("fashion", "cascade", R"({
+      "vertices": [{"name": "fast", "model": "a", "inputs": {"input": "$image"}},
+                   {"name": "slow", "model": "b", "inputs": {"input": "$image"}}],
+      "edges": [{"from": "fast", "to": "slow"}],
+      "outputs": {"logits": ["slow.logits"]}})")
+                  .ok());
+  for (bool force : {false, true}) {
+    absl::Status s = remover_->DeleteModel("fashion", "b", force).status();
+    EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr("model 'b' is used by pipeline(s) cascade"));
+  }
+  EXPECT_TRUE(registry_->GetModel("b").ok());
+  EXPECT_TRUE(blobs_->Has(Sha256Hex("b")));
+  // A model no pipeline names goes; once the pipeline is deleted, so do its.
+  ASSERT_TRUE(remover_->DeleteModel("fashion", "c", false).ok());
+  ASSERT_TRUE(book_->Delete("fashion", "cascade").ok());
+  ASSERT_TRUE(remover_->DeleteModel("fashion", "b", false).ok());
+  // The app's deletion is not refused: its pipelines go with it.
+  ASSERT_TRUE(book_->Register("fashion", "solo", R"({
+      "vertices": [{"name": "only", "model": "a", "inputs": {"input": "$image"}}],
+      "outputs": {"logits": ["only.logits"]}})")
+                  .ok());
+  EXPECT_TRUE(remover_->DeleteApp("fashion", false).ok());
 }
 
 }  // namespace

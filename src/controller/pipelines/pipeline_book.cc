@@ -56,6 +56,15 @@ int PipelineBook::Load() {
     if (validated.ok()) {
       served->validated =
           std::make_shared<const pipeline::ValidatedPipeline>(*std::move(validated));
+      if (!record.plan_json.empty()) {
+        absl::MutexLock lock(&mu_);
+        absl::Status fits = AttachPlan(*served, record.plan_json);
+        if (!fits.ok()) {
+          served->plan_error = std::string(fits.message());
+          spdlog::warn("pipeline {}'s plan no longer fits it: {}", served->name,
+                       served->plan_error);
+        }
+      }
     } else {
       ++broken;
       served->error = std::string(validated.status().message());
@@ -93,6 +102,58 @@ absl::StatusOr<PipelineBook::Put> PipelineBook::Register(const std::string& app,
   Put put{served, existing == pipelines_.end()};
   pipelines_[name] = std::move(served);
   return put;
+}
+
+absl::Status PipelineBook::AttachPlan(ServedPipeline& served, const std::string& plan_json) {
+  MAITRE_ASSIGN_OR_RETURN(pipeline::AppliedPlan plan, pipeline::ParseAppliedPlanJson(plan_json));
+  MAITRE_RETURN_IF_ERROR(
+      pipeline::CheckAppliedPlan(plan, *served.validated, options_.worker_types));
+  served.plan = std::make_shared<const pipeline::AppliedPlan>(std::move(plan));
+  served.plan_json = plan_json;
+  served.plan_error.clear();
+  served.plan_id = ++next_plan_id_;
+  served.arrivals = std::make_shared<ArrivalLog>();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const ServedPipeline>> PipelineBook::ApplyPlan(
+    const std::string& app, const std::string& name, const std::string& plan_json) {
+  absl::MutexLock lock(&mu_);
+  auto it = pipelines_.find(name);
+  if (it == pipelines_.end() || it->second->app != app) {
+    return absl::NotFoundError(absl::StrCat("app '", app, "' has no pipeline named '", name,
+                                            "'; GET /v2/apps/", app, "/pipelines lists them"));
+  }
+  if (it->second->validated == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pipeline '", name, "' no longer validates (", it->second->error,
+        "); register it again before planning it"));
+  }
+  auto served = std::make_shared<ServedPipeline>(*it->second);
+  MAITRE_RETURN_IF_ERROR(AttachPlan(*served, plan_json));
+  MAITRE_RETURN_IF_ERROR(options_.store->SetPlan(app, name, plan_json));
+  it->second = served;
+  return std::shared_ptr<const ServedPipeline>(std::move(served));
+}
+
+std::vector<std::string> PipelineBook::PipelinesUsing(const std::string& app,
+                                                      const std::string& model) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> users;
+  for (const auto& [name, p] : pipelines_) {
+    if (p->app != app) continue;
+    // A pipeline that no longer validates still names its models: its spec
+    // is read again, as it would be when it is registered again.
+    auto spec = pipeline::ParsePipelineSpecJson(p->spec_json);
+    if (!spec.ok()) continue;
+    for (const pipeline::Vertex& v : spec->vertices) {
+      if (v.model == model) {
+        users.push_back(name);
+        break;
+      }
+    }
+  }
+  return users;
 }
 
 std::shared_ptr<const ServedPipeline> PipelineBook::Find(absl::string_view name) const {

@@ -26,7 +26,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "controller/models/catalog.h"
+#include "controller/pipelines/arrival_log.h"
 #include "controller/registry/pipeline_store.h"
+#include "pipeline/applied_plan.h"
 #include "pipeline/spec.h"
 
 namespace maitre::controller {
@@ -41,6 +43,18 @@ struct ServedPipeline {
   // and queries are refused with it until the pipeline is registered again.
   std::shared_ptr<const pipeline::ValidatedPipeline> validated;
   std::string error;
+  // The plan last applied (PUT .../plan; docs/api.md, "Pipelines"), which
+  // the control plane provisions and tunes; null for none. `plan_json` is
+  // as the client sent it; `plan_error` says why a stored plan no longer
+  // fits the pipeline (then `plan` is null).
+  std::shared_ptr<const pipeline::AppliedPlan> plan;
+  std::string plan_json;
+  std::string plan_error;
+  // Unique to each application of a plan in this process: a new one starts
+  // the tuner over.
+  int64_t plan_id = 0;
+  // The pipeline's arrivals for the tuner; set while it has a plan.
+  std::shared_ptr<ArrivalLog> arrivals;
 };
 
 class PipelineBook {
@@ -50,8 +64,11 @@ class PipelineBook {
     Catalog* catalog = nullptr;
     // Wall-clock milliseconds for a new record's creation time.
     std::function<int64_t()> now_unix_ms;
+    // The server's worker types, which a plan's stages must name.
+    std::vector<std::string> worker_types;
   };
   explicit PipelineBook(Options options);
+
 
   // Reads every stored pipeline and validates it against the catalog;
   // returns how many no longer validate (kept, with their error).
@@ -71,6 +88,15 @@ class PipelineBook {
   // The pipelines of `app` ("" for every app), by name.
   std::vector<std::shared_ptr<const ServedPipeline>> List(absl::string_view app) const;
   absl::Status Delete(const std::string& app, const std::string& name);
+  // Checks `plan_json` (pipeline/applied_plan.h) against pipeline `name` of
+  // `app` and the worker types, keeps it in the registry and
+  // makes it the pipeline's plan. NotFound for an unknown pipeline,
+  // FailedPrecondition for one that no longer validates, InvalidArgument
+  // for a plan that does not parse or fit.
+  absl::StatusOr<std::shared_ptr<const ServedPipeline>> ApplyPlan(
+      const std::string& app, const std::string& name, const std::string& plan_json);
+  // The names of `app`'s pipelines whose spec names `model`.
+  std::vector<std::string> PipelinesUsing(const std::string& app, const std::string& model) const;
   // Forgets every pipeline of a deleted app; returns how many.
   absl::StatusOr<int> DeleteApp(const std::string& app);
 
@@ -80,8 +106,13 @@ class PipelineBook {
                                                        const std::string& name,
                                                        const std::string& spec_json) const;
 
+  // `served` with `plan_json` as its plan, or why it does not fit.
+  absl::Status AttachPlan(ServedPipeline& served, const std::string& plan_json)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const Options options_;
   mutable absl::Mutex mu_;
+  int64_t next_plan_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<const ServedPipeline>, std::less<>> pipelines_
       ABSL_GUARDED_BY(mu_);
 };

@@ -23,6 +23,7 @@ PipelineRecord PipelineFromRow(const Statement& st) {
   p.app = st.Text(1);
   p.spec_json = st.Text(2);
   p.created_unix_ms = st.Int(3);
+  p.plan_json = st.Text(4);
   return p;
 }
 
@@ -47,7 +48,8 @@ absl::Status PipelineStore::PutPipeline(const PipelineRecord& record) {
       Statement st,
       db_->Prepare("INSERT INTO pipelines(name, app, spec_json, created_unix_ms) "
                    "VALUES (?1, ?2, ?3, ?4) "
-                   "ON CONFLICT(name) DO UPDATE SET spec_json = excluded.spec_json"));
+                   "ON CONFLICT(name) DO UPDATE SET spec_json = excluded.spec_json, "
+                   "plan_json = ''"));
   MAITRE_RETURN_IF_ERROR(st.BindText(record.name)
                              .BindText(record.app)
                              .BindText(record.spec_json)
@@ -59,7 +61,7 @@ absl::Status PipelineStore::PutPipeline(const PipelineRecord& record) {
 std::vector<PipelineRecord> PipelineStore::ListPipelines() const {
   absl::MutexLock lock(mu_);
   auto st = db_->Prepare(
-      "SELECT name, app, spec_json, created_unix_ms FROM pipelines ORDER BY name");
+      "SELECT name, app, spec_json, created_unix_ms, plan_json FROM pipelines ORDER BY name");
   if (!st.ok()) {
     spdlog::error("listing pipelines: {}", st.status().ToString());
     return {};
@@ -72,6 +74,20 @@ absl::Status PipelineStore::DeletePipeline(absl::string_view app, absl::string_v
   MAITRE_ASSIGN_OR_RETURN(Statement st,
                           db_->Prepare("DELETE FROM pipelines WHERE app = ?1 AND name = ?2"));
   MAITRE_RETURN_IF_ERROR(st.BindText(app).BindText(name).Run());
+  if (db_->Changes() == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("app '", app, "' has no pipeline named '", name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PipelineStore::SetPlan(absl::string_view app, absl::string_view name,
+                                    absl::string_view plan_json) {
+  absl::MutexLock lock(mu_);
+  MAITRE_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("UPDATE pipelines SET plan_json = ?3 WHERE app = ?1 AND name = ?2"));
+  MAITRE_RETURN_IF_ERROR(st.BindText(app).BindText(name).BindText(plan_json).Run());
   if (db_->Changes() == 0) {
     return absl::NotFoundError(
         absl::StrCat("app '", app, "' has no pipeline named '", name, "'"));

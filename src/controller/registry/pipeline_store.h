@@ -35,6 +35,9 @@ struct PipelineRecord {
   std::string app;
   std::string spec_json;  // as registered
   int64_t created_unix_ms = 0;
+  // The plan last applied (JSON as the client sent it; schema migration 8);
+  // empty for none.
+  std::string plan_json;
 };
 
 class PipelineStore {
@@ -48,12 +51,17 @@ class PipelineStore {
 
   // Creates or replaces the pipeline `record.name` of `record.app`. A name
   // held by another app's pipeline is AlreadyExists. A replaced record
-  // keeps its creation time.
+  // keeps its creation time and loses its plan, made for the spec replaced.
+  // `record.plan_json` is not written: SetPlan does that.
   absl::Status PutPipeline(const PipelineRecord& record);
   // Every pipeline by name. No error channel, like the registry's List*
   // calls: a failed read logs and returns what was read.
   std::vector<PipelineRecord> ListPipelines() const;
   absl::Status DeletePipeline(absl::string_view app, absl::string_view name);
+  // Keeps `plan_json` as the plan of pipeline `name` of `app` (empty
+  // forgets it); NotFound for an unknown pipeline.
+  absl::Status SetPlan(absl::string_view app, absl::string_view name,
+                       absl::string_view plan_json);
   // Deletes every pipeline of `app` (the app itself was deleted); returns
   // how many.
   absl::StatusOr<int> DeleteAppPipelines(absl::string_view app);

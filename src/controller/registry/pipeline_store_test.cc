@@ -50,6 +50,22 @@ TEST_F(PipelineStoreTest, PutListReplaceAndSurviveReopening) {
   EXPECT_EQ(all[1].created_unix_ms, 1700000000000);  // the first registration's
 }
 
+TEST_F(PipelineStoreTest, APlanIsKeptUntilTheSpecIsReplaced) {
+  ASSERT_TRUE(pipelines().PutPipeline(Pipeline("cascade", "fashion", "{\"v\":1}")).ok());
+  EXPECT_TRUE(absl::IsNotFound(pipelines().SetPlan("other", "cascade", "{\"p\":1}")));
+  EXPECT_TRUE(absl::IsNotFound(pipelines().SetPlan("fashion", "nope", "{\"p\":1}")));
+  ASSERT_TRUE(pipelines().SetPlan("fashion", "cascade", "{\"p\":1}").ok());
+  Open();
+  auto all = pipelines().ListPipelines();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].plan_json, "{\"p\":1}");
+  // The plan was made for the spec it replaced: gone with it.
+  ASSERT_TRUE(pipelines().PutPipeline(Pipeline("cascade", "fashion", "{\"v\":2}")).ok());
+  all = pipelines().ListPipelines();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].plan_json, "");
+}
+
 TEST_F(PipelineStoreTest, ANameIsOneAppsOnly) {
   ASSERT_TRUE(pipelines().PutPipeline(Pipeline("cascade", "fashion")).ok());
   absl::Status taken = pipelines().PutPipeline(Pipeline("cascade", "other"));

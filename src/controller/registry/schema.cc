@@ -168,6 +168,12 @@ constexpr char kAppsSlMin[] = R"sql(
 ALTER TABLE apps ADD COLUMN sl_min REAL;
 )sql";
 
+// The plan a pipeline was last asked to provision (PipelineStore::SetPlan;
+// docs/api.md, "Pipelines"), as the client sent it; empty for none.
+constexpr char kPipelinePlans[] = R"sql(
+ALTER TABLE pipelines ADD COLUMN plan_json TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 // A new migration is appended with the next version; shipped ones never
@@ -182,6 +188,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {6, "api keys", kApiKeys},
       {7, "pipelines", kPipelines},
       {8, "apps: sl_min", kAppsSlMin},
+      {9, "pipelines: plan_json", kPipelinePlans},
   };
   return *migrations;
 }

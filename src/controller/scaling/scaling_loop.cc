@@ -212,11 +212,29 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
       }
     }
   }
+  if (options_.pipelines != nullptr) ObservePipelines(take_refused, o);
   if (take_refused && options_.refused != nullptr) o.refused_rows = options_.refused->Take();
   if (take_refused && options_.service_level != nullptr) {
     o.service = options_.service_level->Take();
   }
   return o;
+}
+
+void ScalingLoop::ObservePipelines(bool take_arrivals, control::Observation& o) {
+  for (const auto& p : options_.pipelines->List("")) {
+    if (p->plan == nullptr) continue;
+    control::ObservedPipeline op;
+    op.name = p->name;
+    op.app = p->app;
+    op.plan_id = p->plan_id;
+    op.plan = p->plan->tuner;
+    for (const pipeline::AppliedStage& s : p->plan->stages) {
+      op.stage_models.push_back(s.model);
+      op.stage_types.push_back(s.hardware);
+    }
+    if (take_arrivals) op.arrivals = p->arrivals->Take();
+    o.pipelines.push_back(std::move(op));
+  }
 }
 
 void ScalingLoop::RunModelRound() {

@@ -26,6 +26,7 @@
 #include "controller/dataplane/placer.h"
 #include "controller/dataplane/refused_demand.h"
 #include "controller/dataplane/service_level.h"
+#include "controller/pipelines/pipeline_book.h"
 #include "controller/serving_metrics.h"
 
 namespace maitre::controller {
@@ -43,6 +44,10 @@ class ScalingLoop {
     RefusedDemand* refused = nullptr;
     // Queries answered per app, in time or not; may be null.
     ServiceLevel* service_level = nullptr;
+    // The registered pipelines: those with an applied plan are shown to
+    // the allocator with their arrivals (control/pipeline_allocator.h). May
+    // be null.
+    PipelineBook* pipelines = nullptr;
     const Clock* clock = SteadyClock::Get();
     std::string allocator = "infaas";  // a name known to control::CreateAllocator
     // Its options; `types` and `model_period` are filled in from the cluster
@@ -68,6 +73,9 @@ class ScalingLoop {
   explicit ScalingLoop(Options options);
   // The cluster as the allocator sees it; `catalog` must outlive it.
   control::Observation Observe(const CatalogSnapshot& catalog, bool take_refused);
+  // The pipelines with a plan, and (model rounds) their arrivals since the
+  // last.
+  void ObservePipelines(bool take_arrivals, control::Observation& o);
 
   const Options options_;
   std::unique_ptr<control::Allocator> allocator_;
