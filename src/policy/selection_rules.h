@@ -290,11 +290,41 @@ inline bool PlacementBefore(const LiveWorker& a, WorkerId ida, const LiveWorker&
   return ida < idb;
 }
 
+// Whether the worker's cores are kept busy by ready instances of the model
+// of `variant` (its other variants): their replicas that are Overloaded, or
+// were offered, served or hold queries, are at least the type's cores. A second variant loaded there
+// takes its cores from the first rather than adding capacity, and the two
+// then churn: on the 2-core host on 2026-11-27 opencv was loaded, as the
+// quickest answer, beside a busy torch-opt on its one-core worker, and 45%
+// of the answers of a high load came from opencv (docs/policies.md,
+// "Variant selection", cores kept busy). Other models' instances are the
+// autoscalers' business: an idle one costs no core.
+inline bool Busy(const LiveInstance& in) {
+  return in.state == InstanceState::kOverloaded || in.served_qps > 0 || in.arrival_qps > 0 ||
+         in.waiting > 0;
+}
+
+inline bool CoresKeptBusyByModel(const SelectionIndex& index, const LiveState& live, WorkerId w,
+                                 VariantId variant) {
+  const ModelId model = index.variant(variant).model;
+  int64_t busy_replicas = 0;
+  for (InstanceId i : live.instances_on_worker(w)) {
+    const LiveInstance& in = live.instance(i);
+    if (in.variant == variant || live.instance_model(i) != model ||
+        in.state == InstanceState::kInactive || !Busy(in)) {
+      continue;
+    }
+    busy_replicas += std::max(1, in.replicas);
+  }
+  const WorkerTypeId type = live.worker(w).type;
+  return busy_replicas > 0 && busy_replicas >= index.type(type).type.cores;
+}
+
 template <typename Option>
-bool CanPlace(const LiveState& live, WorkerId w, const Option& o) {
+bool CanPlace(const SelectionIndex& index, const LiveState& live, WorkerId w, const Option& o) {
   const LiveWorker& worker = live.worker(w);
   return worker.accepting && worker.type == o.type && worker.free_memory_mb >= o.memory_mb &&
-         !live.Hosts(w, o.variant);
+         !live.Hosts(w, o.variant) && !CoresKeptBusyByModel(index, live, w, o.variant);
 }
 
 // Whether a load of `o` (its variant on its type) is already under way on an
