@@ -290,20 +290,21 @@ inline bool PlacementBefore(const LiveWorker& a, WorkerId ida, const LiveWorker&
   return ida < idb;
 }
 
-// Whether the worker's cores are kept busy by ready instances of the model
-// of `variant` (its other variants): their replicas that are Overloaded, or
-// were offered, served or hold queries, are at least the type's cores. A second variant loaded there
-// takes its cores from the first rather than adding capacity, and the two
-// then churn: on the 2-core host on 2026-11-27 opencv was loaded, as the
-// quickest answer, beside a busy torch-opt on its one-core worker, and 45%
-// of the answers of a high load came from opencv (docs/policies.md,
-// "Variant selection", cores kept busy). Other models' instances are the
-// autoscalers' business: an idle one costs no core.
+// Whether an instance keeps its replicas' cores busy: Overloaded, or it was
+// offered, served or holds queries. An idle instance costs no core.
 inline bool Busy(const LiveInstance& in) {
   return in.state == InstanceState::kOverloaded || in.served_qps > 0 || in.arrival_qps > 0 ||
          in.waiting > 0;
 }
 
+// Whether the worker's cores are kept busy by ready instances of the model
+// of `variant` (its other variants): their busy replicas are at least the
+// type's cores. A second variant loaded there takes its cores from the
+// first rather than adding capacity, and the two then churn: on the 2-core
+// host on 2026-11-27 opencv was loaded, as the quickest answer, beside a
+// busy torch-opt on its one-core worker, and 45% of the answers of a high
+// load came from opencv (docs/policies.md, "Variant selection", cores kept
+// busy). Other models' instances are the autoscalers' business.
 inline bool CoresKeptBusyByModel(const SelectionIndex& index, const LiveState& live, WorkerId w,
                                  VariantId variant) {
   const ModelId model = index.variant(variant).model;
