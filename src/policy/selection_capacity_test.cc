@@ -131,24 +131,21 @@ TEST_F(CapacitySelectionTest, AnOverloadedModelLoadsTheVariantThatCarriesWhatItL
 
 TEST_F(CapacitySelectionTest, WhatTheModelLacksDecidesHowMuchCapacityToBuy) {
   // torch-opt on cpu-1 worker w1 is saturated, and keeps w1's one core busy:
-  // nothing loads beside it. The other cpu-1 worker, w3, holds an idle
-  // Interfered torch-opt (its core is free, but it takes no queries), so
-  // torch-opt can go on no cpu-1 worker. With little missing, one more
-  // instance of any variant carries it, and the cheapest instance comes
-  // first: torch on cpu-1 ($0.0425/h, the most per dollar there). With
-  // 21,731 qps missing, torch would need two, as dear as one torch-opt on
-  // cpu-2, which carries more per dollar.
+  // nothing loads beside it. The other cpu-1 worker, w3, has memory for
+  // torch (0.47 MB) but not for torch-opt (0.61 MB). With little missing,
+  // one more instance of any variant carries it, and the cheapest instance
+  // comes first: torch on cpu-1 ($0.0425/h, the most per dollar there).
+  // With 21,731 qps missing, torch would need two, as dear as one
+  // torch-opt on cpu-2, which carries more per dollar.
   WorkerId w1 = Worker(cpu1_, 1.0);
   WorkerId w2 = Worker(cpu2_, 0.1);
-  WorkerId w3 = Worker(cpu1_, 0.5);
+  WorkerId w3 = live_.AddWorker({cpu1_, 0.5, /*free_memory_mb=*/0.5, true});
   const VariantId torch = index_.FindVariant({"fmnist-cnn", "torch"});
-  // Both torch-opt instances count as capacity: 2 x 38,269 qps.
-  InstanceId saturated = Instance(opt_, w1, InstanceState::kOverloaded, 0, 40000 + 38269);
-  Instance(opt_, w3, InstanceState::kInterfered);
+  InstanceId saturated = Instance(opt_, w1, InstanceState::kOverloaded, 0, 40000);
   SelectionDecision d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), torch);
   EXPECT_EQ(d.load.worker, w3);
-  live_.UpdateInstanceLoad(saturated, 1, 1, 38000, /*arrival_qps=*/60000 + 38269);
+  live_.UpdateInstanceLoad(saturated, 1, 1, 38000, /*arrival_qps=*/60000);
   d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), opt_);
   EXPECT_EQ(d.load.worker, w2);
@@ -211,14 +208,23 @@ TEST_F(CapacitySelectionTest, AFreeCoreOrAnIdleVariantLeavesRoomForALoad) {
   // Two replicas keep both cores busy.
   live_.UpdateInstanceLoad(opt, 4, 2, /*served_qps=*/4000, /*arrival_qps=*/4000);
   EXPECT_FALSE(Decide(Request()).load.valid());
-  // Idle, it keeps none busy, whatever its replicas.
+  // Interfered, it is busy however idle: selection avoids it, so it shows
+  // no queries, but it is probed again soon (on the real server opencv was
+  // loaded beside such a torch-opt and both then served on one core).
   live_.UpdateInstanceLoad(opt, 1, 2, 0, 0);
-  d = Decide(Request());
+  EXPECT_FALSE(Decide(Request()).load.valid());
+  // Active and idle, it keeps no core busy, whatever its replicas (a query
+  // pinned to opencv loads it there).
+  live_.SetState(opt, InstanceState::kActive);
+  SelectionRequest pinned = Request();
+  pinned.model = kNoId;
+  pinned.pinned = opencv_;
+  d = Decide(pinned);
   EXPECT_EQ(LoadVariant(d), opencv_);
   EXPECT_EQ(d.load.worker, two);
   // Waiting queries make it busy again.
   live_.SetWaiting(opt, 3);
-  EXPECT_FALSE(Decide(Request()).load.valid());
+  EXPECT_FALSE(Decide(pinned).load.valid());
 }
 
 TEST_F(CapacitySelectionTest, UnderLoadAnAnswerInTimeComesFirst) {

@@ -241,8 +241,8 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
     return false;
   };
   // A worker whose cores ready instances of another variant of the same
-  // model keep busy (Overloaded, offered, serving or holding queries) takes
-  // no load of it.
+  // model keep busy (any ready state but Active and idle) takes no load of
+  // it.
   auto cores_busy = [&](WorkerId wid, VariantId v) {
     int replicas = 0;
     for (InstanceId i = 0; i < live.instance_slots(); ++i) {
@@ -251,7 +251,7 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       if (in.worker != wid || in.variant == v ||
           idx.variant(in.variant).model != idx.variant(v).model ||
           in.state == InstanceState::kInactive ||
-          (in.state != InstanceState::kOverloaded && in.served_qps <= 0 && in.arrival_qps <= 0 &&
+          (in.state == InstanceState::kActive && in.served_qps <= 0 && in.arrival_qps <= 0 &&
            in.waiting <= 0)) {
         continue;
       }

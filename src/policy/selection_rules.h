@@ -290,10 +290,14 @@ inline bool PlacementBefore(const LiveWorker& a, WorkerId ida, const LiveWorker&
   return ida < idb;
 }
 
-// Whether an instance keeps its replicas' cores busy: Overloaded, or it was
-// offered, served or holds queries. An idle instance costs no core.
+// Whether a ready instance keeps its replicas' cores busy: unless it is
+// Active and idle (nothing offered, served or waiting), it does. An
+// Interfered one counts however idle: selection avoids it, so it shows no
+// queries, but it is probed again within a few reports, and its cores were
+// slow already (on the 2-core host opencv was loaded beside such a
+// torch-opt, and both then served on the one core).
 inline bool Busy(const LiveInstance& in) {
-  return in.state == InstanceState::kOverloaded || in.served_qps > 0 || in.arrival_qps > 0 ||
+  return in.state != InstanceState::kActive || in.served_qps > 0 || in.arrival_qps > 0 ||
          in.waiting > 0;
 }
 
