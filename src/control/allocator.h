@@ -139,7 +139,7 @@ struct AllocatorOptions {
   // A worker whose last report says its process kept at least this share of
   // its cores busy is at its limit, whatever its instances' states say: the
   // instance carrying most of its queries is taken to sustain what it
-  // served over that share, on every worker of the type (docs/policies.md,
+  // served, on every worker of the type (docs/policies.md,
   // "How the control plane drives them", observed capacity). Above 1: off.
   double saturated_cpu_utilisation = 0.85;
 

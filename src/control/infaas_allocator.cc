@@ -204,8 +204,12 @@ std::optional<double> InfaasAllocator::AtCpuLimit(const Observation& observation
   // so consolidation took torch-opt's profile, 40,112 qps, and gave the
   // other worker up at 70% of capacity, five times in 15 minutes. Its CPU
   // shows the limit. The instance serving most of the worker's queries is
-  // credited with what it served over the CPU share used (one serving little
-  // beside it shows nothing of its own limit). Not while a replica loads or
+  // credited with what it served (one serving little beside it shows nothing
+  // of its own limit). Not what it served over the CPU share: on the real
+  // server that said 6,534 qps (5,500 served at 85% during a load step, with
+  // 18% of queries late or failed, since the controller's half of the data
+  // path is not in the worker's CPU), and a worker was given up at a peak
+  // of 5,039. Not while a replica loads or
   // winds down, nor within two rounds of a load's end: a load's CPU would
   // read as the queries'.
   if (!(worker.cpu_utilisation >= options_.saturated_cpu_utilisation) ||
@@ -221,7 +225,7 @@ std::optional<double> InfaasAllocator::AtCpuLimit(const Observation& observation
     served += other.served_qps;
   }
   if (inst.served_qps < served / 2) return std::nullopt;
-  return inst.served_qps / worker.cpu_utilisation / inst.ready;
+  return inst.served_qps / inst.ready;
 }
 
 std::optional<double> InfaasAllocator::Observed(const ObservedWorker& worker,

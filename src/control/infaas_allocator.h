@@ -59,7 +59,7 @@ class InfaasAllocator : public Allocator {
   void ShareRefusedDemand(const Observation& observation);
   void RememberObservedCapacity(const Observation& observation);
   // The capacity per replica of the instance carrying most of the queries
-  // of a worker at its CPU limit: what it served over the CPU share used.
+  // of a worker at its CPU limit: what it served.
   std::optional<double> AtCpuLimit(const Observation& observation, const ObservedWorker& worker,
                                    const ObservedInstance& inst) const;
   // The least capacity per replica remembered for the variant on the
