@@ -289,10 +289,15 @@ policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& 
       policy::ScalingVariant sv = policy::MakeScalingVariant(
           v.variant, v.accuracy, *v.profile, model->slo_ms, *type, v.cores_per_replica);
       const VariantKey key{model_name, v.variant};
+      // A variant's own figure caps it too, but does not lift it above the
+      // least share: a figure held from an earlier load (another worker of
+      // the type, another moment) is not evidence that this worker now
+      // delivers more of that variant's profile. On the real server an old
+      // figure for opencv beside torch-opt's latest, lower one switched the
+      // worker to opencv and, 30 s later, back, a dozen times in 15 minutes.
+      sv.saturation_qps *= share;
       if (std::optional<double> seen = observed(v)) {
         sv.saturation_qps = std::min(sv.saturation_qps, *seen);
-      } else {
-        sv.saturation_qps *= share;
       }
       if (const ObservedInstance* inst = FindInstance(worker, key)) {
         sv.replicas = inst->ready;

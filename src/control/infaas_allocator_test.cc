@@ -242,6 +242,30 @@ TEST_F(InfaasAllocatorTest, NoCpuLimitIsReadFromALoadOrFromAMinorInstance) {
   }
 }
 
+TEST_F(InfaasAllocatorTest, AFigureHeldFromAnEarlierLoadDoesNotLiftAVariantAboveTheLeastShare) {
+  // "other" was seen Overloaded at 180 qps (90% of its profile) and the
+  // figure is held. Now v is Overloaded serving 100 of 120 offered: half of
+  // its profile. Taken at its held 180, "other" looked able to carry the
+  // load alone, and the cheapest move was to switch v to it; at the worker's
+  // least share, half its profile (100), it is not: v is replicated.
+  auto allocator = Make();
+  RecordingSink sink;
+  ObservedWorker before = Worker("w1", 1, 180);
+  before.instances[0].key = {"m", "other"};
+  before.instances[0].state = policy::InstanceState::kOverloaded;
+  Observation first = At(kSecond, {before});
+  first.models[0].variants.push_back({"other", "cpu-4", 0.9, &profile_, 1});
+  ASSERT_TRUE(allocator->ModelRound(first, sink).ok());
+  for (RecordingSink::LoadCall& load : sink.loads) load.done();
+  sink.decisions.clear();
+  Observation now = At(100 * kSecond, {OverloadedAt100(120)});
+  now.models[0].variants.push_back({"other", "cpu-4", 0.9, &profile_, 1});
+  ASSERT_TRUE(allocator->ModelRound(now, sink).ok());
+  ASSERT_EQ(sink.decisions.size(), 1u);
+  EXPECT_EQ(sink.decisions[0].kind, "replicate") << sink.decisions[0].reason;
+  EXPECT_EQ(sink.decisions[0].target, "m:v");
+}
+
 TEST_F(InfaasAllocatorTest, AYoungInstanceIsNotShrunk) {
   options_.min_instance_age = 30 * kSecond;
   options_.model.min_scale_down_wait = kSecond;
