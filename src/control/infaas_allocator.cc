@@ -209,9 +209,8 @@ std::optional<double> InfaasAllocator::AtCpuLimit(const Observation& observation
   // server that said 6,534 qps (5,500 served at 85% during a load step, with
   // 18% of queries late or failed, since the controller's half of the data
   // path is not in the worker's CPU), and a worker was given up at a peak
-  // of 5,039. Not while a replica loads or
-  // winds down, nor within two rounds of a load's end: a load's CPU would
-  // read as the queries'.
+  // of 5,039. Not while a replica loads or winds down, nor within two rounds
+  // of a load's end: a load's CPU would read as the queries'.
   if (!(worker.cpu_utilisation >= options_.saturated_cpu_utilisation) ||
       !inst.takes_queries || inst.ready < 1 || !(inst.served_qps > 0)) {
     return std::nullopt;
