@@ -222,9 +222,14 @@ TEST_F(CapacitySelectionTest, AFreeCoreOrAnIdleVariantLeavesRoomForALoad) {
   d = Decide(pinned);
   EXPECT_EQ(LoadVariant(d), opencv_);
   EXPECT_EQ(d.load.worker, two);
-  // Waiting queries make it busy again.
+  // Waiting queries make it busy again, but a query pinned to opencv still
+  // loads it (the client chose it; nothing else can serve it); one by model
+  // does not.
   live_.SetWaiting(opt, 3);
-  EXPECT_FALSE(Decide(pinned).load.valid());
+  EXPECT_FALSE(Decide(Request()).load.valid());
+  d = Decide(pinned);
+  EXPECT_EQ(LoadVariant(d), opencv_);
+  EXPECT_EQ(d.load.worker, two);
 }
 
 TEST_F(CapacitySelectionTest, UnderLoadAnAnswerInTimeComesFirst) {

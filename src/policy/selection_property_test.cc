@@ -244,6 +244,7 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
   // model keep busy (any ready state but Active and idle) takes no load of
   // it.
   auto cores_busy = [&](WorkerId wid, VariantId v) {
+    if (r.pinned != kNoId) return false;  // the client chose the variant
     int replicas = 0;
     for (InstanceId i = 0; i < live.instance_slots(); ++i) {
       if (!live.has_instance(i)) continue;

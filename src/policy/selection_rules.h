@@ -325,11 +325,16 @@ inline bool CoresKeptBusyByModel(const SelectionIndex& index, const LiveState& l
   return busy_replicas > 0 && busy_replicas >= index.type(type).type.cores;
 }
 
+// A pinned variant ignores the busy cores: the client chose that variant,
+// and no other could serve it (e2e_variants_test queries every variant of a
+// model in turn, and each load was refused while the last one was busy).
 template <typename Option>
-bool CanPlace(const SelectionIndex& index, const LiveState& live, WorkerId w, const Option& o) {
+bool CanPlace(const SelectionIndex& index, const LiveState& live, const SelectionRequest& request,
+              WorkerId w, const Option& o) {
   const LiveWorker& worker = live.worker(w);
   return worker.accepting && worker.type == o.type && worker.free_memory_mb >= o.memory_mb &&
-         !live.Hosts(w, o.variant) && !CoresKeptBusyByModel(index, live, w, o.variant);
+         !live.Hosts(w, o.variant) &&
+         (request.pinned != kNoId || !CoresKeptBusyByModel(index, live, w, o.variant));
 }
 
 // Whether a load of `o` (its variant on its type) is already under way on an
