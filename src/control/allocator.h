@@ -137,6 +137,12 @@ struct AllocatorOptions {
   // profile's (the proteus allocator then lets it recover half-way to the
   // profile, and again after each further period without an overload).
   Nanos observed_capacity_memory = 30 * kSecond;
+  // A worker whose last report says its process kept at least this share of
+  // its cores busy is at its limit, whatever its instances' states say: the
+  // instance carrying most of its queries is taken to sustain what it
+  // served, on every worker of the type (docs/policies.md,
+  // "How the control plane drives them", observed capacity). Above 1: off.
+  double saturated_cpu_utilisation = 0.85;
 
   // The Proteus allocator and its baselines.
   ProteusOptions proteus;

@@ -163,6 +163,12 @@ void InfaasAllocator::RememberObservedCapacity(const Observation& observation) {
   // look safer than the last (17 cycles in 15 minutes).
   const Nanos hold =
       std::max(options_.observed_capacity_memory, options_.consolidation.spread_memory);
+  auto remember = [&](ObservedCapacity& seen, double capacity) {
+    seen.held = seen.held_until > observation.now ? std::max(seen.held, capacity) : capacity;
+    seen.held_until = observation.now + hold;
+    seen.latest = capacity;
+    seen.latest_until = observation.now + options_.observed_capacity_memory;
+  };
   for (const ObservedWorker& w : observation.workers) {
     for (const ObservedInstance& inst : w.instances) {
       double capacity = 0;
@@ -171,20 +177,67 @@ void InfaasAllocator::RememberObservedCapacity(const Observation& observation) {
       } else if (inst.state == policy::InstanceState::kInterfered && inst.compute_p50_ms > 0) {
         const ModelOption* m = observation.FindModel(inst.key.model);
         const VariantOption* v = m != nullptr ? m->Find(inst.key.variant, w.type) : nullptr;
-        if (v == nullptr || v->profile == nullptr) continue;
-        const int batch = std::max(1, static_cast<int>(inst.mean_batch + 0.5));
-        const double slowdown =
-            std::max(1.0, inst.compute_p50_ms / v->profile->LatencyAt(batch));
-        capacity = v->profile->ThroughputAt(batch) / slowdown;
+        if (v != nullptr && v->profile != nullptr) {
+          const int batch = std::max(1, static_cast<int>(inst.mean_batch + 0.5));
+          const double slowdown =
+              std::max(1.0, inst.compute_p50_ms / v->profile->LatencyAt(batch));
+          capacity = v->profile->ThroughputAt(batch) / slowdown;
+        }
+      }
+      if (std::optional<double> limit = AtCpuLimit(observation, w, inst)) {
+        remember(type_limit_[{w.type, inst.key.ToString()}], *limit);
+        capacity = capacity > 0 ? std::min(capacity, *limit) : *limit;
       }
       if (capacity <= 0) continue;
-      ObservedCapacity& seen = observed_[{w.id, inst.key.ToString()}];
-      seen.held = seen.held_until > observation.now ? std::max(seen.held, capacity) : capacity;
-      seen.held_until = observation.now + hold;
-      seen.latest = capacity;
-      seen.latest_until = observation.now + options_.observed_capacity_memory;
+      remember(observed_[{w.id, inst.key.ToString()}], capacity);
     }
   }
+}
+
+std::optional<double> InfaasAllocator::AtCpuLimit(const Observation& observation,
+                                                  const ObservedWorker& worker,
+                                                  const ObservedInstance& inst) const {
+  // The state machine judges each instance against its profile, and a
+  // worker whose data path (receiving, decoding and answering queries) is
+  // its limit shows no queue and no slow batch: on the 2-core host on
+  // 2026-11-27 the worker carrying a steady 4,335 qps was never Overloaded,
+  // so consolidation took torch-opt's profile, 40,112 qps, and gave the
+  // other worker up at 70% of capacity, five times in 15 minutes. Its CPU
+  // shows the limit. The instance serving most of the worker's queries is
+  // credited with what it served (one serving little beside it shows nothing
+  // of its own limit). Not what it served over the CPU share: on the real
+  // server that said 6,534 qps (5,500 served at 85% during a load step, with
+  // 18% of queries late or failed, since the controller's half of the data
+  // path is not in the worker's CPU), and a worker was given up at a peak
+  // of 5,039. Not while a replica loads or winds down, nor within two rounds
+  // of a load's end: a load's CPU would read as the queries'.
+  if (!(worker.cpu_utilisation >= options_.saturated_cpu_utilisation) ||
+      !inst.takes_queries || inst.ready < 1 || !(inst.served_qps > 0)) {
+    return std::nullopt;
+  }
+  double served = 0;
+  for (const ObservedInstance& other : worker.instances) {
+    if (other.loading > 0 || other.winding_down > 0 ||
+        observation.now - other.ready_since < 2 * options_.model_period) {
+      return std::nullopt;
+    }
+    served += other.served_qps;
+  }
+  if (inst.served_qps < served / 2) return std::nullopt;
+  return inst.served_qps / inst.ready;
+}
+
+std::optional<double> InfaasAllocator::Observed(const ObservedWorker& worker,
+                                                const VariantKey& key, Nanos now) const {
+  std::optional<double> least;
+  auto take = [&](const std::map<Where, ObservedCapacity>& seen, const std::string& where) {
+    auto it = seen.find({where, key.ToString()});
+    if (it == seen.end()) return;
+    if (std::optional<double> at = it->second.At(now)) least = std::min(least.value_or(*at), *at);
+  };
+  take(observed_, worker.id);
+  take(type_limit_, worker.type);
+  return least;
 }
 
 policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& observation,
@@ -219,10 +272,8 @@ policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& 
     // autoscaler does not take a variant it has seen at its limit for slower
     // than one it has not (on the 2-core host, torch-opt served at 13% of
     // its profile and was switched to torch, whose profile said more).
-    auto observed = [&](const VariantOption& v) -> std::optional<double> {
-      auto seen = observed_.find({worker.id, VariantKey{model_name, v.variant}.ToString()});
-      if (seen == observed_.end()) return std::nullopt;
-      return seen->second.At(observation.now);
+    auto observed = [&](const VariantOption& v) {
+      return Observed(worker, VariantKey{model_name, v.variant}, observation.now);
     };
     double share = 1;
     for (const VariantOption& v : model->variants) {
@@ -237,10 +288,15 @@ policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& 
       policy::ScalingVariant sv = policy::MakeScalingVariant(
           v.variant, v.accuracy, *v.profile, model->slo_ms, *type, v.cores_per_replica);
       const VariantKey key{model_name, v.variant};
+      // A variant's own figure caps it too, but does not lift it above the
+      // least share: a figure held from an earlier load (another worker of
+      // the type, another moment) is not evidence that this worker now
+      // delivers more of that variant's profile. On the real server an old
+      // figure for opencv beside torch-opt's latest, lower one switched the
+      // worker to opencv and, 30 s later, back, a dozen times in 15 minutes.
+      sv.saturation_qps *= share;
       if (std::optional<double> seen = observed(v)) {
         sv.saturation_qps = std::min(sv.saturation_qps, *seen);
-      } else {
-        sv.saturation_qps *= share;
       }
       if (const ObservedInstance* inst = FindInstance(worker, key)) {
         sv.replicas = inst->ready;

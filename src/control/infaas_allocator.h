@@ -3,8 +3,9 @@
 // controller and in the simulator alike. Each model round it
 //  - spreads the demand turned away before reaching a worker over the
 //    instances serving its app (refused demand);
-//  - remembers, for a while, what an Overloaded or Interfered instance
-//    actually sustained (observed capacity);
+//  - remembers, for a while, what an Overloaded or Interfered instance, or
+//    one carrying a worker at its CPU limit, actually sustained (observed
+//    capacity; the last also for the worker's type);
 //  - runs consolidation across workers, then the model autoscaler per
 //    worker, and carries out their moves through the sink (make before
 //    break, placement elsewhere when a worker is full);
@@ -57,6 +58,14 @@ class InfaasAllocator : public Allocator {
   void ForgetGoneWorkers(const Observation& observation);
   void ShareRefusedDemand(const Observation& observation);
   void RememberObservedCapacity(const Observation& observation);
+  // The capacity per replica of the instance carrying most of the queries
+  // of a worker at its CPU limit: what it served.
+  std::optional<double> AtCpuLimit(const Observation& observation, const ObservedWorker& worker,
+                                   const ObservedInstance& inst) const;
+  // The least capacity per replica remembered for the variant on the
+  // worker: its own figure or its type's.
+  std::optional<double> Observed(const ObservedWorker& worker, const VariantKey& key,
+                                 Nanos now) const;
   // What the instance was offered: its arrivals plus its refused share.
   double Offered(const ObservedWorker& worker, const ObservedInstance& inst) const;
   policy::ModelScalingSnapshot WorkerSnapshot(const Observation& observation,
@@ -101,6 +110,9 @@ class InfaasAllocator : public Allocator {
     std::optional<double> At(Nanos now) const;
   };
   std::map<Where, ObservedCapacity> observed_;  // by (worker, variant key)
+  // What workers at their CPU limit served, by (worker type, variant key):
+  // the data path's cost per query is the type's, not one worker's.
+  std::map<Where, ObservedCapacity> type_limit_;
   std::optional<Nanos> refused_taken_at_;
   std::map<Where, double> refused_share_;  // qps, by (worker, variant key)
   std::set<std::string> asked_placement_;  // workers whose last ask found no room

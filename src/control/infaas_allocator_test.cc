@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace maitre::control {
 namespace {
 
@@ -165,6 +167,100 @@ TEST_F(InfaasAllocatorTest, AnObservedShareOfTheProfileAppliesToEveryVariantOfTh
   Observation o = At(kSecond, {OverloadedAt100(120)});
   o.models[0].variants.push_back({"other", "cpu-4", 0.9, &*other, 1});
   ASSERT_TRUE(allocator->ModelRound(o, sink).ok());
+  ASSERT_EQ(sink.decisions.size(), 1u);
+  EXPECT_EQ(sink.decisions[0].kind, "replicate") << sink.decisions[0].reason;
+  EXPECT_EQ(sink.decisions[0].target, "m:v");
+}
+
+// Rounds every second from `from` until `until` on the workers `at` gives
+// for each time; returns the give-ups decided. Loads end at once (the
+// observations do not show them).
+int VacatesOver(InfaasAllocator& allocator, Nanos from, Nanos until,
+                const std::function<Observation(Nanos)>& at) {
+  RecordingSink sink;
+  int vacates = 0;
+  for (Nanos t = from; t < until; t += kSecond) {
+    EXPECT_TRUE(allocator.ModelRound(at(t), sink).ok());
+    for (const Decision& d : sink.decisions) vacates += d.kind == "vacate";
+    sink.decisions.clear();
+    for (RecordingSink::LoadCall& load : sink.loads) load.done();
+    sink.loads.clear();
+  }
+  return vacates;
+}
+
+TEST_F(InfaasAllocatorTest, AWorkerAtItsCpuLimitIsJudgedByWhatItServedOnEveryWorkerOfItsType) {
+  // w1's instance is Active, serving 140 qps, but its worker's CPU is 90%
+  // busy: the data path, not the model, is the limit, so it carries 140
+  // qps, not the profile's 200. w2 serves 10. With the profile each worker
+  // alone had 200 >= 1.15 x 150 and one was given up (then loaded back by
+  // selection under the same load, on a real server); with the figure, on
+  // both workers of the type, neither goes.
+  auto allocator = Make();
+  auto spread = [this](double w1_qps, double w2_qps, double w1_cpu) {
+    return [=, this](Nanos t) {
+      ObservedWorker w1 = Worker("w1", 1, w1_qps), w2 = Worker("w2", 1, w2_qps);
+      w1.cpu_utilisation = w1_cpu;
+      return At(t, {w1, w2});
+    };
+  };
+  EXPECT_EQ(VacatesOver(*allocator, kSecond, 600 * kSecond, spread(140, 10, 0.9)), 0);
+  // Held while the load holds, with the worker no longer at its limit (the
+  // load now shared), for as long as a spread mark is (30 minutes).
+  EXPECT_EQ(VacatesOver(*allocator, 600 * kSecond, 1500 * kSecond, spread(75, 75, 0.5)), 0);
+  // Once the load falls clearly below what a worker carries, one goes.
+  EXPECT_EQ(VacatesOver(*allocator, 1500 * kSecond, 1600 * kSecond, spread(10, 10, 0.1)), 1);
+
+  // Without the CPU figure (the option off) the profile says one suffices.
+  options_.saturated_cpu_utilisation = 2;
+  auto without = Make();
+  EXPECT_EQ(VacatesOver(*without, kSecond, 600 * kSecond, spread(140, 10, 0.9)), 1);
+}
+
+TEST_F(InfaasAllocatorTest, NoCpuLimitIsReadFromALoadOrFromAMinorInstance) {
+  // At 90% CPU, w1 is also loading a replica of another model (its CPU is
+  // partly the load's), or serves most of its queries from that model: what
+  // m served there says nothing of its limit, and the profile stands (one
+  // worker is given up, as without the figure).
+  for (bool loading : {true, false}) {
+    auto allocator = Make();
+    auto at = [&, this](Nanos t) {
+      ObservedWorker w1 = Worker("w1", 1, 150), w2 = Worker("w2", 1, 20);
+      w1.cpu_utilisation = 0.9;
+      ObservedInstance o = w1.instances[0];
+      o.key = {"m2", "v"};
+      o.ready = loading ? 0 : 1;
+      o.loading = loading ? 1 : 0;
+      o.arrival_qps = o.served_qps = loading ? 0 : 160;
+      w1.instances.push_back(o);
+      Observation obs = At(t, {w1, w2});
+      obs.models.push_back(obs.models[0]);
+      obs.models.back().name = "m2";
+      return obs;
+    };
+    EXPECT_EQ(VacatesOver(*allocator, kSecond, 600 * kSecond, at), 1) << loading;
+  }
+}
+
+TEST_F(InfaasAllocatorTest, AFigureHeldFromAnEarlierLoadDoesNotLiftAVariantAboveTheLeastShare) {
+  // "other" was seen Overloaded at 180 qps (90% of its profile) and the
+  // figure is held. Now v is Overloaded serving 100 of 120 offered: half of
+  // its profile. Taken at its held 180, "other" looked able to carry the
+  // load alone, and the cheapest move was to switch v to it; at the worker's
+  // least share, half its profile (100), it is not: v is replicated.
+  auto allocator = Make();
+  RecordingSink sink;
+  ObservedWorker before = Worker("w1", 1, 180);
+  before.instances[0].key = {"m", "other"};
+  before.instances[0].state = policy::InstanceState::kOverloaded;
+  Observation first = At(kSecond, {before});
+  first.models[0].variants.push_back({"other", "cpu-4", 0.9, &profile_, 1});
+  ASSERT_TRUE(allocator->ModelRound(first, sink).ok());
+  for (RecordingSink::LoadCall& load : sink.loads) load.done();
+  sink.decisions.clear();
+  Observation now = At(100 * kSecond, {OverloadedAt100(120)});
+  now.models[0].variants.push_back({"other", "cpu-4", 0.9, &profile_, 1});
+  ASSERT_TRUE(allocator->ModelRound(now, sink).ok());
   ASSERT_EQ(sink.decisions.size(), 1u);
   EXPECT_EQ(sink.decisions[0].kind, "replicate") << sink.decisions[0].reason;
   EXPECT_EQ(sink.decisions[0].target, "m:v");

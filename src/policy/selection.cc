@@ -305,7 +305,7 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     if (live.max_free_memory(o.type) < o.memory_mb) continue;
     WorkerId where = kNoId;
     for (WorkerId w : live.workers_by_utilisation(o.type)) {
-      if (selection_internal::CanPlace(live, w, o)) {
+      if (selection_internal::CanPlace(index, live, request, w, o)) {
         where = w;
         break;
       }
@@ -567,7 +567,7 @@ std::string ExplainLoad(const SelectionIndex& index, const LiveState& live,
       continue;
     }
     for (WorkerId w : live.workers_by_utilisation(o.type)) {
-      if (selection_internal::CanPlace(live, w, o)) {
+      if (selection_internal::CanPlace(index, live, request, w, o)) {
         quickest = o.option;
         break;
       }

@@ -33,7 +33,9 @@
 //     loading instance of the variant on an accepting worker of that type:
 //     a second load would only finish later) and has a placement: the accepting
 //     worker of its type with the lowest utilisation (ties: lower id) that
-//     has free memory for it and does not already hold the variant. If
+//     has free memory for it, does not already hold the variant, and whose
+//     cores busy instances of the model's other variants do not fill
+//     (selection_rules.h, CoresKeptBusyByModel). If
 //     now + load_ms + LatencyAt(1) <= deadline: kLoadAndServe. (The wait
 //     for the load is judged against the deadline only; latency_ms judges
 //     the variant, as LatencyAt(1) <= L.)

@@ -102,46 +102,49 @@ TEST_F(CapacitySelectionTest, AnOverloadedModelLoadsTheVariantThatCarriesWhatItL
   // opencv is offered 30,000 qps and sustains 12,485: 17,515 qps short.
   WorkerId w1 = Worker(cpu1_, 1.0);
   WorkerId w2 = Worker(cpu2_, 0.1);
+  WorkerId w3 = Worker(cpu1_, 0.5);
   Instance(opencv_, w1, InstanceState::kOverloaded, 0, /*arrival_qps=*/30000);
   SelectionDecision d = Decide(Request());
   // Before: opencv again, on cpu-2 (the quickest that cpu-1 does not hold).
   EXPECT_EQ(d.outcome, O::kLoadAndServe);
   EXPECT_EQ(LoadVariant(d), opt_);
-  // One torch-opt carries it; on cpu-1 its instance is the cheaper, and
-  // cpu-1 does not hold it, so it goes there (selection counts memory, not
-  // cores).
-  EXPECT_EQ(d.load.worker, w1);
+  // One torch-opt carries it; on cpu-1 its instance is the cheaper, and not
+  // beside the opencv that keeps w1's one core busy.
+  EXPECT_EQ(d.load.worker, w3);
   EXPECT_EQ(d.load_rule, LoadRule::kCapacity);
   const std::string why = ExplainLoad(index_, live_, Request(), d);
   EXPECT_THAT(why, HasSubstr("capacity: instances of model 'fmnist-cnn' are saturated, 17515 qps "
                              "short by their last reports"));
   EXPECT_THAT(why, HasSubstr("fmnist-cnn:torch-opt on cpu-1 sustains 38269 qps at latency_ms 20 "
                              "for $0.0425/h, 1 instance(s) for $0.0425/h"));
-  EXPECT_THAT(why, HasSubstr("the quickest to start, fmnist-cnn:opencv on cpu-2, sustains 12485 "
-                             "qps for $0.085/h: 2 instance(s) for $0.17/h"));
-  // With torch-opt on cpu-1 too, offered 40,000 more: 19,216 short. Two
-  // torch or int8 instances on cpu-1 cost as much as one torch-opt on
-  // cpu-2, which carries more per dollar: never int8 or opencv while
-  // torch-opt can go somewhere.
-  Instance(opt_, w1, InstanceState::kOverloaded, 0, /*arrival_qps=*/40000);
+  EXPECT_THAT(why, HasSubstr("the quickest to start, fmnist-cnn:opencv on cpu-1, sustains 12485 "
+                             "qps for $0.0425/h: 2 instance(s) for $0.085/h"));
+  // With torch-opt on the other cpu-1 too, offered 40,000 more: 19,216
+  // short. Two torch or int8 instances on cpu-1 cost as much as one
+  // torch-opt on cpu-2, which carries more per dollar: never int8 or opencv
+  // while torch-opt can go somewhere.
+  Instance(opt_, w3, InstanceState::kOverloaded, 0, /*arrival_qps=*/40000);
   d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), opt_);
   EXPECT_EQ(d.load.worker, w2);
 }
 
 TEST_F(CapacitySelectionTest, WhatTheModelLacksDecidesHowMuchCapacityToBuy) {
-  // torch-opt on cpu-1 is saturated. With little missing, one more instance
-  // of any variant carries it, and the cheapest instance comes first: torch
-  // on cpu-1 ($0.0425/h, the most per dollar there). With 21,731 qps
-  // missing, torch would need two, as dear as one torch-opt on cpu-2, which
-  // carries more per dollar.
+  // torch-opt on cpu-1 worker w1 is saturated, and keeps w1's one core busy:
+  // nothing loads beside it. The other cpu-1 worker, w3, has memory for
+  // torch (0.47 MB) but not for torch-opt (0.61 MB). With little missing,
+  // one more instance of any variant carries it, and the cheapest instance
+  // comes first: torch on cpu-1 ($0.0425/h, the most per dollar there).
+  // With 21,731 qps missing, torch would need two, as dear as one
+  // torch-opt on cpu-2, which carries more per dollar.
   WorkerId w1 = Worker(cpu1_, 1.0);
   WorkerId w2 = Worker(cpu2_, 0.1);
+  WorkerId w3 = live_.AddWorker({cpu1_, 0.5, /*free_memory_mb=*/0.5, true});
   const VariantId torch = index_.FindVariant({"fmnist-cnn", "torch"});
   InstanceId saturated = Instance(opt_, w1, InstanceState::kOverloaded, 0, 40000);
   SelectionDecision d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), torch);
-  EXPECT_EQ(d.load.worker, w1);
+  EXPECT_EQ(d.load.worker, w3);
   live_.UpdateInstanceLoad(saturated, 1, 1, 38000, /*arrival_qps=*/60000);
   d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), opt_);
@@ -168,6 +171,65 @@ TEST_F(CapacitySelectionTest, InterferenceIsNotLoad) {
   EXPECT_EQ(LoadVariant(d), opencv_);
   EXPECT_EQ(d.load.worker, w2);
   EXPECT_EQ(d.load_rule, LoadRule::kQuickest);
+}
+
+TEST_F(CapacitySelectionTest, AQuickLoadDoesNotTakeTheCoreOfABusyVariant) {
+  // The real load step of 2026-11-27: torch-opt carries the load on cpu-1
+  // worker w1 and reports Interfered (the data path slows its batches), so
+  // no instance is saturated and step 4 loads the quickest to start. Before,
+  // that was opencv on w1, the least utilised, beside torch-opt on its one
+  // core; the two then churned. Now it goes to w2, whose core is free.
+  WorkerId w1 = Worker(cpu1_, 0.4);
+  WorkerId w2 = Worker(cpu1_, 0.6);
+  InstanceId busy = Instance(opt_, w1, InstanceState::kInterfered);
+  live_.UpdateInstanceLoad(busy, 4, 1, /*served_qps=*/4000, /*arrival_qps=*/4000);
+  SelectionDecision d = Decide(Request());
+  EXPECT_EQ(d.outcome, O::kLoadAndServe);
+  EXPECT_EQ(LoadVariant(d), opencv_);
+  EXPECT_EQ(d.load.worker, w2);
+  EXPECT_EQ(d.load_rule, LoadRule::kQuickest);
+  // With w2 gone the busy instance answers, degraded; nothing loads.
+  live_.SetAccepting(w2, false);
+  d = Decide(Request());
+  EXPECT_FALSE(d.load.valid()) << DebugString(d);
+  EXPECT_EQ(d.outcome, O::kUseInstance);
+  EXPECT_TRUE(d.degraded);
+  EXPECT_EQ(d.instance, busy);
+}
+
+TEST_F(CapacitySelectionTest, AFreeCoreOrAnIdleVariantLeavesRoomForALoad) {
+  // One replica of a busy torch-opt on a cpu-2 worker leaves a core free.
+  WorkerId two = Worker(cpu2_, 0.5);
+  InstanceId opt = Instance(opt_, two, InstanceState::kInterfered);
+  live_.UpdateInstanceLoad(opt, 4, 1, /*served_qps=*/4000, /*arrival_qps=*/4000);
+  SelectionDecision d = Decide(Request());
+  EXPECT_EQ(LoadVariant(d), opencv_);
+  EXPECT_EQ(d.load.worker, two);
+  // Two replicas keep both cores busy.
+  live_.UpdateInstanceLoad(opt, 4, 2, /*served_qps=*/4000, /*arrival_qps=*/4000);
+  EXPECT_FALSE(Decide(Request()).load.valid());
+  // Interfered, it is busy however idle: selection avoids it, so it shows
+  // no queries, but it is probed again soon (on the real server opencv was
+  // loaded beside such a torch-opt and both then served on one core).
+  live_.UpdateInstanceLoad(opt, 1, 2, 0, 0);
+  EXPECT_FALSE(Decide(Request()).load.valid());
+  // Active and idle, it keeps no core busy, whatever its replicas (a query
+  // pinned to opencv loads it there).
+  live_.SetState(opt, InstanceState::kActive);
+  SelectionRequest pinned = Request();
+  pinned.model = kNoId;
+  pinned.pinned = opencv_;
+  d = Decide(pinned);
+  EXPECT_EQ(LoadVariant(d), opencv_);
+  EXPECT_EQ(d.load.worker, two);
+  // Waiting queries make it busy again, but a query pinned to opencv still
+  // loads it (the client chose it; nothing else can serve it); one by model
+  // does not.
+  live_.SetWaiting(opt, 3);
+  EXPECT_FALSE(Decide(Request()).load.valid());
+  d = Decide(pinned);
+  EXPECT_EQ(LoadVariant(d), opencv_);
+  EXPECT_EQ(d.load.worker, two);
 }
 
 TEST_F(CapacitySelectionTest, UnderLoadAnAnswerInTimeComesFirst) {

@@ -240,6 +240,26 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
     }
     return false;
   };
+  // A worker whose cores ready instances of another variant of the same
+  // model keep busy (any ready state but Active and idle) takes no load of
+  // it.
+  auto cores_busy = [&](WorkerId wid, VariantId v) {
+    if (r.pinned != kNoId) return false;  // the client chose the variant
+    int replicas = 0;
+    for (InstanceId i = 0; i < live.instance_slots(); ++i) {
+      if (!live.has_instance(i)) continue;
+      const LiveInstance& in = live.instance(i);
+      if (in.worker != wid || in.variant == v ||
+          idx.variant(in.variant).model != idx.variant(v).model ||
+          in.state == InstanceState::kInactive ||
+          (in.state == InstanceState::kActive && in.served_qps <= 0 && in.arrival_qps <= 0 &&
+           in.waiting <= 0)) {
+        continue;
+      }
+      replicas += std::max(1, in.replicas);
+    }
+    return replicas > 0 && replicas >= idx.type(live.worker(wid).type).type.cores;
+  };
   // A load goes where it fits, and no faster-to-serve or equally fast but
   // cheaper feasible option could have been placed; under load, no option
   // that answers in time where it does not, or carries more per dollar.
@@ -255,6 +275,7 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
     EXPECT_TRUE(w.accepting);
     EXPECT_GE(w.free_memory_mb, o.memory_mb);
     EXPECT_FALSE(live.Hosts(d.load.worker, o.variant));
+    EXPECT_FALSE(cores_busy(d.load.worker, o.variant)) << "a load beside a busy variant";
     for (OptionId other = 0; other < static_cast<OptionId>(idx.options().size()); ++other) {
       const VariantOption& x = idx.option(other);
       if (!InScope(idx, r, x.variant) || !MeetsStatic(x, q)) continue;
@@ -273,9 +294,9 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
         if (!live.has_worker(wid)) continue;
         const LiveWorker& ww = live.worker(wid);
         placeable |= ww.accepting && ww.type == x.type && ww.free_memory_mb >= x.memory_mb &&
-                     !live.Hosts(wid, x.variant);
+                     !live.Hosts(wid, x.variant) && !cores_busy(wid, x.variant);
         if (ww.accepting && ww.type == o.type && ww.free_memory_mb >= o.memory_mb &&
-            !live.Hosts(wid, o.variant)) {
+            !live.Hosts(wid, o.variant) && !cores_busy(wid, o.variant)) {
           EXPECT_GE(ww.utilisation, w.utilisation) << "load not on the idlest fitting worker";
         }
       }

@@ -197,7 +197,9 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     }
     WorkerId where = kNoId;
     for (WorkerId w = 0; w < live.worker_slots(); ++w) {
-      if (!live.has_worker(w) || !selection_internal::CanPlace(live, w, o)) continue;
+      if (!live.has_worker(w) || !selection_internal::CanPlace(index, live, request, w, o)) {
+        continue;
+      }
       if (where == kNoId ||
           selection_internal::PlacementBefore(live.worker(w), w, live.worker(where), where)) {
         where = w;

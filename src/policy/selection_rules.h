@@ -290,11 +290,51 @@ inline bool PlacementBefore(const LiveWorker& a, WorkerId ida, const LiveWorker&
   return ida < idb;
 }
 
+// Whether a ready instance keeps its replicas' cores busy: unless it is
+// Active and idle (nothing offered, served or waiting), it does. An
+// Interfered one counts however idle: selection avoids it, so it shows no
+// queries, but it is probed again within a few reports, and its cores were
+// slow already (on the 2-core host opencv was loaded beside such a
+// torch-opt, and both then served on the one core).
+inline bool Busy(const LiveInstance& in) {
+  return in.state != InstanceState::kActive || in.served_qps > 0 || in.arrival_qps > 0 ||
+         in.waiting > 0;
+}
+
+// Whether the worker's cores are kept busy by ready instances of the model
+// of `variant` (its other variants): their busy replicas are at least the
+// type's cores. A second variant loaded there takes its cores from the
+// first rather than adding capacity, and the two then churn: on the 2-core
+// host on 2026-11-27 opencv was loaded, as the quickest answer, beside a
+// busy torch-opt on its one-core worker, and 45% of the answers of a high
+// load came from opencv (docs/policies.md, "Variant selection", cores kept
+// busy). Other models' instances are the autoscalers' business.
+inline bool CoresKeptBusyByModel(const SelectionIndex& index, const LiveState& live, WorkerId w,
+                                 VariantId variant) {
+  const ModelId model = index.variant(variant).model;
+  int64_t busy_replicas = 0;
+  for (InstanceId i : live.instances_on_worker(w)) {
+    const LiveInstance& in = live.instance(i);
+    if (in.variant == variant || live.instance_model(i) != model ||
+        in.state == InstanceState::kInactive || !Busy(in)) {
+      continue;
+    }
+    busy_replicas += std::max(1, in.replicas);
+  }
+  const WorkerTypeId type = live.worker(w).type;
+  return busy_replicas > 0 && busy_replicas >= index.type(type).type.cores;
+}
+
+// A pinned variant ignores the busy cores: the client chose that variant,
+// and no other could serve it (e2e_variants_test queries every variant of a
+// model in turn, and each load was refused while the last one was busy).
 template <typename Option>
-bool CanPlace(const LiveState& live, WorkerId w, const Option& o) {
+bool CanPlace(const SelectionIndex& index, const LiveState& live, const SelectionRequest& request,
+              WorkerId w, const Option& o) {
   const LiveWorker& worker = live.worker(w);
   return worker.accepting && worker.type == o.type && worker.free_memory_mb >= o.memory_mb &&
-         !live.Hosts(w, o.variant);
+         !live.Hosts(w, o.variant) &&
+         (request.pinned != kNoId || !CoresKeptBusyByModel(index, live, w, o.variant));
 }
 
 // Whether a load of `o` (its variant on its type) is already under way on an

@@ -221,8 +221,10 @@ TEST(ClusterTest, AModelSpreadOverTwoWorkersUnderAPeakEndsOnOne) {
 // A steady load near one instance's capacity (docs/experiments.md,
 // "steady-load"): a burst's queue makes selection load the model on the
 // second worker, and consolidation finds one instance enough. Without
-// its hysteresis it gave the model up about twice a minute and selection
-// loaded it back within a second; with it, the spread holds.
+// its hysteresis, and with the profile's capacity, it gave the model up
+// about twice a minute and selection loaded it back within a second; with
+// it, the spread holds. The capacity the first worker shows at its CPU limit
+// holds it too, nearly without the hysteresis.
 TEST(ClusterTest, ASteadyLoadDoesNotGiveAModelUpAndLoadItBack) {
   constexpr char kSteady[] = R"(
 name: steady
@@ -245,12 +247,12 @@ trace:
 policies:
   batching: {name: proteus, max_batch: 32}
   routing: selection
-  allocator: {name: infaas, spread_memory_s: MEMORY}
+  allocator: {name: infaas, spread_memory_s: MEMORY, saturated_cpu_utilisation: CPU}
   model_autoscaler: infaas
   cluster_autoscaler: off
 )";
-  auto run = [&](const std::string& memory) {
-    auto e = ParseExperiment(Fill(kSteady, "MEMORY", memory), ".");
+  auto run = [&](const std::string& memory, const std::string& cpu) {
+    auto e = ParseExperiment(Fill(Fill(kSteady, "MEMORY", memory), "CPU", cpu), ".");
     EXPECT_TRUE(e.ok()) << e.status();
     auto sim = BuildSimulator(*std::move(e));
     EXPECT_TRUE(sim.ok()) << sim.status();
@@ -258,14 +260,19 @@ policies:
     ExpectEveryQueryResolved(**sim);
     return (*sim)->control_counters();
   };
-  const ControlCounters without = run("0");
+  const ControlCounters without = run("0", "2");
   EXPECT_GE(without.vacated, 10);
-  std::cerr << "without the hysteresis: " << without.vacated << " given up, "
+  std::cerr << "without the hysteresis or the CPU limit: " << without.vacated << " given up, "
             << without.loads_by_selection << " loaded by selection\n";
   EXPECT_GE(without.loads_by_selection, without.vacated);
-  const ControlCounters with = run("1800");
-  EXPECT_EQ(with.vacated, 0);
-  EXPECT_EQ(with.loads_by_selection, 1);  // the spread, once
+  const ControlCounters limit = run("0", "0.85");
+  std::cerr << "with the CPU limit alone: " << limit.vacated << " given up\n";
+  EXPECT_LE(limit.vacated, 1);
+  for (const std::string cpu : {"2", "0.85"}) {
+    const ControlCounters with = run("1800", cpu);
+    EXPECT_EQ(with.vacated, 0) << cpu;
+    EXPECT_EQ(with.loads_by_selection, 1) << cpu;  // the spread, once
+  }
 }
 
 TEST(ClusterTest, AddsAWorkerThatServesAfterItsLaunchDelayAndBillsIt) {

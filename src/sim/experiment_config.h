@@ -54,7 +54,8 @@
 //                 use_loading_instances: true}
 //     allocator: infaas       # a name from control/allocator.h, or {name,
 //       # min_instance_age_s, observed_capacity_memory_s, migrate_interfered,
-//       # migrate_after_s, spread_memory_s} (the infaas one's),
+//       # migrate_after_s, spread_memory_s, saturated_cpu_utilisation (above
+//       # 1: off)} (the infaas one's),
 //       # or {name, period_s, band, demand_window_s, min_demand_qps,
 //       # max_accuracy_drop, max_utilisation, min_slowdown (1: never scale
 //       # profiles by observed overload), solve_time_limit_s} (proteus and

@@ -242,9 +242,9 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
         {"name", "min_instance_age_s", "observed_capacity_memory_s", "period_s", "band",
          "demand_window_s", "min_demand_qps", "max_accuracy_drop", "max_utilisation",
          "min_slowdown", "solve_time_limit_s", "migrate_interfered", "migrate_after_s",
-         "spread_memory_s", "predictor", "unit_s", "horizon_units", "sample_s", "headroom",
-         "cool_down_s", "release_margin_s", "sl_min", "slo_window_s", "slo_min_queries",
-         "slo_step", "slo_max_boost", "slo_relax_after_s"}));
+         "spread_memory_s", "saturated_cpu_utilisation", "predictor", "unit_s",
+         "horizon_units", "sample_s", "headroom", "cool_down_s", "release_margin_s", "sl_min",
+         "slo_window_s", "slo_min_queries", "slo_step", "slo_max_boost", "slo_relax_after_s"}));
     MAITRE_RETURN_IF_ERROR(ReadString(a, ap, "name", &c.allocator, true));
     control::ProteusOptions& p = c.proteus;
     MAITRE_RETURN_IF_ERROR(ReadSeconds(a, ap, "period_s", &p.period));
@@ -277,6 +277,11 @@ absl::Status ParseAllocator(const YAML::Node& a, const std::string& ap, bool sel
     if (c.migration.migrate_after < 0) return Bad(Key(ap, "migrate_after_s"), "must be >= 0");
     MAITRE_RETURN_IF_ERROR(
         ReadSeconds(a, ap, "spread_memory_s", &c.consolidation.spread_memory));
+    MAITRE_RETURN_IF_ERROR(
+        ReadNumber(a, ap, "saturated_cpu_utilisation", &c.saturated_cpu_utilisation));
+    if (!(c.saturated_cpu_utilisation > 0)) {
+      return Bad(Key(ap, "saturated_cpu_utilisation"), "must be > 0 (above 1: off)");
+    }
     if (c.consolidation.spread_memory < 0) {
       return Bad(Key(ap, "spread_memory_s"), "must be >= 0 (0: no hysteresis)");
     }

@@ -149,6 +149,7 @@ struct ControlSetup {
   std::string allocator = "infaas";
   Nanos min_instance_age = 30 * kSecond;
   Nanos observed_capacity_memory = 30 * kSecond;
+  double saturated_cpu_utilisation = 0.85;  // AllocatorOptions'
   // Consolidation's hysteresis (policy/autoscaling_consolidation.h).
   policy::ConsolidationOptions consolidation;
   // Interference migration by the INFaaS allocator (policy/migration.h).

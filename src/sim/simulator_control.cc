@@ -48,6 +48,7 @@ absl::Status Simulator::SetUpControl() {
   options.cluster = c.cluster_autoscaler;
   options.min_instance_age = c.min_instance_age;
   options.observed_capacity_memory = c.observed_capacity_memory;
+  options.saturated_cpu_utilisation = c.saturated_cpu_utilisation;
   options.consolidation = c.consolidation;
   options.migrate_interfered = c.migrate_interfered;
   options.migration = c.migration;

@@ -116,13 +116,18 @@ TEST(VariantCapacityTest, ALoadStepFrom10To90PercentEndsOnTheHighCapacityVariant
   // Every replica serving at the end is torch-opt, one per core.
   EXPECT_EQ(ReadyByVariant(*sim), (std::map<std::string, int>{{"torch-opt", 3}})) << Log(*sim);
   // The first query loaded the quickest to start; what came after was chosen
-  // for capacity, by selection and by the autoscaler, and logged so.
+  // for capacity by selection, and logged so. The autoscaler switched the
+  // first worker to torch-opt 3 s in: 10% of the cluster's capacity is 92%
+  // of opencv's, its worker's CPU showed it at its limit, and what it served
+  // became its capacity (docs/policies.md, observed capacity at the CPU
+  // limit), so the switch is for headroom; before that rule it came from
+  // the capacity switch ("capacity under load").
   const ControlCounters& c = sim->control_counters();
   EXPECT_GE(c.loads_by_selection_for_capacity, 1) << Log(*sim);
-  EXPECT_GE(c.capacity_moves, 1) << Log(*sim);
   EXPECT_NE(Log(*sim).find("selection (load-and-serve): load fmnist-cnn:opencv"),
             std::string::npos);
-  EXPECT_NE(Log(*sim).find("capacity under load"), std::string::npos) << Log(*sim);
+  EXPECT_NE(Log(*sim).find("upgrade cpu-1-0 fmnist-cnn:torch-opt x1"), std::string::npos)
+      << Log(*sim);
   // Once settled (from 5 s after the step), the load is served within the
   // objective: 90% of the capacity fits in it.
   const SimMetrics& m = sim->metrics();
