@@ -27,6 +27,25 @@ namespace maitre::pipeline {
 enum class CoarseGrainedRate { kMean, kPeak };
 const char* CoarseGrainedName(CoarseGrainedRate rate);  // "CG-Mean" | "CG-Peak"
 
+// One unit as the baseline sizes it: the shared batch, one unit's
+// throughput and its service time (the longest path at that batch), with
+// every stage on its fastest hardware (config, one replica each).
+struct CoarseGrainedUnit {
+  PipelineConfig config;
+  int32_t batch = 0;
+  double qps = 0;
+  double service_ms = 0;
+  // Queries one unit holds and still answers within `slo_ms`: what it
+  // serves in the time the objective leaves after one batch's service
+  // (AutoScale's packing factor, for the coarse-grained tuning).
+  double PackingFactor(double slo_ms) const { return qps * (slo_ms - service_ms) / 1000; }
+};
+// FailedPrecondition when even batch 1 does not fit half the objective.
+absl::StatusOr<CoarseGrainedUnit> SizeCoarseGrainedUnit(const PlanningProblem& problem,
+                                                         const PlannerOptions& options,
+                                                         const LatencyOracle& oracle,
+                                                         CoarseGrainedRate rate);
+
 // The rate CG provisions for, in queries per second.
 double CoarseGrainedRateQps(CoarseGrainedRate rate, absl::Span<const Nanos> arrivals,
                             double slo_ms);

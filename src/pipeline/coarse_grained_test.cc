@@ -59,6 +59,16 @@ TEST(CoarseGrainedTest, OneBatchForAllStagesOnTheFastestHardwareReplicatedAsAUni
   EXPECT_DOUBLE_EQ(peak->cost_per_hour, peak->config[0].replicas * 2 * 0.9);
 }
 
+TEST(CoarseGrainedTest, TheUnitsPackingFactorIsWhatItServesInTheObjectiveLeftAfterABatch) {
+  auto unit = SizeCoarseGrainedUnit(Cascade(0.5), Options(60), Fixed(1), CoarseGrainedRate::kPeak);
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  EXPECT_EQ(unit->batch, 16);
+  EXPECT_DOUBLE_EQ(unit->service_ms, 2 + 0.1 * 16 + 10 + 0.5 * 16);
+  EXPECT_DOUBLE_EQ(unit->qps, 16 / 0.018 / 0.5);
+  // 1777.8 qps for the 60 - 21.6 ms the objective leaves: 68.3 queries.
+  EXPECT_NEAR(unit->PackingFactor(60), 16 / 0.018 / 0.5 * 0.0384, 1e-9);
+}
+
 TEST(CoarseGrainedTest, AnObjectiveTooShortForBatchOneIsRefused) {
   auto plan = PlanCoarseGrained(Cascade(0.5), GammaArrivals(10, 1, 10 * kSecond), Options(20),
                                 CoarseGrainedRate::kPeak, Fixed(1));

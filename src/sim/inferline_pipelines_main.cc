@@ -5,7 +5,8 @@
 // InferLine's planner against CG-Mean and CG-Peak (§6, §7.1, Fig. 5), each
 // planned on one trace and measured by the estimator on another with the
 // same rate and CV; then the tuner on traces whose rate, and then whose
-// burstiness, changes (§7.2, Fig. 10 and 11 in shape).
+// burstiness, changes (§7.2, Fig. 10 and 11 in shape), beside CG-Mean and
+// CG-Peak tuned by AutoScale (§6, Fig. 7 in shape).
 //
 //   inferline_pipelines [--out summary.json] [--quick]
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "core/rng.h"
 #include "pipeline/coarse_grained.h"
+#include "pipeline/coarse_grained_tuner.h"
 #include "pipeline/planner.h"
 #include "pipeline/tuner.h"
 #include "sim/pipeline_estimator.h"
@@ -245,6 +247,46 @@ Tuned ReplayTuner(const PlanningProblem& p, const PipelineConfig& plan,
   return out;
 }
 
+// The coarse-grained tuning (pipeline/coarse_grained_tuner.h) replayed in a
+// closed loop, since it scales on the queries in the pipeline, which its own
+// earlier decisions shape: every second the estimator serves the trace so
+// far under the decisions made so far, and the tuner is shown the queries
+// not yet answered at that moment. Units it adds serve 5 s later, as the
+// tuner's replicas do; removed ones go at once.
+Tuned ReplayCoarseGrained(const PlanningProblem& p, const PipelineConfig& start,
+                          const pipeline::CoarseGrainedTunerOptions& options,
+                          const std::vector<Nanos>& live, double seconds) {
+  Tuned out;
+  int32_t units = start[0].replicas;
+  pipeline::CoarseGrainedTuner tuner = *pipeline::CoarseGrainedTuner::Create(options, units);
+  PipelineConfig one_unit = start;
+  for (pipeline::StageConfig& c : one_unit) c.replicas = 1;
+  const double unit_per_second = pipeline::CostPerHour(p, one_unit) / 3600;
+  size_t arrived = 0;
+  for (Nanos now = kSecond; now <= FromSeconds(seconds); now += kSecond) {
+    while (arrived < live.size() && live[arrived] < now) ++arrived;
+    out.dollars += units * unit_per_second;
+    PipelineEstimatorOptions o;
+    o.changes = out.changes;
+    const PipelineEstimate so_far =
+        *EstimatePipeline(p, start, absl::MakeConstSpan(live.data(), arrived), o);
+    int64_t in_system = 0;
+    for (size_t i = 0; i < arrived; ++i) {
+      in_system += live[i] + FromMillis(so_far.latency_ms[i]) > now;
+    }
+    const int32_t decided = tuner.Decide(now, in_system);
+    if (decided != units) {
+      const Nanos at = decided > units ? now + 5 * kSecond : now;
+      for (size_t m = 0; m < start.size(); ++m) {
+        out.changes.push_back({at, static_cast<int32_t>(m), decided});
+      }
+      units = decided;
+    }
+    out.replicas_by_second.push_back(std::vector<int32_t>(start.size(), units));
+  }
+  return out;
+}
+
 double StaticDollars(const PlanningProblem& p, const PipelineConfig& c, double seconds) {
   return pipeline::CostPerHour(p, c) * seconds / 3600;
 }
@@ -266,7 +308,13 @@ json TunerRuns(bool quick) {
   pipeline::Planner planner(p, oracle, o);
   const Plan plan = *planner.MinimizeCost();
   const Plan peak = *PlanCoarseGrained(p, sample, o, pipeline::CoarseGrainedRate::kPeak, full);
+  const Plan mean = *PlanCoarseGrained(p, sample, o, pipeline::CoarseGrainedRate::kMean, full);
   const pipeline::TunerPlan tuner_plan = *pipeline::MakeTunerPlan(p, plan.config, sample);
+  pipeline::CoarseGrainedTunerOptions autoscale;
+  autoscale.packing_factor =
+      pipeline::SizeCoarseGrainedUnit(p, o, full, pipeline::CoarseGrainedRate::kPeak)
+          ->PackingFactor(slo);
+  autoscale.max_units = o.max_replicas;
   const double change_at = seconds / 4, ramp = 30;
   struct Case {
     const char* name;
@@ -282,7 +330,10 @@ json TunerRuns(bool quick) {
   };
   json out = {{"pipeline", shape.name}, {"slo_ms", slo},
               {"plan", pipeline::DescribeConfig(p, plan.config)},
-              {"cg_peak", pipeline::DescribeConfig(p, peak.config)}, {"runs", json::array()}};
+              {"cg_mean", pipeline::DescribeConfig(p, mean.config)},
+              {"cg_peak", pipeline::DescribeConfig(p, peak.config)},
+              {"autoscale_packing_factor", autoscale.packing_factor},
+              {"runs", json::array()}};
   std::printf("\ntuner: %s planned for 150 qps CV 1, %.0f ms: %s ($%.2f/h)\n", shape.name.c_str(),
               slo, pipeline::DescribeConfig(p, plan.config).c_str(), plan.cost_per_hour);
   for (const Case& c : cases) {
@@ -290,6 +341,11 @@ json TunerRuns(bool quick) {
     auto with_tuner = *Measure(p, plan.config, c.live, tuned.changes);
     auto planner_only = *Measure(p, plan.config, c.live);
     auto cg_peak = *Measure(p, peak.config, c.live);
+    // Both baselines tuned by AutoScale from their planned units (Fig. 7).
+    const Tuned mean_tuned = ReplayCoarseGrained(p, mean.config, autoscale, c.live, seconds);
+    const Tuned peak_tuned = ReplayCoarseGrained(p, peak.config, autoscale, c.live, seconds);
+    auto cg_mean_tuned = *Measure(p, mean.config, c.live, mean_tuned.changes);
+    auto cg_peak_tuned = *Measure(p, peak.config, c.live, peak_tuned.changes);
     // Attainment before and after the change, and over the whole run.
     const size_t split = std::lower_bound(c.live.begin(), c.live.end(),
                                           FromSeconds(change_at)) - c.live.begin();
@@ -304,13 +360,22 @@ json TunerRuns(bool quick) {
                           arm("planner only", planner_only,
                               StaticDollars(p, plan.config, seconds)),
                           arm("CG-Peak (static)", cg_peak,
-                              StaticDollars(p, peak.config, seconds))}}};
+                              StaticDollars(p, peak.config, seconds)),
+                          arm("CG-Mean + AutoScale", cg_mean_tuned, mean_tuned.dollars),
+                          arm("CG-Peak + AutoScale", cg_peak_tuned, peak_tuned.dollars)}},
+                {"autoscale_unit_changes",
+                 {{"cg_mean", mean_tuned.changes.size() / p.stages.size()},
+                  {"cg_peak", peak_tuned.changes.size() / p.stages.size()}}}};
     json timeline = json::array();
     for (size_t s = 0; s < tuned.replicas_by_second.size(); s += 10) {
       timeline.push_back({{"second", s + 1}, {"replicas", tuned.replicas_by_second[s]}});
     }
     run["replicas_every_10s"] = timeline;
-    std::printf("  %s: %zu replica changes\n", c.name, tuned.changes.size());
+    std::printf("  %s: %zu replica changes; AutoScale (packing %.1f) changed CG-Mean's units "
+                "%zu times, CG-Peak's %zu\n",
+                c.name, tuned.changes.size(), autoscale.packing_factor,
+                mean_tuned.changes.size() / p.stages.size(),
+                peak_tuned.changes.size() / p.stages.size());
     for (const json& a : run["arms"]) {
       std::printf("    %-28s attainment %6.2f%% (before %6.2f%%, after %6.2f%%), P99 %7.1f ms, "
                   "$%.4f\n",
