@@ -20,6 +20,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/file_util.h"
 #include "http/client.h"
 #include "loadgen/bench.h"
 #include "runtime/testing/zoo.h"
@@ -321,6 +322,37 @@ TEST_F(ResilienceTest, ASpotInterruptionUnderLoadFailsNoQuery) {
   EXPECT_EQ(running, 2) << cost->dump();
   EXPECT_GT((*cost)["cost"].get<double>(), 0);
   EXPECT_NEAR((*cost)["per_hour"].get<double>(), 0.0425 + 0.085, 1e-9) << cost->dump();
+  EXPECT_TRUE(server_->Stop().ok());
+}
+
+// A spot price trace is checked before the server starts (a bad one stops
+// it with the file, line and problem) and, once serving, prices the cost
+// report: the trace's $0.02/h from 1 ms after the start, not the list
+// price.
+TEST_F(ResilienceTest, APriceTraceIsCheckedAtStartAndPricesTheCost) {
+  const std::string bad = dir_.path() + "/bad.csv";
+  const std::string good = dir_.path() + "/good.csv";
+  ASSERT_TRUE(WriteFileAtomically(bad, "time_s,price_per_hour\n0,0.01\n60,-0.5\n").ok());
+  ASSERT_TRUE(WriteFileAtomically(good, "0,0.5\n0.001,0.02\n").ok());
+  ServerOptions options;
+  options.data_dir = dir_.path() + "/data";
+  options.workers = "cpu-1:1";
+  options.extra_args = {"--worker-types", "cpu-1:1:4096:0.0425:0:spot", "--price-traces",
+                        "cpu-1=" + bad};
+  auto refused = ServerProcess::Start(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "bad.csv, line 3: the price must be finite and not negative"))
+      << refused.status();
+
+  options.extra_args.back() = "cpu-1=" + good;
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  server_ = *std::move(started);
+  auto cost = server_->GetJson("/v2/cluster/cost");
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_DOUBLE_EQ((*cost)["per_hour"].get<double>(), 0.02) << cost->dump();
+  EXPECT_EQ((*cost)["types"][0]["market"], "spot");
   EXPECT_TRUE(server_->Stop().ok());
 }
 

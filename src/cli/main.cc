@@ -99,6 +99,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   serve_cmd->add_option("--worker-types", serve.worker_types,
                         "Worker types, name:cores:memory_mb:price_per_hour,...");
+  serve_cmd->add_option("--price-traces", serve.price_traces,
+                        "Spot price traces, TYPE=FILE,...: a spot type's price follows the CSV "
+                        "of time_s,price_per_hour (first row at 0, times increasing) from the "
+                        "start; the last price holds after the last row");
   serve_cmd->add_option("--batching", serve.batching,
                         "Batching policy: proteus, clipper-aimd, nexus, timeout, mark")
       ->capture_default_str();

@@ -333,7 +333,9 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
     policy::ProvisionedType p;
     p.name = t.name;
     p.capacity_qps = choice->capacity();
-    p.price_per_unit = t.price_per_hour * ToSeconds(unit) / 3600;
+    // The price in force now: a spot type's follows its trace, and
+    // Algorithm 1 does not tell the markets apart otherwise (MArk §4.5).
+    p.price_per_unit = t.PriceAt(now) * ToSeconds(unit) / 3600;
     p.billing_units = std::max(1, CeilUnits(t.billing_unit, unit));
     // The paid units from launch to serving are in the plan's price already
     // (it pays from the launch), so no further overhead.

@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "control/testing/recording_sink.h"
 
 namespace maitre::control {
@@ -127,6 +129,27 @@ TEST_F(MarkAllocatorTest, LaunchesTheCheapestTypePerQueryForTheDemandSeen) {
   ASSERT_EQ(sink.route_weights.size(), 1u);
   EXPECT_EQ(sink.route_weights[0].worker, "w7");
   EXPECT_DOUBLE_EQ(sink.route_weights[0].weight, 800);
+}
+
+TEST_F(MarkAllocatorTest, PicksSpotWhileItsPriceInForceIsCheaper) {
+  // A spot c4 whose list price ($0.5/h) is dearer than the on-demand c4's,
+  // but whose trace asks $0.06/h for its first 100 s and $0.5/h after.
+  WorkerType spot{"c4-spot", 4, 16000, 0.5};
+  spot.market = WorkerType::Market::kSpot;
+  auto trace = PriceTrace::Parse("0,0.06\n100,0.5\n", "spot.csv");
+  ASSERT_TRUE(trace.ok());
+  spot.price_trace = std::make_shared<const PriceTrace>(*trace);
+  options_.types.push_back(spot);
+  for (const Nanos start : {Nanos{0}, 200 * kSecond}) {
+    auto allocator = Make();
+    RecordingSink sink;
+    auto at = [&](Nanos t, int64_t rows) { return At(t, {}, rows); };
+    Offer(*allocator, sink, start, start + 10 * kSecond, 500, at);
+    ASSERT_TRUE(allocator->ClusterRound(At(start + 10 * kSecond), sink).ok());
+    // At $0.06/h the spot c4 is the cheapest per query; at $0.5/h the
+    // on-demand c4 ($0.2/h) is.
+    EXPECT_THAT(sink.added, ElementsAre(start == 0 ? "c4-spot" : "c4")) << ToSeconds(start);
+  }
 }
 
 TEST_F(MarkAllocatorTest, LaunchesAheadOfAPredictedRiseByTheLaunchTime) {

@@ -4,8 +4,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -49,6 +51,8 @@
 #include "core/file_util.h"
 #include "core/sandbox.h"
 #include "core/secret_token.h"
+#include "core/clock.h"
+#include "core/price_trace.h"
 #include "core/status_macros.h"
 #include "core/work_queue.h"
 #include "http/server.h"
@@ -104,6 +108,38 @@ absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseWorkerCounts(
   return counts;
 }
 
+// --price-traces TYPE=FILE,...: each named spot type's price follows its
+// trace from now (docs/operations.md, "Spot prices").
+absl::StatusOr<WorkerTypeTable> WithPriceTraces(absl::string_view spec,
+                                                const WorkerTypeTable& types, Nanos origin) {
+  std::vector<WorkerType> priced = types.types();
+  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    const size_t eq = item.find('=');
+    if (eq == absl::string_view::npos || eq == 0 || eq + 1 == item.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad --price-traces entry \"", item,
+                       "\"; expected TYPE=FILE, e.g. c5.large=spot.csv"));
+    }
+    const absl::string_view name = item.substr(0, eq);
+    auto type = std::find_if(priced.begin(), priced.end(),
+                             [&](const WorkerType& t) { return t.name == name; });
+    if (type == priced.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--price-traces names unknown worker type \"", name, "\""));
+    }
+    if (type->market != WorkerType::Market::kSpot) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--price-traces: worker type \"", name,
+                       "\" is on-demand; only a spot type's price follows a trace"));
+    }
+    const std::string file(item.substr(eq + 1));
+    MAITRE_ASSIGN_OR_RETURN(PriceTrace trace, PriceTrace::Load(file));
+    type->price_trace = std::make_shared<const PriceTrace>(std::move(trace));
+    type->price_trace_origin = origin;
+  }
+  return WorkerTypeTable(std::move(priced));
+}
+
 }  // namespace
 
 // Owns every component of a running controller, in dependency order so that
@@ -121,6 +157,8 @@ class Controller {
     if (!options.worker_types.empty()) {
       MAITRE_ASSIGN_OR_RETURN(types, WorkerTypeTable::Parse(options.worker_types));
     }
+    MAITRE_ASSIGN_OR_RETURN(
+        types, WithPriceTraces(options.price_traces, types, SteadyClock::Get()->Now()));
     // The default layout never pins two workers to one core: the
     // autoscalers count each worker's cores as its own.
     const std::string workers =

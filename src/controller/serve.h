@@ -29,6 +29,11 @@ struct ServeOptions {
   // The worker-type table, "name:cores:memory_mb:price_per_hour,...".
   // Empty: cpu-1 and cpu-2 (see WorkerTypeTable::Default).
   std::string worker_types;
+  // Spot price traces, "TYPE=FILE,...": each named spot type's price follows
+  // its CSV of time_s,price_per_hour from the server's start (docs/
+  // operations.md, "Spot prices"). A bad trace stops the server with the
+  // file, line and problem.
+  std::string price_traces;
   // The batching policy worker instances use.
   std::string batching = "proteus";
   size_t max_body_bytes = size_t{256} << 20;

@@ -1,5 +1,7 @@
 #include "core/worker_type.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -43,6 +45,33 @@ absl::StatusOr<WorkerTypeTable> WorkerTypeTable::Parse(absl::string_view spec) {
   }
   if (types.empty()) return absl::InvalidArgumentError("no worker types given");
   return WorkerTypeTable(std::move(types));
+}
+
+double WorkerType::PriceAt(Nanos t) const {
+  return price_trace != nullptr ? price_trace->PriceAt(t - price_trace_origin) : price_per_hour;
+}
+
+Nanos WorkerType::PaidUntil(Nanos paid_from, Nanos until) const {
+  if (billing_unit <= 0) return until;
+  const Nanos held = std::max<Nanos>(0, until - paid_from);
+  return paid_from + std::max<Nanos>(1, (held + billing_unit - 1) / billing_unit) * billing_unit;
+}
+
+double WorkerType::CostBetween(Nanos paid_from, Nanos from, Nanos to) const {
+  from = std::max(from, paid_from);
+  if (to <= from) return 0;
+  if (billing_unit <= 0) {
+    return price_trace != nullptr
+               ? price_trace->DollarsBetween(from - price_trace_origin, to - price_trace_origin)
+               : price_per_hour * ToSeconds(to - from) / 3600.0;
+  }
+  double dollars = 0;
+  for (Nanos block = paid_from + (from - paid_from) / billing_unit * billing_unit; block < to;
+       block += billing_unit) {
+    const Nanos start = std::max(from, block), end = std::min(to, block + billing_unit);
+    dollars += PriceAt(block) * ToSeconds(end - start) / 3600.0;
+  }
+  return dollars;
 }
 
 const WorkerType* WorkerTypeTable::Find(absl::string_view name) const {

@@ -5,11 +5,13 @@
 // Thread-safety: value types; not synchronised.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/price_trace.h"
 #include "core/time.h"
 
 namespace maitre {
@@ -30,6 +32,24 @@ struct WorkerType {
   // interruptions"); an on-demand one cannot.
   enum class Market { kOnDemand, kSpot };
   Market market = Market::kOnDemand;
+  // Where set, the price follows this trace (a spot market's; docs/
+  // operations.md, "Spot prices") and `price_per_hour` is unused; the
+  // trace's time 0 is the clock's `price_trace_origin` (the simulator's 0,
+  // the server's start).
+  std::shared_ptr<const PriceTrace> price_trace;
+  Nanos price_trace_origin = 0;
+
+  // Dollars an hour in force at clock time `t`.
+  double PriceAt(Nanos t) const;
+  // When a worker paid for from `paid_from` and given back at `until` is
+  // paid to: the end of the last billing block begun (at least one), or
+  // `until` when billed by the second.
+  Nanos PaidUntil(Nanos paid_from, Nanos until) const;
+  // Dollars for [from, to) of a worker paid for from `paid_from`: by the
+  // second at the price in force, or, with billing blocks, each block at
+  // the price in force when it began (as a cloud charges a spot hour at
+  // its start), pro rata where [from, to) cuts a block.
+  double CostBetween(Nanos paid_from, Nanos from, Nanos to) const;
 };
 
 // "on-demand" or "spot", as --worker-types and GET /v2/cluster/cost write it.

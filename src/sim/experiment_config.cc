@@ -1,11 +1,13 @@
 #include "sim/experiment_config.h"
 
 #include <cmath>
+#include <memory>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/file_util.h"
+#include "core/price_trace.h"
 #include "core/profile_csv.h"
 #include "core/status_macros.h"
 #include "core/worker_type.h"
@@ -48,6 +50,13 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(ParseTrace(root["trace"]));
     MAITRE_RETURN_IF_ERROR(experiment_yaml::ParsePolicies(root["policies"], exp_.setup));
     MAITRE_RETURN_IF_ERROR(ParseSimulation(root["simulation"]));
+    for (size_t i = 0; i < exp_.setup.worker_types.size(); ++i) {
+      const WorkerType& t = exp_.setup.worker_types[i].type;
+      if (t.price_trace == nullptr) continue;
+      if (absl::Status covers = t.price_trace->CheckCovers(exp_.setup.horizon); !covers.ok()) {
+        return Bad(Key(Item("cluster.worker_types", i), "price_trace"), covers.message());
+      }
+    }
     MAITRE_RETURN_IF_ERROR(FillOraclePeaks());
     if (exp_.setup.routing != "selection") {
       // A static cluster serves an app only through the instances it lists.
@@ -115,7 +124,8 @@ class Parser {
       const std::string ip = Item(lp, i);
       MAITRE_RETURN_IF_ERROR(CheckMap(list[i], ip,
                                       {"name", "cores", "memory_mb", "price_per_hour", "launch_s",
-                                       "billing_s", "max_workers", "memory_cost_per_gb_s"}));
+                                       "billing_s", "max_workers", "memory_cost_per_gb_s",
+                                       "market", "price_trace"}));
       WorkerType t;
       int64_t cores = 1, memory = 0, max_workers = 8;
       Nanos launch = 0;
@@ -137,11 +147,32 @@ class Parser {
                    "max_workers >= 0");
       }
       if (WorkerTypeIndex(t.name) >= 0) return Bad(Key(ip, "name"), "duplicate worker type");
+      MAITRE_RETURN_IF_ERROR(ParseMarket(list[i], ip, t));
       t.cores = static_cast<int>(cores);
       t.memory_mb = memory;
       exp_.setup.worker_types.push_back(
           {t, 0, launch, static_cast<int32_t>(max_workers), memory_cost});
     }
+    return absl::OkStatus();
+  }
+
+  // A worker type's market and, for spot, its price trace (resolved
+  // against this file; its span is checked against the run in Parse).
+  absl::Status ParseMarket(const YAML::Node& n, const std::string& path, WorkerType& t) {
+    std::string market = "on-demand", trace;
+    MAITRE_RETURN_IF_ERROR(ReadString(n, path, "market", &market));
+    MAITRE_RETURN_IF_ERROR(ReadString(n, path, "price_trace", &trace));
+    if (market != "on-demand" && market != "spot") {
+      return Bad(Key(path, "market"), "expected on-demand or spot");
+    }
+    if (market == "spot") t.market = WorkerType::Market::kSpot;
+    if (trace.empty()) return absl::OkStatus();
+    if (t.market != WorkerType::Market::kSpot) {
+      return Bad(Key(path, "price_trace"), "only a spot type's price follows a trace");
+    }
+    absl::StatusOr<PriceTrace> loaded = PriceTrace::Load(Resolve(base_dir_, trace));
+    if (!loaded.ok()) return Bad(Key(path, "price_trace"), loaded.status().message());
+    t.price_trace = std::make_shared<const PriceTrace>(*std::move(loaded));
     return absl::OkStatus();
   }
 
@@ -582,12 +613,29 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // simulation.interruptions (SpotInterruptions in sim/simulator.h).
+  absl::Status ParseInterruptions(const YAML::Node& n) {
+    const std::string path = "simulation.interruptions";
+    MAITRE_RETURN_IF_ERROR(CheckMap(n, path, {"mean_between_s", "lead_s"}));
+    SpotInterruptions& spot = exp_.setup.interruptions;
+    spot.enabled = true;
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "mean_between_s", &spot.mean_between, true));
+    MAITRE_RETURN_IF_ERROR(ReadSeconds(n, path, "lead_s", &spot.lead));
+    if (spot.mean_between <= 0) return Bad(Key(path, "mean_between_s"), "must be > 0");
+    if (spot.lead < 0) return Bad(Key(path, "lead_s"), "must be >= 0");
+    if (exp_.setup.routing != "selection") return Bad(path, "needs routing: selection");
+    return absl::OkStatus();
+  }
+
   absl::Status ParseSimulation(const YAML::Node& n) {
     const std::string path = "simulation";
     if (!Present(n)) return absl::OkStatus();
     MAITRE_RETURN_IF_ERROR(
         CheckMap(n, path, {"service_noise", "seed", "worker_losses", "interference", "jobs",
-                           "burst_pool"}));
+                           "burst_pool", "interruptions"}));
+    if (YAML::Node i = n["interruptions"]; Present(i)) {
+      MAITRE_RETURN_IF_ERROR(ParseInterruptions(i));
+    }
     if (YAML::Node b = n["burst_pool"]; Present(b)) MAITRE_RETURN_IF_ERROR(ParseBurstPool(b));
     if (YAML::Node jobs = n["jobs"]; Present(jobs)) {
       const std::string jp = Key(path, "jobs");

@@ -9,7 +9,10 @@
 //       - {name: cpu-1, cores: 1, memory_mb: 4096, price_per_hour: 0.0425,
 //          launch_s: 0, max_workers: 8,   # managed clusters: launch delay, limit
 //          billing_s: 0,                  # bills in whole blocks of this (0: by the second)
-//          memory_cost_per_gb_s: 0}       # > 0: also price instances by memory
+//          memory_cost_per_gb_s: 0,       # > 0: also price instances by memory
+//          market: on-demand,             # or spot (interrupted, see simulation)
+//          price_trace: spot.csv}         # spot only: time_s,price_per_hour, covering
+//                                         # the run (docs/operations.md, "Spot prices")
 //     workers: {cpu-1: 1}      # how many of each type the cluster pays for (from the start)
 //     replica_cores:           # optional: cores one replica takes (default 1)
 //       - {variant: "m:v", worker_type: cpu-1, cores: 1}
@@ -84,6 +87,8 @@
 //                  cold_start_ms: 0, keep_warm_s: 2700, concurrency: 1000}
 //       # (managed clusters; BurstPool): what an instance cannot answer in
 //       # time goes there
+//     interruptions: {mean_between_s: 3600, lead_s: 120}  # notices for spot
+//       # workers (managed clusters; SpotInterruptions)
 //
 // Thread-safety: pure functions (they read files named by the YAML).
 #pragma once

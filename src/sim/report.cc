@@ -141,6 +141,11 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
         {"share_of_cost", Round(cost > 0 ? m.burst_cost / cost : 0)}};
   }
   j["cost_per_hour"] = Round(duration_s > 0 ? cost / duration_s * 3600 : 0, 1e6);
+  if (setup.interruptions.enabled) {
+    const ControlCounters& c = sim.control_counters();
+    j["interruptions"] = {{"notices", c.workers_interrupted},
+                          {"queries_lost", c.queries_lost_to_interruptions}};
+  }
   // Workers by type: paid worker-seconds, the most at once, and at the end.
   const size_t seconds = ReportSeconds(sim);
   const Shape shape = ShapeBySecond(sim, seconds);

@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
 
   auto sim = std::unique_ptr<Simulator>(new Simulator(std::move(setup), std::move(arrivals)));
   const SimulationSetup& s = sim->setup_;
+  sim->interruption_draws_ = Rng(DeriveSeed(s.seed, 0x5b07));
   const int32_t n_apps = static_cast<int32_t>(s.apps.size());
   sim->AssignVariantApps();
   if (s.routing == "selection") {
@@ -317,6 +318,12 @@ absl::Status Simulator::RunUntil(Nanos until) {
           break;
         case kBurstDone:
           OnBurstDone(static_cast<int32_t>(e.target));
+          break;
+        case kInterruptionNotice:
+          OnInterruptionNotice(static_cast<int32_t>(e.target));
+          break;
+        case kInterruptionStop:
+          OnInterruptionStop(static_cast<int32_t>(e.target));
           break;
       }
     }

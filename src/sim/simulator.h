@@ -179,6 +179,24 @@ struct WorkerLoss {
   Nanos at = 0;
 };
 
+// Spot interruptions the simulator draws (managed clusters; docs/
+// operations.md, "Spot interruptions"): each worker of a spot type, from
+// when it is up, gets a notice after an exponential time of mean
+// `mean_between` (a Poisson process per worker, drawn from the setup's seed),
+// `lead` before it stops. On the notice, as the controller does on a real
+// provider's (WorkerEvent::kInterrupted, Cluster::BeginLeaving): the worker
+// takes no new query or load, answers what it holds, is left out of what
+// the allocator is shown, and a replacement of its type is launched at once
+// (as the local provider starts one). At the stop what is still queued or
+// running there is lost, counted in
+// ControlCounters::queries_lost_to_interruptions; the worker is paid for
+// until then.
+struct SpotInterruptions {
+  bool enabled = false;
+  Nanos mean_between = 0;
+  Nanos lead = 120 * kSecond;  // AWS's two minutes (MArk §4.5)
+};
+
 // How co-located batches on one worker slow each other down
 // (docs/architecture.md, "The simulator's interference model"). When a batch
 // starts, u is the share of its worker's cores that running batches take,
@@ -260,6 +278,7 @@ struct SimulationSetup {
   policy::ThrottlePolicy job_throttle;
   std::vector<WorkerLoss> worker_losses;  // managed clusters
   BurstPool burst_pool;                   // managed clusters
+  SpotInterruptions interruptions;        // managed clusters
   uint64_t seed = 1;
   // The trace's length: reports cover at least this much time, and workers
   // are billed up to it.
@@ -288,6 +307,8 @@ struct ControlCounters {
   int64_t workers_added = 0;
   int64_t workers_removed = 0;
   int64_t workers_lost = 0;
+  int64_t workers_interrupted = 0;  // spot interruption notices drawn
+  int64_t queries_lost_to_interruptions = 0;  // queued or running at a stop
   int64_t state_changes = 0;
 };
 
@@ -391,6 +412,8 @@ class Simulator {
     kDemand,
     kWorkerLost,
     kBurstDone,
+    kInterruptionNotice,
+    kInterruptionStop,
   };
 
   struct Tag {
@@ -476,6 +499,9 @@ class Simulator {
     double utilisation = 0;          // the last report's
     std::optional<Nanos> idle_since;
     bool active_this_interval = false;  // a query arrived or was served here
+    // Under a spot interruption notice: when it stops. It takes no query or
+    // load and the allocator no longer sees it.
+    std::optional<Nanos> stops_at;
   };
   // A load the allocator asked for: once its replicas are ready, its
   // removals happen (make before break) and the allocator is told.
@@ -544,6 +570,14 @@ class Simulator {
   void RemoveWorker(int32_t w);
   // setup_.worker_losses[loss] happens: the worker dies with what it holds.
   void OnWorkerLost(int32_t loss);
+  // Worker w dies now with what it holds (dropped, counted as such).
+  void LoseWorker(int32_t w);
+
+  // Drawn spot interruptions (simulator_spot.cc; SpotInterruptions).
+  // Draws worker w's next notice, if it is spot and notices are drawn.
+  void DrawInterruption(int32_t w);
+  void OnInterruptionNotice(int32_t w);
+  void OnInterruptionStop(int32_t w);
   // Loads `count` replicas of `variant` on worker `w` (making the instance
   // if needed); returns the instance, or -1 when the variant has no app.
   int32_t StartLoad(int32_t w, int32_t variant, int32_t count, int32_t transition);
@@ -622,6 +656,7 @@ class Simulator {
   std::vector<int32_t> burst_free_slots_;
   std::deque<Nanos> burst_warm_;           // idle warm instances: when each was freed, oldest first
   int32_t burst_in_flight_ = 0;
+  Rng interruption_draws_{0};  // seeded from the setup's in Create
   absl::Status status_;
 };
 

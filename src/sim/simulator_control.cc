@@ -150,6 +150,7 @@ void Simulator::OnWorkerUp(int32_t w) {
   worker.idle_since = now_;  // it holds nothing yet
   if (selection_ != nullptr) {
     selection_->AddWorker(w, worker.type, 0, FreeMemoryForSelection(worker));
+    DrawInterruption(w);
   }
 }
 
@@ -157,10 +158,7 @@ void Simulator::RemoveWorker(int32_t w) {
   Worker& worker = workers_[w];
   worker.removed = true;
   // Given back within a billing block, it is paid to the block's end.
-  const Nanos block = setup_.worker_types[worker.type].type.billing_unit;
-  const Nanos held = now_ - worker.paid_from;
-  worker.paid_until =
-      block > 0 ? worker.paid_from + std::max<Nanos>(1, (held + block - 1) / block) * block : now_;
+  worker.paid_until = setup_.worker_types[worker.type].type.PaidUntil(worker.paid_from, now_);
   RecordShape(-1, worker.type, -1);
   // The cluster autoscaler removes idle workers only; anything still queued
   // there is answered before its instances go.
@@ -178,9 +176,13 @@ void Simulator::OnWorkerLost(int32_t loss) {
     Log(absl::StrCat(setup_.worker_losses[loss].worker, " cannot be lost: no such worker"));
     return;
   }
-  Worker& worker = workers_[w];
-  Log(absl::StrCat(worker.id, " lost"));
+  Log(absl::StrCat(workers_[w].id, " lost"));
   ++control_.workers_lost;
+  LoseWorker(w);
+}
+
+void Simulator::LoseWorker(int32_t w) {
+  Worker& worker = workers_[w];
   worker.removed = true;
   worker.paid_until = now_;
   RecordShape(-1, worker.type, -1);
@@ -218,7 +220,8 @@ void Simulator::OnWorkerLost(int32_t loss) {
     inst.alive = false;
   }
   worker.instances.clear();
-  selection_->RemoveWorker(w);
+  // A worker under notice left the selection policy's view at the notice.
+  if (!worker.stops_at.has_value()) selection_->RemoveWorker(w);
 }
 
 double Simulator::UsedCores(const Worker& w) const {
@@ -423,7 +426,7 @@ void Simulator::MaybeFinishDraining(int32_t i) {
   auto& list = workers_[inst.worker].instances;
   list.erase(std::find(list.begin(), list.end(), i));
   Worker& worker = workers_[inst.worker];
-  if (!worker.removed) {
+  if (!worker.removed && !worker.stops_at.has_value()) {
     selection_->UpdateWorker(inst.worker, worker.utilisation, FreeMemoryForSelection(worker));
   }
 }
@@ -526,7 +529,9 @@ void Simulator::Report(int32_t w, Nanos interval) {
     worker.idle_since = last_report_;
   }
   worker.active_this_interval = false;
-  selection_->UpdateWorker(w, worker.utilisation, FreeMemoryForSelection(worker));
+  if (!worker.stops_at.has_value()) {
+    selection_->UpdateWorker(w, worker.utilisation, FreeMemoryForSelection(worker));
+  }
 }
 
 }  // namespace maitre::sim

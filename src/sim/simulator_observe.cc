@@ -14,7 +14,11 @@ Simulator::~Simulator() = default;
 
 int32_t Simulator::WorkerById(const std::string& id) const {
   for (size_t w = 0; w < workers_.size(); ++w) {
-    if (workers_[w].id == id && !workers_[w].removed) return static_cast<int32_t>(w);
+    // A worker under an interruption notice takes no decision.
+    const Worker& worker = workers_[w];
+    if (worker.id == id && !worker.removed && !worker.stops_at.has_value()) {
+      return static_cast<int32_t>(w);
+    }
   }
   return -1;
 }
@@ -50,7 +54,9 @@ control::Observation Simulator::Observe(bool take_refused) {
   for (const SimWorkerType& t : setup_.worker_types) o.types.push_back(t.type);
   o.models = models_;
   for (const Worker& worker : workers_) {
-    if (worker.removed) continue;
+    // One under an interruption notice is not shown: plans count only the
+    // workers that stay (as the controller's scaling loop does).
+    if (worker.removed || worker.stops_at.has_value()) continue;
     control::ObservedWorker ow;
     ow.id = worker.id;
     ow.type = setup_.worker_types[worker.type].type.name;

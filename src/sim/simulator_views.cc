@@ -15,7 +15,13 @@ double Simulator::CostRateAt(Nanos t) const {
   double rate = 0;
   for (const Worker& w : workers_) {
     if (w.paid_from <= t && t < w.paid_until) {
-      rate += setup_.worker_types[w.type].type.price_per_hour / 3600.0;
+      const WorkerType& type = setup_.worker_types[w.type].type;
+      // The price of the block in progress (by the second: of the moment).
+      const Nanos block = type.billing_unit > 0
+                              ? w.paid_from + (t - w.paid_from) / type.billing_unit *
+                                                  type.billing_unit
+                              : t;
+      rate += type.PriceAt(block) / 3600.0;
     }
   }
   return rate;
@@ -24,10 +30,8 @@ double Simulator::CostRateAt(Nanos t) const {
 double Simulator::CostBetween(Nanos from, Nanos to) const {
   double cost = 0;
   for (const Worker& w : workers_) {
-    const Nanos start = std::max(from, w.paid_from), end = std::min(to, w.paid_until);
-    if (end > start) {
-      cost += setup_.worker_types[w.type].type.price_per_hour / 3600.0 * ToSeconds(end - start);
-    }
+    cost += setup_.worker_types[w.type].type.CostBetween(w.paid_from, from,
+                                                         std::min(to, w.paid_until));
   }
   return cost;
 }
@@ -70,7 +74,8 @@ std::vector<Simulator::InstanceInfo> Simulator::Instances() const {
 absl::Status Simulator::CheckLiveState() const {
   if (selection_ == nullptr) return absl::OkStatus();
   for (size_t w = 0; w < workers_.size(); ++w) {
-    const bool serving = workers_[w].up && !workers_[w].removed;
+    const bool serving =
+        workers_[w].up && !workers_[w].removed && !workers_[w].stops_at.has_value();
     if (serving != selection_->HasWorker(static_cast<int32_t>(w))) {
       return absl::InternalError(absl::StrCat("worker ", workers_[w].id, " registered: ", !serving,
                                               ", serving: ", serving));

@@ -442,7 +442,8 @@ class Frontend {
                                {"memory_mb", profile.memory_mb()},
                                {"p50_batch1_ms", profile.LatencyAt(1)},
                                {"max_throughput_qps", best_qps},
-                               {"price_per_hour", type ? type->price_per_hour : 0.0},
+                               // In force now: a spot type's follows its trace.
+                               {"price_per_hour", type ? type->PriceAt(o_.clock->Now()) : 0.0},
                                {"sweeps_left", v.SweepsLeftOn(type_name)},
                                {"points", points}};
       }

@@ -1,20 +1,6 @@
 #include "controller/provision/cost_meter.h"
 
-#include <algorithm>
-
 namespace maitre::controller {
-
-double BilledCost(const WorkerType& type, Nanos held) {
-  held = std::max<Nanos>(held, 0);
-  Nanos billed = held;
-  if (type.billing_unit > 0) {
-    // A block is paid when it begins: a worker launched is one block's
-    // cost at once.
-    const Nanos blocks = std::max<Nanos>(1, (held + type.billing_unit - 1) / type.billing_unit);
-    billed = blocks * type.billing_unit;
-  }
-  return type.price_per_hour * ToSeconds(billed) / 3600.0;
-}
 
 void CostMeter::Record(const WorkerEvent& event) {
   if (types_.Find(event.type) == nullptr) return;
@@ -46,12 +32,13 @@ CostReport CostMeter::At(Nanos now) const {
   for (const auto& [token, p] : paid_) {
     const WorkerType& type = *types_.Find(p.type);
     CostLine& line = report.lines[line_of[p.type]];
-    line.cost += BilledCost(type, p.until.value_or(now) - p.from);
+    // Whole blocks begun, each at the price in force when it began.
+    line.cost += type.CostBetween(p.from, p.from, type.PaidUntil(p.from, p.until.value_or(now)));
     if (p.until.has_value()) {
       ++line.ended;
     } else {
       ++line.running;
-      line.per_hour += type.price_per_hour;
+      line.per_hour += type.PriceAt(now);
     }
   }
   for (const CostLine& line : report.lines) {

@@ -3,7 +3,9 @@
 // worker type's price and billing unit: a worker is paid from its launch
 // (kStarted) until it ends (kLost, kRetired), in whole billing blocks
 // begun, as a cloud charges (docs/policies.md, "Greedy provisioning
-// (MArk)"); by the second when the type's unit is 0.
+// (MArk)"); by the second when the type's unit is 0. A type with a price
+// trace (docs/operations.md, "Spot prices") is charged each block at the
+// price in force when the block began; `per_hour` is the price now.
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -54,9 +56,5 @@ class CostMeter {
   mutable absl::Mutex mu_;
   std::map<std::string, Paid> paid_ ABSL_GUARDED_BY(mu_);  // by launch token
 };
-
-// Dollars for running a worker of `type` for `held` (>= 0): whole billing
-// blocks begun, or by the second.
-double BilledCost(const WorkerType& type, Nanos held);
 
 }  // namespace maitre::controller
