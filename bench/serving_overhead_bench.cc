@@ -11,7 +11,11 @@
 // turn, so the shared host's slow stretches fall on every kind alike.
 // Reports p50 and p99 of each, what each transport adds over the raw
 // executor, and the server's own split (queue, compute, total) so the
-// overhead can be attributed.
+// overhead can be attributed. It also reports the CPU each kind of request
+// costs the controller and the worker (their threads' run time from
+// /proc/PID/task/*/schedstat, over each block): on a busy host latency
+// varies with what else runs, but the CPU a request takes much less, so a
+// change in the serving path shows there first.
 //
 //   serving_overhead_bench [--requests N] [--variant torch|opencv]
 //                          [--profile-sweeps N]
@@ -23,6 +27,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -55,7 +61,23 @@ struct Probe {
   const char* label;
   std::function<bool()> once;
   std::vector<double> us;
+  // CPU nanoseconds the controller and the worker spent over its blocks.
+  int64_t controller_cpu_ns = 0, worker_cpu_ns = 0;
 };
+
+// Nanoseconds every live thread of `pid` has run on a CPU (the first field
+// of each /proc/PID/task/TID/schedstat); 0 if the process is gone.
+int64_t ProcessCpuNanos(pid_t pid) {
+  int64_t total = 0;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
+    std::ifstream in(task.path() / "schedstat");
+    int64_t ran = 0;
+    if (in >> ran) total += ran;
+  }
+  return total;
+}
 
 // Whether the people's table shows every variant generated and profiled on
 // cpu-1 (or failed), the only type this bench runs; cpu-2 rows stay
@@ -147,7 +169,8 @@ std::vector<Probe> MakeProbes(maitre::runtime::Executor& executor,
 
 // Warms every path up (the first queries load the variant), then measures
 // in rounds of `block` requests of each kind. False if a request failed.
-bool Measure(std::vector<Probe>& probes, int requests, bool& measuring) {
+bool Measure(std::vector<Probe>& probes, int requests, bool& measuring, pid_t controller,
+             pid_t worker) {
   for (Probe& probe : probes) {
     for (int i = 0; i < 300; ++i) {
       if (!probe.once()) return false;
@@ -157,11 +180,15 @@ bool Measure(std::vector<Probe>& probes, int requests, bool& measuring) {
   const int block = 100;
   for (int done = 0; done < requests; done += block) {
     for (Probe& probe : probes) {
+      const int64_t controller_before = ProcessCpuNanos(controller);
+      const int64_t worker_before = ProcessCpuNanos(worker);
       for (int i = 0; i < block; ++i) {
         auto start = Clock::now();
         if (!probe.once()) return false;
         probe.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
       }
+      probe.controller_cpu_ns += ProcessCpuNanos(controller) - controller_before;
+      probe.worker_cpu_ns += ProcessCpuNanos(worker) - worker_before;
     }
   }
   return true;
@@ -189,6 +216,12 @@ void Report(const std::vector<Probe>& probes, const ServerSplit& split,
   for (int i = 3; i < 5; ++i) std::printf("%-34s %10.1f %10.1f\n", probes[i].label, p50(i), p99(i));
   std::printf("ratio end-to-end / raw at p50: HTTP %.2f, gRPC %.2f\n", p50(1) / p50(0),
               p50(2) / p50(0));
+  std::printf("%-34s %10s %10s\n", "CPU per request (us)", "controller", "worker");
+  for (size_t i = 1; i < probes.size(); ++i) {
+    const double n = static_cast<double>(probes[i].us.size());
+    std::printf("%-34s %10.1f %10.1f\n", probes[i].label, probes[i].controller_cpu_ns / n / 1e3,
+                probes[i].worker_cpu_ns / n / 1e3);
+  }
 }
 
 }  // namespace
@@ -264,7 +297,13 @@ int main(int argc, char** argv) {
   ServerSplit split;
   std::vector<Probe> probes =
       MakeProbes(**executor, inputs, **server, *stub, infer, path, body, measuring, split);
-  if (!Measure(probes, requests, measuring)) return 1;
+  auto workers = (*server)->WorkerPids();
+  if (!workers.ok() || workers->size() != 1) {
+    std::fprintf(stderr, "expected one worker: %s\n",
+                 workers.ok() ? "another count" : std::string(workers.status().message()).c_str());
+    return 1;
+  }
+  if (!Measure(probes, requests, measuring, (*server)->pid(), workers->front())) return 1;
   (void)(*server)->Stop();
   Report(probes, split, variant);
   return 0;
