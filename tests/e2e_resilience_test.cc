@@ -356,6 +356,35 @@ TEST_F(ResilienceTest, APriceTraceIsCheckedAtStartAndPricesTheCost) {
   EXPECT_TRUE(server_->Stop().ok());
 }
 
+// What the workers cost is kept across a restart: the second run's
+// GET /v2/cluster/cost counts the first run's workers in its history.
+TEST_F(ResilienceTest, TheCostOfEarlierRunsSurvivesARestart) {
+  ServerOptions options;
+  options.data_dir = dir_.path() + "/data";
+  options.workers = "cpu-1:1";
+  // Hour-long billing blocks: a worker pays one whole block when it starts.
+  options.extra_args = {"--worker-types", "cpu-1:1:4096:0.0425:3600"};
+  auto first = ServerProcess::Start(options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto first_cost = (*first)->GetJson("/v2/cluster/cost");
+  ASSERT_TRUE(first_cost.ok()) << first_cost.status();
+  EXPECT_EQ((*first_cost)["history"]["runs"], 1) << first_cost->dump();
+  ASSERT_TRUE((*first)->Stop().ok());
+
+  auto second = ServerProcess::Start(options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  server_ = *std::move(second);
+  auto cost = server_->GetJson("/v2/cluster/cost");
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  const nlohmann::json& history = (*cost)["history"];
+  EXPECT_EQ(history["runs"], 2) << cost->dump();
+  // The first run's worker paid its block; so does this run's.
+  EXPECT_GE(history["cost"].get<double>() - (*cost)["cost"].get<double>(), 0.0425 - 1e-9)
+      << cost->dump();
+  EXPECT_GE(history["types"][0]["workers"].get<int>(), 2) << cost->dump();
+  EXPECT_TRUE(server_->Stop().ok());
+}
+
 // SIGTERM while queries are in flight (held on frozen workers): the server
 // refuses new connections, answers every query in flight once the workers
 // go on, and exits 0 leaving nothing running.

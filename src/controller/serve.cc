@@ -62,6 +62,7 @@ namespace maitre::controller {
 namespace {
 
 constexpr Nanos kReportInterval = 500 * kMillisecond;
+constexpr Nanos kCostSaveInterval = 60 * kSecond;
 constexpr char kVersion[] = "0.1.0";
 
 // The mark allocator's options from the command line.
@@ -219,6 +220,7 @@ class Controller {
     scaling_.reset();
     if (http_server_ != nullptr) http_server_->Stop();
     if (provider_ != nullptr) provider_->Stop();
+    SaveCost();  // the workers have ended
     if (grpc_server_ != nullptr) {
       grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     }
@@ -485,7 +487,10 @@ class Controller {
     AddHttpRoutes(frontend, router);
     jobs::AddJobRoutes(router, jobs_.get(), *access_);
     AddKeyRoutes(router, keys_.get(), *access_);
-    AddClusterRoutes(router, {provider_.get(), cost_.get()}, *access_);
+    ClusterRoutesOptions cluster_routes{provider_.get(), cost_.get()};
+    cluster_routes.history = &registry_->costs();
+    cluster_routes.run_started_unix_ms = run_started_unix_ms_;
+    AddClusterRoutes(router, cluster_routes, *access_);
     http::ServerOptions http_options;
     http_options.address = options.http;
     http_options.threads = options.http_threads;
@@ -595,14 +600,36 @@ class Controller {
     return absl::OkStatus();
   }
 
-  // Drops workers that stopped reporting, once per report interval.
+  // Drops workers that stopped reporting, once per report interval, and
+  // saves what the workers cost once a minute.
   void StartMaintenance() {
     maintenance_ = std::thread([this] {
-      while (!SteadyClock::Get()->SleepUntil(SteadyClock::Get()->Now() + kReportInterval,
-                                              &stopping_)) {
+      const Clock* clock = SteadyClock::Get();
+      Nanos next_save = clock->Now() + kCostSaveInterval;
+      while (!clock->SleepUntil(clock->Now() + kReportInterval, &stopping_)) {
         cluster_->RemoveSilentWorkers();
+        if (clock->Now() >= next_save) {
+          SaveCost();
+          next_save = clock->Now() + kCostSaveInterval;
+        }
       }
     });
+  }
+
+  // Saves this run's cost by worker type (registry/cost_store.h), so that
+  // GET /v2/cluster/cost after a restart counts it; a crash loses at most
+  // the last minute's.
+  void SaveCost() {
+    if (cost_ == nullptr) return;
+    const CostReport report = cost_->At(SteadyClock::Get()->Now());
+    std::vector<registry::CostRunLine> lines;
+    for (const CostLine& l : report.lines) {
+      lines.push_back({l.type, l.market, l.cost, l.running + l.ended});
+    }
+    if (absl::Status saved = registry_->costs().SaveRun(run_started_unix_ms_, lines);
+        !saved.ok()) {
+      spdlog::warn("saving what the workers cost: {}", saved.ToString());
+    }
   }
 
   // endpoints.json in the data dir tells clients and tests where this
@@ -624,6 +651,8 @@ class Controller {
   }
 
   std::unique_ptr<registry::Registry> registry_;
+  // This run's name in the cost history (registry/cost_store.h).
+  const int64_t run_started_unix_ms_ = absl::ToUnixMillis(absl::Now());
   std::unique_ptr<registry::BlobStore> blobs_;
   Catalog catalog_;
   std::unique_ptr<PipelineBook> pipelines_;  // read after the catalog

@@ -1,5 +1,8 @@
 #include "controller/frontend/cluster_routes.h"
 
+#include <map>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
@@ -24,6 +27,29 @@ absl::StatusOr<Nanos> ParseLead(absl::string_view text, double default_s) {
         absl::StrCat("lead_s must be a number of seconds from 0 to 86400, not \"", text, "\""));
   }
   return FromSeconds(lead_s);
+}
+
+// This run's cost added to the earlier runs', by worker type: what the
+// cluster has cost since the registry's first run.
+json HistoryJson(const registry::CostStore& store, const ClusterRoutesOptions& o,
+                 const CostReport& now) {
+  const registry::CostHistory earlier = store.Before(o.run_started_unix_ms);
+  std::map<std::string, std::pair<double, int64_t>> by_type;  // cost, workers
+  for (const registry::CostRunLine& l : earlier.lines) by_type[l.type] = {l.cost, l.workers};
+  double total = 0;
+  for (const CostLine& l : now.lines) {
+    by_type[l.type].first += l.cost;
+    by_type[l.type].second += l.running + l.ended;
+  }
+  json types = json::array();
+  for (const auto& [type, paid] : by_type) {
+    types.push_back({{"type", type}, {"cost", paid.first}, {"workers", paid.second}});
+    total += paid.first;
+  }
+  return {{"runs", earlier.runs + 1},
+          {"since_unix_ms", earlier.runs > 0 ? earlier.first_run_unix_ms : o.run_started_unix_ms},
+          {"cost", total},
+          {"types", types}};
 }
 
 }  // namespace
@@ -74,6 +100,7 @@ void AddClusterRoutes(http::Router& router, const ClusterRoutesOptions& o,
                                   {"per_hour", l.per_hour}});
                }
                json j{{"cost", report.cost}, {"per_hour", report.per_hour}, {"types", lines}};
+               if (o.history != nullptr) j["history"] = HistoryJson(*o.history, o, report);
                std::move(respond)(http::Response::Json(200, j.dump()));
              }));
 }

@@ -2,7 +2,8 @@
 //   POST /v2/cluster/workers/{id}/interrupt[?lead_s=S]   a spot interruption
 //        notice for that worker, as a cloud would send (admin key)
 //   GET  /v2/cluster/cost   what the workers cost so far and per hour now,
-//        by worker type and market (admin key)
+//        by worker type and market, and with the server's earlier runs
+//        (admin key)
 //
 // Thread-safety: the routes are thread-safe; what the options point to
 // outlives the router.
@@ -11,6 +12,7 @@
 #include "controller/access/http_access.h"
 #include "controller/provision/cost_meter.h"
 #include "controller/provision/worker_provider.h"
+#include "controller/registry/cost_store.h"
 #include "core/clock.h"
 #include "http/router.h"
 
@@ -19,6 +21,9 @@ namespace maitre::controller {
 struct ClusterRoutesOptions {
   WorkerProvider* provider = nullptr;  // null: workers joined by hand
   const CostMeter* cost = nullptr;     // null with no provider
+  // What earlier runs paid (null: none kept), and when this run started.
+  const registry::CostStore* history = nullptr;
+  int64_t run_started_unix_ms = 0;
   const Clock* clock = SteadyClock::Get();
   // The notice's lead when the call names none: a cloud's two minutes.
   double default_lead_s = 120;

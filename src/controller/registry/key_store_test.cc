@@ -15,7 +15,6 @@
 namespace maitre::registry {
 namespace {
 
-using test_util::TempDir;
 
 ApiKeyRecord AppKey(const std::string& id, const std::string& app) {
   ApiKeyRecord k;
@@ -27,19 +26,9 @@ ApiKeyRecord AppKey(const std::string& id, const std::string& app) {
   return k;
 }
 
-class KeyStoreTest : public ::testing::Test {
+class KeyStoreTest : public test_util::RegistryFileTest {
  protected:
-  void Open() {
-    registry_.reset();
-    auto opened = Registry::Open({tmp_.File("registry.db")});
-    ASSERT_TRUE(opened.ok()) << opened.status();
-    registry_ = *std::move(opened);
-  }
-  void SetUp() override { Open(); }
   KeyStore& keys() { return registry_->keys(); }
-
-  TempDir tmp_;
-  std::unique_ptr<Registry> registry_;
 };
 
 TEST_F(KeyStoreTest, KeysRoundTripAndSurviveReopening) {

@@ -35,7 +35,7 @@ struct PipelineRecord {
   std::string app;
   std::string spec_json;  // as registered
   int64_t created_unix_ms = 0;
-  // The plan last applied (JSON as the client sent it; schema migration 8);
+  // The plan last applied (JSON as the client sent it; schema migration 9);
   // empty for none.
   std::string plan_json;
 };

@@ -12,26 +12,15 @@
 namespace maitre::registry {
 namespace {
 
-using test_util::TempDir;
 
 PipelineRecord Pipeline(const std::string& name, const std::string& app,
                         const std::string& spec = R"({"name":"x"})") {
   return PipelineRecord{name, app, spec, 1700000000000};
 }
 
-class PipelineStoreTest : public ::testing::Test {
+class PipelineStoreTest : public test_util::RegistryFileTest {
  protected:
-  void Open() {
-    registry_.reset();
-    auto opened = Registry::Open({tmp_.File("registry.db")});
-    ASSERT_TRUE(opened.ok()) << opened.status();
-    registry_ = *std::move(opened);
-  }
-  void SetUp() override { Open(); }
   PipelineStore& pipelines() { return registry_->pipelines(); }
-
-  TempDir tmp_;
-  std::unique_ptr<Registry> registry_;
 };
 
 TEST_F(PipelineStoreTest, PutListReplaceAndSurviveReopening) {

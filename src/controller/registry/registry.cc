@@ -243,7 +243,8 @@ Registry::Registry(std::unique_ptr<Connection> db, std::string path, int schema_
       db_(std::move(db)),
       jobs_(&mu_, db_.get()),
       keys_(&mu_, db_.get()),
-      pipelines_(&mu_, db_.get()) {}
+      pipelines_(&mu_, db_.get()),
+      costs_(&mu_, db_.get()) {}
 
 Registry::~Registry() = default;
 

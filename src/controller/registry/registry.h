@@ -8,7 +8,8 @@
 // instances, queue lengths, worker health) is in memory elsewhere and is
 // never written to this file. Offline jobs' records share the file but have
 // their own store (job_store.h), reached through jobs(); so do API keys
-// (key_store.h, keys()) and pipelines (pipeline_store.h, pipelines()).
+// (key_store.h, keys()), pipelines (pipeline_store.h, pipelines()) and what
+// earlier runs paid for workers (cost_store.h, costs()).
 //
 // Errors: InvalidArgument for a malformed record (names, hashes, fractions),
 // NotFound for something absent, AlreadyExists for a model name taken by
@@ -36,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/registry/job_store.h"
 #include "controller/registry/key_store.h"
+#include "controller/registry/cost_store.h"
 #include "controller/registry/pipeline_store.h"
 #include "controller/registry/schema.h"
 #include "controller/registry/validation.h"
@@ -193,6 +195,11 @@ class Registry {
   // The pipelines' records, in this registry's file (pipeline_store.h).
   PipelineStore& pipelines() { return pipelines_; }
 
+  // ---- cost ----
+  // What earlier runs paid for workers, in this registry's file
+  // (cost_store.h).
+  CostStore& costs() { return costs_; }
+
   // The List* calls have no error channel: a read that fails part way (disk
   // error, a damaged row) logs the error and returns the rows read so far,
   // skipping rows that cannot be decoded. Get* calls report such errors.
@@ -224,6 +231,7 @@ class Registry {
   JobStore jobs_;
   KeyStore keys_;
   PipelineStore pipelines_;
+  CostStore costs_;
 };
 
 }  // namespace maitre::registry

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -42,6 +43,22 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// A registry in a scratch file, opened before each test; Open() again closes
+// it and reopens the same file, to show what survives.
+class RegistryFileTest : public ::testing::Test {
+ protected:
+  void Open() {
+    registry_.reset();
+    auto opened = Registry::Open({tmp_.File("registry.db")});
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    registry_ = *std::move(opened);
+  }
+  void SetUp() override { Open(); }
+
+  TempDir tmp_;
+  std::unique_ptr<Registry> registry_;
 };
 
 // A blob hash derived from `seed`, standing in for a real stored file.

@@ -174,6 +174,20 @@ constexpr char kPipelinePlans[] = R"sql(
 ALTER TABLE pipelines ADD COLUMN plan_json TEXT NOT NULL DEFAULT '';
 )sql";
 
+// What each run of the server paid by worker type (cost_store.h): a run is
+// keyed by its start time, and saved again as it goes, so a line is
+// replaced, never added to.
+constexpr char kCostRuns[] = R"sql(
+CREATE TABLE cost_runs (
+  run_started_unix_ms INTEGER NOT NULL,
+  type                TEXT NOT NULL,
+  market              TEXT NOT NULL,
+  cost                REAL NOT NULL,
+  workers             INTEGER NOT NULL,
+  PRIMARY KEY (run_started_unix_ms, type)
+);
+)sql";
+
 }  // namespace
 
 // A new migration is appended with the next version; shipped ones never
@@ -189,6 +203,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {7, "pipelines", kPipelines},
       {8, "apps: sl_min", kAppsSlMin},
       {9, "pipelines: plan_json", kPipelinePlans},
+      {10, "cost runs", kCostRuns},
   };
   return *migrations;
 }
