@@ -214,7 +214,8 @@ void GrpcFrontend::InferPipeline(std::shared_ptr<const ServedPipeline> pipeline,
   Dispatcher* dispatcher = o_.dispatcher;
   RunPipeline(
       pipeline->validated, std::move(request), received, o_.clock,
-      [dispatcher](InferTarget target, InferRequest stage, Nanos at, InferDone done) {
+      [dispatcher, pipeline](InferTarget target, InferRequest stage, Nanos at, InferDone done) {
+        target.variant = PlannedVariant(*pipeline, target.model);
         dispatcher->Infer(std::move(target), std::move(stage), at, std::move(done));
       },
       [this, reactor, response_bytes,

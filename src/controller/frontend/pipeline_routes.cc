@@ -134,7 +134,9 @@ void ServePipelineQuery(const FrontendOptions& options,
   Dispatcher* dispatcher = options.dispatcher;
   RunPipeline(
       pipeline->validated, std::move(query->request), query->received, options.clock,
-      [dispatcher](InferTarget target, InferRequest stage, Nanos received, InferDone done) {
+      [dispatcher, pipeline](InferTarget target, InferRequest stage, Nanos received,
+                             InferDone done) {
+        target.variant = PlannedVariant(*pipeline, target.model);
         dispatcher->Infer(std::move(target), std::move(stage), received, std::move(done));
       },
       [respond = std::move(respond), requested = std::move(requested), all_binary,

@@ -57,6 +57,11 @@ struct ServedPipeline {
   std::shared_ptr<ArrivalLog> arrivals;
 };
 
+// The variant `pipeline`'s applied plan puts `model`'s stage on, which its
+// stage queries are sent to; empty when it has no plan or names none (the
+// first stage of the model, if several vertices share it).
+std::string PlannedVariant(const ServedPipeline& pipeline, const std::string& model);
+
 class PipelineBook {
  public:
   struct Options {

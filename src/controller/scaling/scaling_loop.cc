@@ -231,6 +231,7 @@ void ScalingLoop::ObservePipelines(bool take_arrivals, control::Observation& o) 
     for (const pipeline::AppliedStage& s : p->plan->stages) {
       op.stage_models.push_back(s.model);
       op.stage_types.push_back(s.hardware);
+      op.stage_variants.push_back(s.variant);
     }
     if (take_arrivals) op.arrivals = p->arrivals->Take();
     o.pipelines.push_back(std::move(op));
