@@ -495,6 +495,16 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
   });
   EXPECT_TRUE(tuned.ok()) << tuned << "\n" << server_->Log();
   EXPECT_EQ(slow_variants, std::set<std::string>{planned_variant});
+  // What served traffic says of the branch, as GET shows it.
+  auto measured = server_->GetJson(one);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  const json& m = measured->at("measured");
+  EXPECT_GT(m.at("rows").get<int64_t>(), 0) << m;
+  EXPECT_EQ(m.at("stages").at("fast").at("scale_factor"), 1.0) << m;
+  const double branch = m.at("branches").at("fast->slow").get<double>();
+  EXPECT_GT(branch, 0) << m;
+  EXPECT_LT(branch, 1) << m;
+  EXPECT_DOUBLE_EQ(m.at("stages").at("slow").at("scale_factor").get<double>(), branch) << m;
 
   auto deleted = Send("DELETE", one);
   ASSERT_TRUE(deleted.ok());

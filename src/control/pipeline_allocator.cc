@@ -173,6 +173,11 @@ absl::Status PipelineAllocator::Tune(const Observation& observation, ActionSink&
       it = tuned_.emplace(id, Tuned{p.plan_id, *std::move(tuner)}).first;
     }
     pipeline::Tuner& tuner = it->second.tuner;
+    if (!p.measured_scale.empty()) {
+      if (absl::Status s = tuner.SetScales(p.measured_scale); !s.ok()) {
+        status.Update(absl::InvalidArgumentError(absl::StrCat("pipeline ", id, ": ", s.message())));
+      }
+    }
     for (Nanos at : p.arrivals) tuner.Observe(at);
     const pipeline::TunerDecision d = tuner.Decide(observation.now);
     if (d.kind == pipeline::TunerDecision::Kind::kNone) continue;

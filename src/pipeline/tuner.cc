@@ -96,6 +96,19 @@ absl::StatusOr<Tuner> Tuner::Create(TunerPlan plan, const TunerOptions& options,
 
 void Tuner::Observe(Nanos arrival) { recent_.push_back(arrival); }
 
+absl::Status Tuner::SetScales(const std::vector<double>& scales) {
+  if (scales.size() != plan_.stages.size()) {
+    return absl::InvalidArgumentError("the tuner needs one measured scale factor per stage");
+  }
+  for (double s : scales) {
+    if (!(s >= 0 && s <= 1)) {
+      return absl::InvalidArgumentError("a measured scale factor must be in [0, 1]");
+    }
+  }
+  for (size_t m = 0; m < scales.size(); ++m) plan_.stages[m].scale = scales[m];
+  return absl::OkStatus();
+}
+
 bool Tuner::Move(const std::vector<int32_t>& target, bool up, std::string* moves) {
   bool moved = false;
   for (size_t m = 0; m < replicas_.size(); ++m) {

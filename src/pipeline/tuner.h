@@ -101,6 +101,11 @@ class Tuner {
 
   // Arrivals in non-decreasing time order.
   void Observe(Nanos arrival);
+  // The scale factors s_m measured on served traffic, per stage, in place
+  // of the plan's (§5 takes s_m as measured; the plan's come from the
+  // branch probabilities it was given). InvalidArgument unless one per
+  // stage, each in [0, 1].
+  absl::Status SetScales(const std::vector<double>& scales);
   TunerDecision Decide(Nanos now);
 
   const std::vector<int32_t>& replicas() const { return replicas_; }

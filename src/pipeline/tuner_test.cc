@@ -200,6 +200,29 @@ TEST(TunerTest, NoStageScalesPastTheCeiling) {
   EXPECT_FALSE(Tuner::Create(f.plan, options, 0).ok());
 }
 
+// §5's s_m as measured: when twice the planned share of the traffic
+// reaches the slow stage, a rise asks for twice its replicas.
+TEST(TunerTest, MeasuredScaleFactorsReplaceThePlans) {
+  Fixture f;
+  const std::vector<Nanos> rise = GammaArrivals(400, 1, 20 * kSecond, 12);
+  Tuner planned = *Tuner::Create(f.plan, {}, 0);
+  Tuner measured = *Tuner::Create(f.plan, {}, 0);
+  ASSERT_TRUE(measured.SetScales({1, 0.6}).ok());
+  const std::vector<TunerDecision> a = Drive(planned, rise, 2 * kSecond);
+  const std::vector<TunerDecision> b = Drive(measured, rise, 2 * kSecond);
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  ASSERT_DOUBLE_EQ(a.front().rate_qps, b.front().rate_qps);
+  const TunerStage& slow = f.plan.stages[1];
+  EXPECT_EQ(a.front().replicas[1],
+            static_cast<int>(std::ceil(a.front().rate_qps * 0.3 / (slow.mu_qps * slow.rho))));
+  EXPECT_EQ(b.front().replicas[1],
+            static_cast<int>(std::ceil(b.front().rate_qps * 0.6 / (slow.mu_qps * slow.rho))));
+  EXPECT_EQ(a.front().replicas[0], b.front().replicas[0]);
+  EXPECT_FALSE(measured.SetScales({1}).ok());
+  EXPECT_FALSE(measured.SetScales({1, 1.5}).ok());
+}
+
 TEST(TunerTest, RefusesABadPlan) {
   Fixture f;
   TunerPlan bad = f.plan;
