@@ -7,6 +7,7 @@
 // deleted while it is registered.
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -418,19 +419,31 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
       << in_use->body;
   ASSERT_TRUE(server_->GetJson("/v2/models/fmnist-cnn-wide").ok());
 
+  // The slow stage is planned on the model's last variant: its queries go
+  // there, whatever selection would choose.
+  auto app = server_->GetJson(absl::StrCat("/v2/apps/", kApp));
+  ASSERT_TRUE(app.ok()) << app.status();
+  std::string planned_variant;
+  for (const json& m : (*app)["models"]) {
+    if (m["name"] == "fmnist-cnn-wide") planned_variant = m["variants"].back()["variant"];
+  }
+  ASSERT_FALSE(planned_variant.empty()) << *app;
   // The planning trace's envelope is far below the queries this test
-  // sends (one every poll: 10 qps in a 0.1 s window), so the tuner scales
-  // up: fast to ceil(10 · 1 / (500 · 0.04)) = 1, slow to
+  // sends (one every poll: 10 qps in a 0.1 s window, beyond the planned
+  // count's noise), so the tuner scales up: fast to
+  // ceil(10 · 1 / (500 · 0.04)) = 1, slow to
   // ceil(10 · 0.3 / (50 · 0.03)) = 2 replicas of one core each on cpu-1,
   // whose one worker holds one core: the slow stage's second replica needs
   // a load, on another worker the control plane asks for if need be.
-  const json plan = json::parse(R"({
+  json plan = json::parse(R"({
     "plan": {"stages": [{"stage": "fast", "hardware": "cpu-1", "batch": 1, "replicas": 1},
                         {"stage": "slow", "hardware": "cpu-1", "batch": 1, "replicas": 1}]},
-    "tuner": {"windows_s": [0.1, 60], "planned_rates_qps": [1, 0.01],
+    "tuner": {"windows_s": [0.1, 60], "planned_rates_qps": [0.001, 0.0001],
               "stages": [{"stage": "fast", "mu_qps": 500, "scale_factor": 1, "rho": 0.04},
                          {"stage": "slow", "mu_qps": 50, "scale_factor": 0.3, "rho": 0.03}]}})");
-  json unknown_stage = plan, unknown_type = plan, negative = plan;
+  plan["plan"]["stages"][1]["variant"] = planned_variant;
+  json unknown_stage = plan, unknown_type = plan, negative = plan, unknown_variant = plan;
+  unknown_variant["plan"]["stages"][1]["variant"] = "nope";
   unknown_stage["plan"]["stages"][1]["stage"] = "slower";
   unknown_stage["tuner"]["stages"][1]["stage"] = "slower";
   unknown_type["plan"]["stages"][1]["hardware"] = "tpu";
@@ -439,6 +452,7 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
        {std::tuple{unknown_stage, 400, std::string("stage \"slower\": pipeline")},
         {unknown_type, 400, "unknown worker type \"tpu\""},
         {negative, 400, "\"replicas\" must be a whole number"},
+        {unknown_variant, 400, "has no variant \"nope\""},
         {json::object(), 400, "needs objects \"plan\" and \"tuner\""}}) {
     auto r = Send("PUT", one + "/plan", body.dump());
     ASSERT_TRUE(r.ok()) << r.status();
@@ -459,20 +473,38 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
   EXPECT_EQ(shown->at("plan").at("plan").at("stages")[1].at("replicas"), 1) << *shown;
   EXPECT_EQ(shown->at("plan").at("plan").at("stages")[0].at("hardware"), "cpu-1") << *shown;
   // Queries arrive; the tuner scales up, and the slow stage is held at
-  // two serving replicas (of any of its variants, as the router may have
-  // loaded one already) on cpu-1.
+  // two serving replicas on cpu-1; it runs on the planned variant.
+  std::set<std::string> slow_variants;
+  int64_t first = 0;  // images in turn, so some reach the slow stage
   absl::Status tuned = testing::WaitOnProgress([&] {
-    auto served = Infer(one + "/infer", 0, 4, "image");
+    auto served = Infer(one + "/infer", first, 4, "image");
+    first = (first + 4) % (kImages - 4);
+    if (served.ok()) {
+      for (const json& stage : (*served)["parameters"]["stages"]) {
+        if (stage["vertex"] == "slow") slow_variants.insert(stage["variant"]);
+      }
+    }
     const double ups = Actions(*server_, "pipeline-up");
     const int slow = ServingReplicas(*server_, "fmnist-cnn-wide", "cpu-1");
     return testing::Progress{
-        served.ok() && ups >= 1 && slow >= 2,
+        served.ok() && ups >= 1 && slow >= 2 && !slow_variants.empty(),
         absl::StrCat(served.ok() ? "served" : served.status().ToString(), "; ", ups,
                      " scale-ups, ", Actions(*server_, "pipeline-add-worker"),
                      " workers asked for, ", Actions(*server_, "pipeline-load"), " loads, ", slow,
-                     " slow replicas")};
+                     " slow replicas, the slow stage ran ", slow_variants.size(), " variants")};
   });
   EXPECT_TRUE(tuned.ok()) << tuned << "\n" << server_->Log();
+  EXPECT_EQ(slow_variants, std::set<std::string>{planned_variant});
+  // What served traffic says of the branch, as GET shows it.
+  auto measured = server_->GetJson(one);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  const json& m = measured->at("measured");
+  EXPECT_GT(m.at("rows").get<int64_t>(), 0) << m;
+  EXPECT_EQ(m.at("stages").at("fast").at("scale_factor"), 1.0) << m;
+  const double branch = m.at("branches").at("fast->slow").get<double>();
+  EXPECT_GT(branch, 0) << m;
+  EXPECT_LT(branch, 1) << m;
+  EXPECT_DOUBLE_EQ(m.at("stages").at("slow").at("scale_factor").get<double>(), branch) << m;
 
   auto deleted = Send("DELETE", one);
   ASSERT_TRUE(deleted.ok());

@@ -49,14 +49,14 @@ absl::StatusOr<std::map<std::string, ModelSpec>> ReadModels(const std::string& p
 }
 
 // Model -> hardware name -> profile, refusing a model profiled as several
-// variants (the planner chooses hardware, not variants).
+// variants (the planner chooses hardware, not variants); `variant_of` gets
+// each model's variant.
 absl::StatusOr<std::map<std::string, std::map<std::string, Profile>>> ReadProfiles(
-    const std::string& path) {
+    const std::string& path, std::map<std::string, std::string>& variant_of) {
   MAITRE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   auto records = ParseProfileCsv(text);
   if (!records.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ",
                                                                     records.status().message()));
-  std::map<std::string, std::string> variant_of;
   std::map<std::string, std::map<std::string, Profile>> profiles;
   for (const ProfileRecord& r : *records) {
     auto [it, fresh] = variant_of.emplace(r.key.model, r.key.variant);
@@ -86,12 +86,13 @@ absl::StatusOr<std::map<std::string, double>> ParseBranches(
   return out;
 }
 
-json PlanJson(const PlanningProblem& problem, const Plan& plan,
-              const std::vector<double>& scale) {
+json PlanJson(const PlanningProblem& problem, const Plan& plan, const std::vector<double>& scale,
+              const std::vector<std::string>& variants) {
   json stages = json::array();
   for (size_t i = 0; i < plan.config.size(); ++i) {
     const pipeline::StageOption& o = problem.stages[i].options[plan.config[i].option];
     stages.push_back({{"stage", problem.stages[i].name},
+                      {"variant", variants[i]},
                       {"hardware", problem.hardware[o.hardware].name},
                       {"batch", plan.config[i].batch},
                       {"replicas", plan.config[i].replicas},
@@ -146,7 +147,11 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   MAITRE_ASSIGN_OR_RETURN(auto models, ReadModels(args.models));
   MAITRE_ASSIGN_OR_RETURN(pipeline::ValidatedPipeline validated,
                           pipeline::ValidatePipeline(std::move(spec), models));
-  MAITRE_ASSIGN_OR_RETURN(auto profiles, ReadProfiles(args.profiles));
+  if (!(args.stage_overhead_ms >= 0)) {
+    return absl::InvalidArgumentError("--stage-overhead-ms must not be negative");
+  }
+  std::map<std::string, std::string> variant_of;
+  MAITRE_ASSIGN_OR_RETURN(auto profiles, ReadProfiles(args.profiles, variant_of));
   MAITRE_ASSIGN_OR_RETURN(auto branches, ParseBranches(args.branches));
   WorkerTypeTable types = WorkerTypeTable::Default();
   if (!args.worker_types.empty()) {
@@ -171,8 +176,10 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
 
   // The planner only asks "feasible?": its estimates stop once the P99 is
   // known to exceed the objective. The baselines' estimates run to the end.
-  const pipeline::LatencyOracle oracle = sim::EstimatorOracle(problem, arrivals, args.slo_ms);
-  const pipeline::LatencyOracle full = sim::EstimatorOracle(problem, arrivals);
+  const pipeline::LatencyOracle oracle =
+      sim::EstimatorOracle(problem, arrivals, args.slo_ms, args.stage_overhead_ms);
+  const pipeline::LatencyOracle full =
+      sim::EstimatorOracle(problem, arrivals, 0, args.stage_overhead_ms);
   pipeline::PlannerOptions options;
   options.slo_ms = args.slo_ms;
   options.max_batch = args.max_batch;
@@ -180,6 +187,12 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   pipeline::Planner planner(problem, oracle, options);
   MAITRE_ASSIGN_OR_RETURN(Plan plan, planner.MinimizeCost());
   const std::vector<double> scale = pipeline::ScaleFactors(problem);
+  // The variant each stage was profiled as, in the problem's stage order.
+  std::vector<std::string> variants;
+  for (const pipeline::PlanningStage& st : problem.stages) {
+    const pipeline::Vertex& v = validated.spec.vertices[validated.VertexIndex(st.name)];
+    variants.push_back(variant_of[v.model]);
+  }
 
   std::optional<int64_t> refuted;
   if (args.check) {
@@ -223,12 +236,13 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
     json out = {{"pipeline", validated.spec.name},
                 {"slo_ms", args.slo_ms},
                 {"trace", {{"queries", arrivals.size()}, {"seconds", seconds}}},
-                {"plan", PlanJson(problem, plan, scale)},
+                {"stage_overhead_ms", args.stage_overhead_ms},
+                {"plan", PlanJson(problem, plan, scale, variants)},
                 {"steps", plan.steps},
                 {"tuner", tuner_json}};
     if (refuted) out["check"] = {{"cheaper_single_actions_refuted", *refuted}};
     for (const Baseline& b : baselines) {
-      out["baselines"][b.name] = b.plan.ok() ? PlanJson(problem, *b.plan, scale)
+      out["baselines"][b.name] = b.plan.ok() ? PlanJson(problem, *b.plan, scale, variants)
                                              : json{{"error", b.plan.status().message()}};
     }
     if (args.apply.empty()) return out.dump(2) + "\n";
@@ -285,6 +299,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--max-replicas", args->max_replicas, "Most replicas of one stage")
       ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--stage-overhead-ms", args->stage_overhead_ms,
+                  "The serving path around each stage's batch, added per stage a query visits "
+                  "(the server's pipeline answers show it)")
       ->capture_default_str();
   cmd->add_flag("--baselines", args->baselines, "Also plan CG-Mean and CG-Peak");
   cmd->add_flag("--check", args->check,

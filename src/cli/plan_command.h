@@ -17,6 +17,8 @@
 
 namespace maitre::cli {
 
+inline constexpr double kDefaultStageOverheadMs = 0.62;
+
 struct PlanArgs {
   std::string pipeline;  // the spec (JSON file)
   std::string models;    // {"model": registration meta, ...} (JSON file)
@@ -27,6 +29,10 @@ struct PlanArgs {
   std::vector<std::string> branches;  // "from->to=probability"
   int max_batch = 64;
   int max_replicas = 64;
+  // The serving path around each stage's batch (sim/pipeline_estimator.h);
+  // the default is what the real run measured (docs/pipelines.md, "The
+  // estimator").
+  double stage_overhead_ms = kDefaultStageOverheadMs;
   bool baselines = false;
   bool check = false;
   bool json = false;

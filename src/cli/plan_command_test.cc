@@ -67,7 +67,8 @@ TEST(PlanCommandTest, PlansTheCascadeChecksItAndComparesTheBaselines) {
   // The tuner's starting point: one rate per window, µ, s and ρ per stage.
   const nlohmann::json& tuner = j["tuner"];
   EXPECT_EQ(tuner["windows_s"].size(), tuner["planned_rates_qps"].size());
-  EXPECT_DOUBLE_EQ(tuner["windows_s"].back().get<double>(), 60);
+  // The envelope stops at the trace's length, 30 s.
+  EXPECT_NEAR(tuner["windows_s"].back().get<double>(), 30, 0.1);
   ASSERT_EQ(tuner["stages"].size(), 2u);
   EXPECT_GT(tuner["stages"][1]["rho"].get<double>(), 0);
   // The baselines replicate the whole pipeline: never cheaper than the plan.
@@ -109,6 +110,26 @@ TEST(PlanCommandTest, BadInputGetsClearErrors) {
   EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("--apply needs --app"));
 }
 
+// The serving path is added once per stage a query visits: at least once,
+// so a plan costs at least as much with it, and an overhead above the
+// objective leaves no plan.
+TEST(PlanCommandTest, TheStageOverheadRaisesTheEstimate) {
+  PlanArgs args = CascadeArgs();
+  args.json = true;
+  args.stage_overhead_ms = 0;
+  const nlohmann::json bare = nlohmann::json::parse(*RunPlan(args));
+  args.stage_overhead_ms = 3;
+  const nlohmann::json served = nlohmann::json::parse(*RunPlan(args));
+  EXPECT_EQ(served["stage_overhead_ms"].get<double>(), 3);
+  EXPECT_GE(served["plan"]["estimated_p99_ms"].get<double>(), 3);
+  EXPECT_GE(served["plan"]["cost_per_hour"].get<double>(),
+            bare["plan"]["cost_per_hour"].get<double>());
+  args.stage_overhead_ms = 21;  // no replicas make up for it: the planner gives up
+  EXPECT_EQ(RunPlan(args).status().code(), absl::StatusCode::kResourceExhausted);
+  args.stage_overhead_ms = -1;
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("--stage-overhead-ms"));
+}
+
 // What --json prints is what --apply sends and the server reads back
 // (pipeline/applied_plan.h): the same stages, replicas and tuner figures.
 TEST(PlanCommandTest, TheJsonReportIsAPlanAServerAccepts) {
@@ -123,6 +144,8 @@ TEST(PlanCommandTest, TheJsonReportIsAPlanAServerAccepts) {
   for (size_t i = 0; i < plan->stages.size(); ++i) {
     EXPECT_EQ(plan->stages[i].vertex, j["plan"]["stages"][i]["stage"]);
     EXPECT_EQ(plan->stages[i].hardware, j["plan"]["stages"][i]["hardware"]);
+    // The variant the profiles name, which the server then holds the stage to.
+    EXPECT_EQ(plan->stages[i].variant, "torch");
     EXPECT_EQ(plan->tuner.stages[i].replicas, j["plan"]["stages"][i]["replicas"]);
     EXPECT_DOUBLE_EQ(plan->tuner.stages[i].rho, j["tuner"]["stages"][i]["rho"]);
   }

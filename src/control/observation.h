@@ -103,6 +103,12 @@ struct ObservedPipeline {
   pipeline::TunerPlan plan;  // its stages' names are the pipeline's vertices
   std::vector<std::string> stage_models;  // per plan stage
   std::vector<std::string> stage_types;   // per plan stage
+  // Per plan stage, the variant planned; empty: the model's first one
+  // profiled on the stage's type.
+  std::vector<std::string> stage_variants;
+  // Per plan stage, its share of the pipeline's rows on served traffic
+  // (s_m measured); empty until enough rows were served.
+  std::vector<double> measured_scale;
   // The pipeline's queries that arrived since the last model round, in
   // time order (model rounds only): what the tuner's envelopes are drawn on.
   std::vector<Nanos> arrivals;

@@ -14,6 +14,11 @@ namespace {
 
 std::string PipelineId(const ObservedPipeline& p) { return absl::StrCat(p.app, "/", p.name); }
 
+const std::string& PlannedVariant(const ObservedPipeline& p, size_t stage) {
+  static const std::string kNone;
+  return stage < p.stage_variants.size() ? p.stage_variants[stage] : kNone;
+}
+
 std::string StageId(const ObservedPipeline& p, size_t stage) {
   return absl::StrCat(p.app, "/", p.name, "/", p.plan.stages[stage].name);
 }
@@ -45,26 +50,38 @@ double FreeCores(const Observation& observation, const ObservedWorker& worker) {
   return type->cores - held;
 }
 
-// The variant a stage loads on its type: the model's first one profiled
-// there (the planner chose hardware, not variants: `maitre plan` reads one
-// variant per model).
-const VariantOption* StageVariant(const Observation& observation, const std::string& model,
-                                  const std::string& type) {
-  const ModelOption* m = observation.FindModel(model);
+// The variant a stage loads on its type: the planned one, or without one
+// the model's first one profiled there (`maitre plan` reads one variant
+// per model and names it in the plan).
+const VariantOption* StageVariant(const Observation& observation, const ObservedPipeline& p,
+                                  size_t stage) {
+  const ModelOption* m = observation.FindModel(p.stage_models[stage]);
   if (m == nullptr) return nullptr;
+  const std::string& planned = PlannedVariant(p, stage);
   for (const VariantOption& v : m->variants) {
-    if (v.worker_type == type && v.profile != nullptr && v.cores_per_replica > 0) return &v;
+    if (v.worker_type == p.stage_types[stage] && v.profile != nullptr &&
+        v.cores_per_replica > 0 && (planned.empty() || v.variant == planned)) {
+      return &v;
+    }
   }
   return nullptr;
 }
 
-// Replicas of `model` serving or loading on workers of `type`.
-int Held(const Observation& observation, const std::string& model, const std::string& type) {
+// Whether `inst` serves the stage: an instance of its model, of the
+// planned variant if there is one.
+bool ServesStage(const ObservedPipeline& p, size_t stage, const ObservedInstance& inst) {
+  const std::string& planned = PlannedVariant(p, stage);
+  return inst.key.model == p.stage_models[stage] &&
+         (planned.empty() || inst.key.variant == planned);
+}
+
+// Replicas serving the stage or loading for it on workers of its type.
+int Held(const Observation& observation, const ObservedPipeline& p, size_t stage) {
   int held = 0;
   for (const ObservedWorker& w : observation.workers) {
-    if (w.starting || w.type != type) continue;
+    if (w.starting || w.type != p.stage_types[stage]) continue;
     for (const ObservedInstance& inst : w.instances) {
-      if (inst.key.model == model && inst.takes_queries) held += inst.ready + inst.loading;
+      if (ServesStage(p, stage, inst) && inst.takes_queries) held += inst.ready + inst.loading;
     }
   }
   return held;
@@ -156,6 +173,11 @@ absl::Status PipelineAllocator::Tune(const Observation& observation, ActionSink&
       it = tuned_.emplace(id, Tuned{p.plan_id, *std::move(tuner)}).first;
     }
     pipeline::Tuner& tuner = it->second.tuner;
+    if (!p.measured_scale.empty()) {
+      if (absl::Status s = tuner.SetScales(p.measured_scale); !s.ok()) {
+        status.Update(absl::InvalidArgumentError(absl::StrCat("pipeline ", id, ": ", s.message())));
+      }
+    }
     for (Nanos at : p.arrivals) tuner.Observe(at);
     const pipeline::TunerDecision d = tuner.Decide(observation.now);
     if (d.kind == pipeline::TunerDecision::Kind::kNone) continue;
@@ -184,8 +206,8 @@ absl::Status PipelineAllocator::Provision(const Observation& observation, Action
       const std::string& model = p.stage_models[m];
       const std::string& type = p.stage_types[m];
       const int target = Target(p, m);
-      int held = Held(observation, model, type);
-      const VariantOption* variant = StageVariant(observation, model, type);
+      int held = Held(observation, p, m);
+      const VariantOption* variant = StageVariant(observation, p, m);
       if (held < target && variant == nullptr) {
         // Said once while it lasts: a variant still being profiled takes
         // minutes, and the round runs every second.
@@ -235,7 +257,7 @@ absl::Status PipelineAllocator::Provision(const Observation& observation, Action
         for (const ObservedWorker& w : observation.workers) {
           if (w.starting || w.type != type || loading.count(w.id) > 0) continue;
           for (const ObservedInstance& inst : w.instances) {
-            if (inst.key.model != model || !inst.takes_queries || inst.ready == 0) continue;
+            if (!ServesStage(p, m, inst) || !inst.takes_queries || inst.ready == 0) continue;
             if (largest == nullptr || inst.ready > largest->ready) {
               from = &w;
               largest = &inst;
@@ -252,6 +274,19 @@ absl::Status PipelineAllocator::Provision(const Observation& observation, Action
                      absl::StrCat("pipeline ", PipelineId(p), " stage ", p.plan.stages[m].name,
                                   " held at ", target)});
       }
+      // Another variant of a stage planned on one serves none of its
+      // queries: its cores go back to the stage.
+      if (PlannedVariant(p, m).empty()) continue;
+      for (const ObservedWorker& w : observation.workers) {
+        if (w.starting || loading.count(w.id) > 0) continue;
+        for (const ObservedInstance& inst : w.instances) {
+          if (inst.key.model != model || ServesStage(p, m, inst) || inst.ready == 0) continue;
+          sink.Remove(w.id, inst.key, inst.ready);
+          sink.Record({observation.now, "pipeline-remove", w.id, inst.key.ToString(), inst.ready,
+                       absl::StrCat("pipeline ", PipelineId(p), " stage ", p.plan.stages[m].name,
+                                    " is planned on ", PlannedVariant(p, m))});
+        }
+      }
     }
   }
   return status;
@@ -264,9 +299,9 @@ void PipelineAllocator::AddWorkers(const Observation& observation, ActionSink& s
   for (const ObservedPipeline& p : observation.pipelines) {
     for (size_t m = 0; m < p.plan.stages.size(); ++m) {
       const std::string& type = p.stage_types[m];
-      const VariantOption* variant = StageVariant(observation, p.stage_models[m], type);
+      const VariantOption* variant = StageVariant(observation, p, m);
       if (variant == nullptr) continue;
-      const int missing = Target(p, m) - Held(observation, p.stage_models[m], type) -
+      const int missing = Target(p, m) - Held(observation, p, m) -
                           PendingFor(StageId(p, m));
       if (missing > 0) wanted[type] += missing * variant->cores_per_replica;
     }

@@ -67,6 +67,7 @@ class PipelineAllocatorTest : public ::testing::Test {
       m.app = "fashion";
       m.slo_ms = 100;
       m.variants.push_back({"v", "c4", 0.9, &profile_, 1});
+      m.variants.push_back({"w", "c4", 0.8, &profile_, 1});
       o.models.push_back(m);
     }
     o.workers = std::move(workers);
@@ -122,6 +123,24 @@ TEST_F(PipelineAllocatorTest, TheFirstRoundLoadsThePlanOnTheStagesTypes) {
   EXPECT_EQ(sink.loads[1].worker, "w2");
 }
 
+TEST_F(PipelineAllocatorTest, AStagePlannedOnAVariantHoldsThatOneAndNoOther) {
+  pipeline_.stage_variants = {"", "w"};
+  auto allocator = Make();
+  RecordingSink sink;
+  // Selection had loaded slow-m's first variant on w2 before the plan.
+  ASSERT_TRUE(allocator
+                  ->ModelRound(At(kSecond, {Worker("w1"), Worker("w2", {{"slow-m", 2}}),
+                                            Worker("w3")}),
+                               sink)
+                  .ok());
+  ASSERT_EQ(sink.loads.size(), 2u);
+  EXPECT_EQ(sink.loads[0].key.ToString(), "fast-m:v");  // no variant planned: the first
+  EXPECT_EQ(sink.loads[1].key.ToString(), "slow-m:w");
+  EXPECT_EQ(sink.loads[1].add, 2) << "slow-m:v's replicas do not count for the stage";
+  EXPECT_THAT(sink.removes, ElementsAre(std::make_pair(std::string("w2"),
+                                                       std::string("slow-m:v x2"))));
+}
+
 TEST_F(PipelineAllocatorTest, ALoadUnderWayIsNotAskedForAgain) {
   auto allocator = Make();
   RecordingSink sink;
@@ -162,10 +181,10 @@ TEST_F(PipelineAllocatorTest, ABurstScalesEveryStageUpAndTheQuietAfterItDown) {
   EXPECT_EQ(Loaded(sink), (std::map<std::string, int>{{"fast-m", 1}, {"slow-m", 2}}));
   for (auto& l : sink.loads) l.done();
   // Then 10 qps, each round's report showing what was decided: the
-  // scale-down waits for the quiet period (15 s after the rise) and, as
-  // the live envelope over the last 30 s still holds the burst, until the
-  // burst leaves it (36 s); then it drops to ceil(λ · s / (µ · ρ_p)) with λ
-  // the peak of the last 30 s in 5 s windows: one replica each.
+  // scale-down waits for the quiet period (15 s after the rise: 21 s; the
+  // live envelope spans the planning trace's 1 s, so the burst has left
+  // it); then it drops to ceil(λ · s / (µ · ρ_p)) with λ the peak of the
+  // last 30 s in 5 s windows: one replica each.
   sink.decisions.clear();
   for (int t = 7; t <= 60; ++t) {
     const std::vector<int32_t> r = allocator->Replicas("fashion", "cascade");
@@ -178,7 +197,7 @@ TEST_F(PipelineAllocatorTest, ABurstScalesEveryStageUpAndTheQuietAfterItDown) {
   }
   ASSERT_FALSE(sink.decisions.empty());
   EXPECT_EQ(sink.decisions[0].kind, "pipeline-down");
-  EXPECT_EQ(sink.decisions[0].at, 36 * kSecond);
+  EXPECT_EQ(sink.decisions[0].at, 21 * kSecond);
   EXPECT_THAT(allocator->Replicas("fashion", "cascade"), ElementsAre(1, 1));
   std::map<std::string, int> removed;
   for (const Decision& d : sink.decisions) {

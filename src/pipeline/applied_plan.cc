@@ -113,6 +113,11 @@ absl::StatusOr<AppliedPlan> ParseAppliedPlanJson(absl::string_view text) {
     if (!(*mu > 0) || !(*rho > 0) || !(*scale >= 0 && *scale <= 1)) {
       return Bad(twhere, "needs mu_qps > 0, rho > 0 and scale_factor in [0,1]");
     }
+    if (auto v = s.find("variant"); v != s.end()) {
+      auto variant = String(s, "variant", where);
+      if (!variant.ok()) return variant.status();
+      a.variant = *variant;
+    }
     a.vertex = *vertex;
     a.hardware = *hardware;
     a.batch = *batch;

@@ -8,8 +8,8 @@
 //
 // The JSON (extra keys, such as the plan's cost, steps or baselines, are
 // ignored):
-//   {"plan": {"stages": [{"stage": "fast", "hardware": "cpu-1", "batch": 4,
-//                         "replicas": 1}, ...]},
+//   {"plan": {"stages": [{"stage": "fast", "variant": "torch", "hardware": "cpu-1",
+//                         "batch": 4, "replicas": 1}, ...]},
 //    "tuner": {"windows_s": [0.05, ...], "planned_rates_qps": [120, ...],
 //              "stages": [{"stage": "fast", "mu_qps": 400, "scale_factor": 1,
 //                          "rho": 0.3}, ...]}}
@@ -30,6 +30,10 @@ namespace maitre::pipeline {
 struct AppliedStage {
   std::string vertex;
   std::string model;     // the vertex's, filled in by CheckAppliedPlan
+  // The variant the stage was planned on (optional in the JSON): its
+  // queries go to it and only it is loaded for the stage. Empty: the
+  // model's first variant profiled on `hardware`, and selection routes.
+  std::string variant;
   std::string hardware;  // a worker type
   int32_t batch = 1;
 };

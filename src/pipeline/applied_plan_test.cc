@@ -15,7 +15,8 @@ constexpr char kPlan[] = R"({
   "pipeline": "cascade", "slo_ms": 150,
   "plan": {"stages": [
      {"stage": "fast", "hardware": "cpu-1", "batch": 4, "replicas": 1, "scale_factor": 1},
-     {"stage": "slow", "hardware": "cpu-2", "batch": 2, "replicas": 3, "scale_factor": 0.3}],
+     {"stage": "slow", "variant": "onnx", "hardware": "cpu-2", "batch": 2, "replicas": 3,
+      "scale_factor": 0.3}],
    "cost_per_hour": 1.2},
   "tuner": {"windows_s": [0.05, 0.1], "planned_rates_qps": [140, 120],
             "stages": [{"stage": "fast", "mu_qps": 400, "scale_factor": 1, "rho": 0.3},
@@ -46,6 +47,8 @@ TEST(AppliedPlanTest, ReadsWhatMaitrePlanPrints) {
   EXPECT_EQ(plan->stages[1].vertex, "slow");
   EXPECT_EQ(plan->stages[1].model, "fmnist-cnn");
   EXPECT_EQ(plan->stages[1].hardware, "cpu-2");
+  EXPECT_EQ(plan->stages[1].variant, "onnx");
+  EXPECT_EQ(plan->stages[0].variant, "") << "none named: the first profiled on the type";
   EXPECT_EQ(plan->stages[1].batch, 2);
   EXPECT_EQ(plan->tuner.stages[1].replicas, 3);
   EXPECT_DOUBLE_EQ(plan->tuner.stages[1].mu_qps, 20);
@@ -73,6 +76,8 @@ TEST(AppliedPlanTest, BadShapesAndNumbersAreRefusedNamingTheField) {
   EXPECT_THAT(ParseAndCheck(with("{\"stage\": \"slow\", \"mu_qps\"", "{\"stage\": \"x\", "
                                                                      "\"mu_qps\"")).message(),
               HasSubstr("names stage \"x\""));
+  EXPECT_THAT(ParseAndCheck(with("\"onnx\"", "3")).message(),
+              HasSubstr("plan.stages[1]: needs string \"variant\""));
 }
 
 TEST(AppliedPlanTest, StagesMustBeThePipelinesVerticesOnKnownTypes) {

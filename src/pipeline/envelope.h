@@ -14,10 +14,13 @@
 
 namespace maitre::pipeline {
 
+// The longest window §5 samples.
+inline constexpr Nanos kLongestWindow = 60 * kSecond;
+
 // The widths §5 samples: the service time, doubling while below `longest`,
-// then `longest` itself (60 s in the paper). A service time below 1 ms is
-// taken as 1 ms, so the list stays short.
-std::vector<Nanos> EnvelopeWindows(Nanos service_time, Nanos longest = 60 * kSecond);
+// then `longest` itself. A service time below 1 ms is taken as 1 ms, so
+// the list stays short.
+std::vector<Nanos> EnvelopeWindows(Nanos service_time, Nanos longest = kLongestWindow);
 
 // Per width, the highest rate (queries per second) over any window
 // [t, t + width) of `arrivals` (non-decreasing times).

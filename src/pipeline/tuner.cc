@@ -18,6 +18,17 @@ int32_t ReplicasFor(double rate_qps, double scale, double mu_qps, double rho) {
   return std::max<int32_t>(1, static_cast<int32_t>(std::ceil(need)));
 }
 
+// Whether a live envelope's rate in a window of `width` exceeds the planned
+// one by more than sampling noise: as counts, by more than `sigmas`
+// deviations of the difference of two Poisson counts of the planned mean q,
+// sqrt(2q). Both traces are draws of a process; the planned one is no
+// truer than the live one.
+bool Exceeds(double live_qps, double planned_qps, Nanos width, double sigmas) {
+  const double seconds = ToSeconds(width);
+  const double planned = planned_qps * seconds;
+  return live_qps * seconds > planned + sigmas * std::sqrt(2 * planned);
+}
+
 }  // namespace
 
 absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
@@ -30,8 +41,8 @@ absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
   if (planning_arrivals.size() < 2 || planning_arrivals.back() <= planning_arrivals.front()) {
     return absl::InvalidArgumentError("the planning trace needs arrivals spread over time");
   }
-  const double lambda = (planning_arrivals.size() - 1) /
-                        ToSeconds(planning_arrivals.back() - planning_arrivals.front());
+  const Nanos span = planning_arrivals.back() - planning_arrivals.front();
+  const double lambda = (planning_arrivals.size() - 1) / ToSeconds(span);
   const std::vector<double> scale = ScaleFactors(problem);
   TunerPlan plan;
   for (size_t i = 0; i < config.size(); ++i) {
@@ -45,7 +56,10 @@ absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
     s.rho = scale[i] > 0 ? lambda * scale[i] / (s.replicas * s.mu_qps) : 1;
     plan.stages.push_back(std::move(s));
   }
-  plan.windows = EnvelopeWindows(FromMillis(ServiceTimeMs(problem, config)));
+  // No window longer than the trace: its envelope there would read the
+  // trace's queries spread over time it does not cover.
+  plan.windows = EnvelopeWindows(FromMillis(ServiceTimeMs(problem, config)),
+                                 std::min(kLongestWindow, span));
   plan.planned_rates = TrafficEnvelope(planning_arrivals, plan.windows);
   return plan;
 }
@@ -71,15 +85,29 @@ absl::StatusOr<Tuner> Tuner::Create(TunerPlan plan, const TunerOptions& options,
     }
   }
   if (options.quiet_period < 0 || options.down_window <= 0 ||
-      options.down_history < options.down_window || options.max_replicas < 1) {
+      options.down_history < options.down_window || options.max_replicas < 1 ||
+      !(options.noise_sigmas >= 0)) {
     return absl::InvalidArgumentError(
-        "the tuner needs quiet_period >= 0, down_history >= down_window > 0 and "
-        "max_replicas >= 1");
+        "the tuner needs quiet_period >= 0, down_history >= down_window > 0, "
+        "max_replicas >= 1 and noise_sigmas >= 0");
   }
   return Tuner(std::move(plan), options, now);
 }
 
 void Tuner::Observe(Nanos arrival) { recent_.push_back(arrival); }
+
+absl::Status Tuner::SetScales(const std::vector<double>& scales) {
+  if (scales.size() != plan_.stages.size()) {
+    return absl::InvalidArgumentError("the tuner needs one measured scale factor per stage");
+  }
+  for (double s : scales) {
+    if (!(s >= 0 && s <= 1)) {
+      return absl::InvalidArgumentError("a measured scale factor must be in [0, 1]");
+    }
+  }
+  for (size_t m = 0; m < scales.size(); ++m) plan_.stages[m].scale = scales[m];
+  return absl::OkStatus();
+}
 
 bool Tuner::Move(const std::vector<int32_t>& target, bool up, std::string* moves) {
   bool moved = false;
@@ -97,11 +125,15 @@ TunerDecision Tuner::Decide(Nanos now) {
   const Nanos keep = std::max(plan_.windows.back(), options_.down_history);
   while (!recent_.empty() && recent_.front() <= now - keep) recent_.pop_front();
   TunerDecision d;
-  // Scaling up: the live envelope against the planned one.
-  const std::vector<Nanos> live(recent_.begin(), recent_.end());
+  // Scaling up: the live envelope against the planned one, drawn over as
+  // long a span as the planning trace (its longest window): the busiest
+  // window of a longer trace is busier, by chance alone.
+  const auto from = std::upper_bound(recent_.begin(), recent_.end(), now - plan_.windows.back());
+  const std::vector<Nanos> live(from, recent_.end());
   const std::vector<double> rates = TrafficEnvelope(live, plan_.windows);
   for (size_t i = 0; i < rates.size(); ++i) {
-    if (rates[i] > plan_.planned_rates[i] && rates[i] > d.rate_qps) {
+    if (Exceeds(rates[i], plan_.planned_rates[i], plan_.windows[i], options_.noise_sigmas) &&
+        rates[i] > d.rate_qps) {
       d.rate_qps = rates[i];
       d.window = plan_.windows[i];
     }

@@ -2,9 +2,13 @@
 // "The tuner"): between runs of the planner, it rescales each stage's
 // replicas when the live traffic leaves the planning trace's envelope.
 //
-//  - Scaling up: the live envelope (over the last 60 s) is compared with the
-//    planning trace's, window by window. If any live rate exceeds its
-//    planned counterpart, r_max is the largest such live rate, and each
+//  - Scaling up: the live envelope is compared with the planning trace's,
+//    window by window, both drawn over the same span (the trace's length,
+//    at most 60 s; the windows stop there). If any live rate exceeds its
+//    planned counterpart by more than the sampling noise of the planning
+//    trace's count (our addition: `noise_sigmas` Poisson deviations, so a
+//    fresh draw of the planned process does not read as a rise), r_max is
+//    the largest such live rate, and each
 //    stage gets k_m = ceil(r_max · s_m / (µ_m · ρ_m)) replicas if it has
 //    fewer (s_m its scale factor, µ_m one replica's throughput at its
 //    batch, ρ_m its max-provisioning ratio).
@@ -69,6 +73,15 @@ struct TunerOptions {
   // "inferline-pipelines", "The real run"). A stage planned above it keeps
   // its replicas until it scales down.
   int32_t max_replicas = 64;
+  // A live window's count must exceed the planned count q by more than
+  // noise_sigmas · sqrt(2q) (the deviation of the difference of two
+  // Poisson counts of mean q) to count as a rise. §5 compares the two
+  // envelopes as they are, but each is the busiest window of one random
+  // trace, and the tuner looks every round: a fresh draw of the planned
+  // process exceeds the planned trace in some window more often than not.
+  // 4, not 3: at 3, 3 of 200 fresh minutes at the planned rate still
+  // scaled up (docs/pipelines.md, "The tuner").
+  double noise_sigmas = 4;
 };
 
 struct TunerDecision {
@@ -88,6 +101,11 @@ class Tuner {
 
   // Arrivals in non-decreasing time order.
   void Observe(Nanos arrival);
+  // The scale factors s_m measured on served traffic, per stage, in place
+  // of the plan's (§5 takes s_m as measured; the plan's come from the
+  // branch probabilities it was given). InvalidArgument unless one per
+  // stage, each in [0, 1].
+  absl::Status SetScales(const std::vector<double>& scales);
   TunerDecision Decide(Nanos now);
 
   const std::vector<int32_t>& replicas() const { return replicas_; }

@@ -62,7 +62,64 @@ TEST(TunerTest, ThePlanCarriesMuScaleAndRho) {
   EXPECT_DOUBLE_EQ(f.plan.stages[1].scale, 0.3);
   EXPECT_NEAR(f.plan.stages[1].rho, lambda * 0.3 / (2 / 0.011), 1e-9);
   EXPECT_EQ(f.plan.windows.front(), FromMillis(2.4 + 11));
-  EXPECT_EQ(f.plan.windows.back(), 60 * kSecond);
+  // The windows stop at the trace's length (just under a minute here).
+  EXPECT_EQ(f.plan.windows.back(), f.planning.back() - f.planning.front());
+}
+
+// The real run's planning trace: Poisson at 100 qps for 20 s, so the
+// envelope ends at a 20 s window.
+TEST(TunerTest, WindowsStopAtAShortTracesLength) {
+  Fixture f;
+  const std::vector<Nanos> trace = GammaArrivals(100, 1, 20 * kSecond, 21);
+  const TunerPlan plan = *MakeTunerPlan(f.problem, f.config, trace);
+  EXPECT_EQ(plan.windows.back(), trace.back() - trace.front());
+  EXPECT_NEAR(plan.planned_rates.back(), 100, 10);  // the trace's mean, not a third of it
+}
+
+// `copies` of `trace` back to back, each starting where the last ended.
+std::vector<Nanos> Repeated(const std::vector<Nanos>& trace, Nanos period, int copies) {
+  std::vector<Nanos> out;
+  for (int c = 0; c < copies; ++c) {
+    for (Nanos t : trace) out.push_back(t + c * period);
+  }
+  return out;
+}
+
+TEST(TunerTest, PoissonAtThePlannedRateNeverScalesUp) {
+  Fixture f;
+  const std::vector<Nanos> trace = GammaArrivals(100, 1, 20 * kSecond, 21);
+  const TunerPlan plan = *MakeTunerPlan(f.problem, f.config, trace);
+  // The planning trace itself, replayed three times over a minute.
+  Tuner replayed = *Tuner::Create(plan, {}, 0);
+  for (const TunerDecision& d : Drive(replayed, Repeated(trace, 20 * kSecond, 3), 60 * kSecond)) {
+    EXPECT_NE(d.kind, TunerDecision::Kind::kUp) << d.reason;
+  }
+  // Fresh draws of the same process, a minute each.
+  for (uint64_t seed = 100; seed < 120; ++seed) {
+    Tuner tuner = *Tuner::Create(plan, {}, 0);
+    for (const TunerDecision& d :
+         Drive(tuner, GammaArrivals(100, 1, 60 * kSecond, seed), 60 * kSecond)) {
+      EXPECT_NE(d.kind, TunerDecision::Kind::kUp) << "seed " << seed << ": " << d.reason;
+    }
+  }
+}
+
+// §5: the tuner detects a change "as it occurs"; a rise of the mean shows
+// first in the windows of about a second, so the first decision after a
+// second or two of the raised rate scales up.
+TEST(TunerTest, ARateRiseScalesUpWithinSeconds) {
+  Fixture f;
+  const std::vector<Nanos> trace = GammaArrivals(100, 1, 20 * kSecond, 21);
+  const TunerPlan plan = *MakeTunerPlan(f.problem, f.config, trace);
+  std::vector<Nanos> live = trace;
+  for (Nanos t : GammaArrivals(250, 1, 20 * kSecond, 22)) live.push_back(20 * kSecond + t);
+  Tuner tuner = *Tuner::Create(plan, {}, 0);
+  Driver driver(tuner, live);
+  EXPECT_TRUE(driver.Until(20 * kSecond).empty());
+  const std::vector<TunerDecision> changes = driver.Until(23 * kSecond);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.front().kind, TunerDecision::Kind::kUp);
+  EXPECT_GE(tuner.replicas()[1], 2) << changes.front().reason;
 }
 
 TEST(TunerTest, ThePlanningTraceItselfChangesNothing) {
@@ -141,6 +198,29 @@ TEST(TunerTest, NoStageScalesPastTheCeiling) {
   }
   options.max_replicas = 0;
   EXPECT_FALSE(Tuner::Create(f.plan, options, 0).ok());
+}
+
+// §5's s_m as measured: when twice the planned share of the traffic
+// reaches the slow stage, a rise asks for twice its replicas.
+TEST(TunerTest, MeasuredScaleFactorsReplaceThePlans) {
+  Fixture f;
+  const std::vector<Nanos> rise = GammaArrivals(400, 1, 20 * kSecond, 12);
+  Tuner planned = *Tuner::Create(f.plan, {}, 0);
+  Tuner measured = *Tuner::Create(f.plan, {}, 0);
+  ASSERT_TRUE(measured.SetScales({1, 0.6}).ok());
+  const std::vector<TunerDecision> a = Drive(planned, rise, 2 * kSecond);
+  const std::vector<TunerDecision> b = Drive(measured, rise, 2 * kSecond);
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  ASSERT_DOUBLE_EQ(a.front().rate_qps, b.front().rate_qps);
+  const TunerStage& slow = f.plan.stages[1];
+  EXPECT_EQ(a.front().replicas[1],
+            static_cast<int>(std::ceil(a.front().rate_qps * 0.3 / (slow.mu_qps * slow.rho))));
+  EXPECT_EQ(b.front().replicas[1],
+            static_cast<int>(std::ceil(b.front().rate_qps * 0.6 / (slow.mu_qps * slow.rho))));
+  EXPECT_EQ(a.front().replicas[0], b.front().replicas[0]);
+  EXPECT_FALSE(measured.SetScales({1}).ok());
+  EXPECT_FALSE(measured.SetScales({1, 1.5}).ok());
 }
 
 TEST(TunerTest, RefusesABadPlan) {

@@ -70,6 +70,7 @@ class Run {
   std::vector<int64_t> visitors_;  // per stage
   std::vector<ReplicaChange> changes_;
   double stop_above_ms_ = 0;
+  double stage_overhead_ms_ = 0;
   int64_t late_ = 0;        // queries finished after stop_above_ms_
   int64_t late_limit_ = 0;  // more than this many late: the P99 exceeds it
   bool stopped_ = false;
@@ -120,6 +121,10 @@ absl::Status Run::Setup(const PipelineConfig& config, const PipelineEstimatorOpt
   }
   changes_ = options.changes;
   stop_above_ms_ = options.stop_above_p99_ms;
+  if (!(options.stage_overhead_ms >= 0)) {
+    return absl::InvalidArgumentError("the stage overhead must not be negative");
+  }
+  stage_overhead_ms_ = options.stage_overhead_ms;
   const int64_t n = static_cast<int64_t>(arrivals_.size());
   late_limit_ = n - static_cast<int64_t>(std::ceil(0.99 * static_cast<double>(n)));
   DrawPaths(options.seed);
@@ -175,6 +180,9 @@ void Run::DrawPaths(uint64_t seed) {
       ++outstanding_[q];
       ++visitors_[s];
     }
+    // The serving path's share, added per stage visited; the stages' batch
+    // times are added as they finish.
+    latency_ms_[q] = stage_overhead_ms_ * outstanding_[q];
   }
 }
 
@@ -233,7 +241,7 @@ void Run::OnBatchDone(int32_t r) {
       if (visits_[cell] && --waiting_on_[cell] == 0) Enqueue(t, q);
     }
     if (--outstanding_[q] == 0) {
-      latency_ms_[q] = (now_ - arrivals_[q]) / 1e6;
+      latency_ms_[q] += (now_ - arrivals_[q]) / 1e6;
       if (stop_above_ms_ > 0 && latency_ms_[q] > stop_above_ms_ && ++late_ > late_limit_) {
         stopped_ = true;
       }
@@ -334,9 +342,11 @@ absl::StatusOr<PipelineEstimate> EstimatePipeline(const pipeline::PlanningProble
 
 pipeline::LatencyOracle EstimatorOracle(const pipeline::PlanningProblem& problem,
                                         absl::Span<const Nanos> arrivals,
-                                        double stop_above_p99_ms) {
+                                        double stop_above_p99_ms,
+                                        double stage_overhead_ms) {
   PipelineEstimatorOptions options;
   options.stop_above_p99_ms = stop_above_p99_ms;
+  options.stage_overhead_ms = stage_overhead_ms;
   return [&problem, arrivals, options](
              const pipeline::PipelineConfig& config) -> absl::StatusOr<double> {
     absl::StatusOr<PipelineEstimate> e = EstimatePipeline(problem, config, arrivals, options);

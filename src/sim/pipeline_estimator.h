@@ -56,6 +56,13 @@ struct PipelineEstimatorOptions {
   // says so (`stopped_above`) with an infinite P99: what a planner asking
   // "feasible?" needs, without simulating an overloaded queue to its end.
   double stop_above_p99_ms = 0;
+  // The serving path around each stage's batch, which no profile sees: the
+  // front-end, the dispatch and the worker round trip, per stage a query
+  // visits (docs/pipelines.md, "The estimator"). The server runs a query's
+  // stages one after another, and a delay the same for every query shifts
+  // each stage's arrivals alike, so it leaves the queues as they are and
+  // adds to each query's latency once per stage visited.
+  double stage_overhead_ms = 0;
 
   static policy::BatchingOptions WorkConservingBatching() {
     policy::BatchingOptions b;
@@ -89,6 +96,7 @@ absl::StatusOr<PipelineEstimate> EstimatePipeline(const pipeline::PlanningProble
 // planner's final plan is feasible, so its P99 is exact).
 pipeline::LatencyOracle EstimatorOracle(const pipeline::PlanningProblem& problem,
                                         absl::Span<const Nanos> arrivals,
-                                        double stop_above_p99_ms = 0);
+                                        double stop_above_p99_ms = 0,
+                                        double stage_overhead_ms = 0);
 
 }  // namespace maitre::sim

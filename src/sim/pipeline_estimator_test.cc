@@ -35,6 +35,28 @@ TEST(PipelineEstimatorTest, SpacedQueriesTakeTheServiceTime) {
   EXPECT_EQ(e.p99_ms, 10);
 }
 
+TEST(PipelineEstimatorTest, TheServingOverheadIsAddedPerStageVisited) {
+  const PipelineConfig c = {{0, 4, 1}, {0, 2, 1}};
+  const std::vector<Nanos> trace = pipeline::testing::GammaArrivals(100, 1, 10 * kSecond, 3);
+  const PlanningProblem p = pipeline::testing::Cascade(0.3);
+  PipelineEstimatorOptions options;
+  const PipelineEstimate bare = *EstimatePipeline(p, c, trace, options);
+  options.stage_overhead_ms = 1.5;
+  const PipelineEstimate served = *EstimatePipeline(p, c, trace, options);
+  ASSERT_EQ(served.latency_ms.size(), bare.latency_ms.size());
+  int both = 0;
+  for (size_t q = 0; q < bare.latency_ms.size(); ++q) {
+    // One stage or two: the queues are the same, the path 1.5 or 3 ms longer.
+    const double added = served.latency_ms[q] - bare.latency_ms[q];
+    EXPECT_TRUE(std::abs(added - 1.5) < 1e-9 || std::abs(added - 3) < 1e-9) << q << ": " << added;
+    both += std::abs(added - 3) < 1e-9;
+  }
+  EXPECT_NEAR(both / static_cast<double>(trace.size()), 0.3, 0.05);
+  EXPECT_GT(served.p99_ms, bare.p99_ms + 1.5);
+  options.stage_overhead_ms = -1;
+  EXPECT_FALSE(EstimatePipeline(p, c, trace, options).ok());
+}
+
 TEST(PipelineEstimatorTest, OneReplicaAtBatchOneQueues) {
   const PipelineEstimate e = Estimate(OneStage(9, 1), {{0, 1, 1}}, {0, 0, 0});
   EXPECT_EQ(e.latency_ms, (std::vector<double>{10, 20, 30}));

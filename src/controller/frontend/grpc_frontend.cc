@@ -214,15 +214,17 @@ void GrpcFrontend::InferPipeline(std::shared_ptr<const ServedPipeline> pipeline,
   Dispatcher* dispatcher = o_.dispatcher;
   RunPipeline(
       pipeline->validated, std::move(request), received, o_.clock,
-      [dispatcher](InferTarget target, InferRequest stage, Nanos at, InferDone done) {
+      [dispatcher, pipeline](InferTarget target, InferRequest stage, Nanos at, InferDone done) {
+        target.variant = PlannedVariant(*pipeline, target.model);
         dispatcher->Infer(std::move(target), std::move(stage), at, std::move(done));
       },
-      [this, reactor, response_bytes,
-       permit = std::move(permit)](absl::StatusOr<PipelineAnswer> answer) mutable {
+      [this, reactor, response_bytes, permit = std::move(permit),
+       stage_rows = pipeline->stage_rows](absl::StatusOr<PipelineAnswer> answer) mutable {
         if (!answer.ok()) {
           Reply(reactor, response_bytes, std::move(permit), answer.status());
           return;
         }
+        stage_rows->Record(*answer);
         inference::ModelInferResponse response;
         ToModelInferResponse(std::move(answer->response), &response);
         auto& params = *response.mutable_parameters();

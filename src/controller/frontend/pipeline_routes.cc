@@ -25,6 +25,31 @@ http::Response Stale(const ServedPipeline& p) {
                                                  p.error, "); register it again"));
 }
 
+// What served traffic says (docs/pipelines.md, "Measured branch
+// probabilities"): rows per stage, each stage's share of the pipeline's
+// rows (s_m), and each edge's probability, its target's rows over its
+// source's, for a target with that one in-edge.
+json MeasuredJson(const pipeline::ValidatedPipeline& pipeline, const StageRows::Counts& counts) {
+  json stages = json::object(), branches = json::object();
+  auto rows_of = [&](const std::string& vertex) -> int64_t {
+    auto it = counts.stages.find(vertex);
+    return it == counts.stages.end() ? 0 : it->second;
+  };
+  for (const pipeline::Vertex& v : pipeline.spec.vertices) {
+    json s{{"rows", rows_of(v.name)}};
+    if (counts.rows > 0) s["scale_factor"] = static_cast<double>(rows_of(v.name)) / counts.rows;
+    stages[v.name] = s;
+  }
+  for (const pipeline::Edge& e : pipeline.edges) {
+    int in_edges = 0;
+    for (const pipeline::Edge& other : pipeline.edges) in_edges += other.to == e.to;
+    if (in_edges != 1 || rows_of(e.from) == 0) continue;
+    branches[absl::StrCat(e.from, "->", e.to)] =
+        static_cast<double>(rows_of(e.to)) / rows_of(e.from);
+  }
+  return {{"rows", counts.rows}, {"stages", stages}, {"branches", branches}};
+}
+
 json PipelineJson(const ServedPipeline& p) {
   json j{{"name", p.name},
          {"app", p.app},
@@ -49,6 +74,7 @@ json PipelineJson(const ServedPipeline& p) {
   for (const auto& [name, t] : p.validated->outputs) outputs.push_back(TensorJson(name, t));
   j["inputs"] = inputs;
   j["outputs"] = outputs;
+  j["measured"] = MeasuredJson(*p.validated, p.stage_rows->Get());
   return j;
 }
 
@@ -134,14 +160,18 @@ void ServePipelineQuery(const FrontendOptions& options,
   Dispatcher* dispatcher = options.dispatcher;
   RunPipeline(
       pipeline->validated, std::move(query->request), query->received, options.clock,
-      [dispatcher](InferTarget target, InferRequest stage, Nanos received, InferDone done) {
+      [dispatcher, pipeline](InferTarget target, InferRequest stage, Nanos received,
+                             InferDone done) {
+        target.variant = PlannedVariant(*pipeline, target.model);
         dispatcher->Infer(std::move(target), std::move(stage), received, std::move(done));
       },
       [respond = std::move(respond), requested = std::move(requested), all_binary,
-       permit = std::move(query->permit)](absl::StatusOr<PipelineAnswer> answer) mutable {
+       permit = std::move(query->permit),
+       stage_rows = pipeline->stage_rows](absl::StatusOr<PipelineAnswer> answer) mutable {
         if (!answer.ok()) {
           std::move(respond)(ErrorResponse(answer.status()));
         } else {
+          stage_rows->Record(*answer);
           std::move(respond)(InferHttpResponse(WithStages(
               WriteInferResponse(answer->response, requested, all_binary), *answer)));
         }

@@ -108,6 +108,16 @@ absl::Status PipelineBook::AttachPlan(ServedPipeline& served, const std::string&
   MAITRE_ASSIGN_OR_RETURN(pipeline::AppliedPlan plan, pipeline::ParseAppliedPlanJson(plan_json));
   MAITRE_RETURN_IF_ERROR(
       pipeline::CheckAppliedPlan(plan, *served.validated, options_.worker_types));
+  if (options_.catalog != nullptr) {
+    const std::shared_ptr<const CatalogSnapshot> catalog = options_.catalog->Get();
+    for (const pipeline::AppliedStage& s : plan.stages) {
+      const CatalogModel* model = catalog->FindModel(s.model);
+      if (!s.variant.empty() && (model == nullptr || model->FindVariant(s.variant) == nullptr)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "stage \"", s.vertex, "\": model ", s.model, " has no variant \"", s.variant, "\""));
+      }
+    }
+  }
   served.plan = std::make_shared<const pipeline::AppliedPlan>(std::move(plan));
   served.plan_json = plan_json;
   served.plan_error.clear();
@@ -186,6 +196,14 @@ absl::StatusOr<int> PipelineBook::DeleteApp(const std::string& app) {
     it = it->second->app == app ? pipelines_.erase(it) : std::next(it);
   }
   return removed;
+}
+
+std::string PlannedVariant(const ServedPipeline& pipeline, const std::string& model) {
+  if (pipeline.plan == nullptr) return "";
+  for (const pipeline::AppliedStage& s : pipeline.plan->stages) {
+    if (s.model == model) return s.variant;
+  }
+  return "";
 }
 
 }  // namespace maitre::controller

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/models/catalog.h"
 #include "controller/pipelines/arrival_log.h"
+#include "controller/pipelines/stage_rows.h"
 #include "controller/registry/pipeline_store.h"
 #include "pipeline/applied_plan.h"
 #include "pipeline/spec.h"
@@ -55,7 +56,15 @@ struct ServedPipeline {
   int64_t plan_id = 0;
   // The pipeline's arrivals for the tuner; set while it has a plan.
   std::shared_ptr<ArrivalLog> arrivals;
+  // The rows each stage ran on, for the measured scale factors and branch
+  // probabilities; kept while the spec is (a new plan keeps them).
+  std::shared_ptr<StageRows> stage_rows = std::make_shared<StageRows>();
 };
+
+// The variant `pipeline`'s applied plan puts `model`'s stage on, which its
+// stage queries are sent to; empty when it has no plan or names none (the
+// first stage of the model, if several vertices share it).
+std::string PlannedVariant(const ServedPipeline& pipeline, const std::string& model);
 
 class PipelineBook {
  public:

@@ -4,12 +4,16 @@
 zoo's fmnist-logreg and fmnist-cnn-wide registered and profiled, and the
 cascade of examples/pipelines/cascade registered over them. Then:
 
+  overhead  the serving path around a stage's batch, from the server's own
+            pipeline answers: per query, its total time less its stages' queue
+            and compute times, over the stages it ran (the median of
+            OVERHEAD_QUERIES queries after a few to warm up);
   plan      the branch probability fast->slow measured offline (the share of
             the valset rows bench sends whose logreg softmax is below 0.8),
             the server's profiles exported (one variant per model: the one the
             server loads for a stage, its first ready one on cpu-1), a Poisson
             sample trace at RATE_QPS, and `maitre plan --apply` for SLO_MS on
-            cpu-1;
+            cpu-1 with that overhead (--stage-overhead-ms);
   rounds    ROUNDS times: the plan applied again (so the tuner starts over),
             then `maitre bench --pipeline` replaying the sample trace (the
             planned rate), then Poisson at RAISED_QPS for SECONDS. Per phase:
@@ -43,6 +47,8 @@ MODELS = ("fmnist-logreg", "fmnist-cnn-wide")
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\] \[\w+\] "
                       r"allocator: (pipeline-\S+) (.*)$")
 ROWS = 1024
+OVERHEAD_QUERIES = 40
+WARM_UP = 5
 
 
 def run(cmd):
@@ -63,6 +69,22 @@ def branch_probability(zoo, rows_path):
     with torch.no_grad():
         p = torch.softmax(model(torch.from_numpy(inputs)), dim=1).max(dim=1).values
     return float((p < 0.8).float().mean())
+
+
+def stage_overhead_ms(args, server):
+    """The median over pipeline queries of the serving path per stage: the
+    query's total time less its stages' queue and compute times, over the
+    stages it ran (the pipeline answer's own timings)."""
+    per_stage = []
+    for i in range(WARM_UP + OVERHEAD_QUERIES):
+        answer = json.loads(run([args["maitre"], "infer", "--server", server.url, "--pipeline",
+                                 PIPELINE, "--input", f"{args['zoo']}/samples/batch8.npz",
+                                 "--json"]))["parameters"]
+        stages = answer["stages"]
+        spent = sum(s["queue_us"] + s["compute_us"] for s in stages)
+        if i >= WARM_UP:
+            per_stage.append((answer["total_us"] - spent) / len(stages) / 1000)
+    return statistics.median(per_stage)
 
 
 def profiles_csv(maitre, server, path):
@@ -159,6 +181,8 @@ def main():
             time.sleep(2)
         spec = os.path.join(args["repo"], "examples/pipelines/cascade/spec.json")
         run([args["maitre"], "pipelines", "put", "--server", server.url, APP, PIPELINE, spec])
+        overhead = stage_overhead_ms(args, server)
+        summary["stage_overhead_ms"] = overhead
         rows = os.path.join(out, "rows.npz")
         p = branch_probability(args["zoo"], rows)
         profiles = os.path.join(out, "profiles.csv")
@@ -169,6 +193,7 @@ def main():
         plan_cmd = [args["maitre"], "plan", "--pipeline", spec, "--models", models,
                     "--profiles", profiles, "--trace", trace, "--slo-ms", str(args["slo_ms"]),
                     "--worker-types", "cpu-1:1:4096:0.0425", "--branch", f"fast->slow={p:.4f}",
+                    "--stage-overhead-ms", f"{overhead:.3f}",
                     "--json", "--apply", server.url, "--app", APP]
         plan = json.loads(run(plan_cmd))
         with open(os.path.join(out, "plan.json"), "w") as f:
