@@ -99,10 +99,7 @@ Nanos MarkAllocator::LaunchTime(const std::string& type) const {
 Nanos MarkAllocator::PaidUntil(const KnownWorker& worker, Nanos now,
                                const Observation& observation) const {
   const WorkerType* type = observation.FindType(worker.type);
-  const Nanos block = type != nullptr ? type->billing_unit : 0;
-  if (block <= 0) return now;  // by the second: nothing paid ahead
-  const Nanos blocks = std::max<Nanos>(1, (now - worker.paid_from + block - 1) / block);
-  return worker.paid_from + blocks * block;
+  return type != nullptr ? type->PaidUntil(worker.paid_from, now) : now;
 }
 
 std::optional<MarkAllocator::Choice> MarkAllocator::Choose(const Observation& observation,
