@@ -337,6 +337,29 @@ TEST_F(PipelinesTest, TheCascadeAnswersAsItsModelsSayAndSurvivesARestart) {
   ASSERT_TRUE(metadata.ok()) << metadata.status();
   EXPECT_EQ(metadata->at("platform"), "maitre-pipeline");
   EXPECT_EQ(metadata->at("inputs")[0].at("name"), "image");
+  // Served a moment ago, both stages are ready: so is the pipeline, over
+  // HTTP and gRPC; gRPC's metadata names the pipeline's tensors too.
+  auto ready = server_->Get("/v2/models/fmnist-cascade/ready");
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(ready->status, 200) << ready->body;
+  {
+    grpc::ClientContext ready_context;
+    inference::ModelReadyRequest ready_request;
+    ready_request.set_name("fmnist-cascade");
+    inference::ModelReadyResponse ready_response;
+    ASSERT_TRUE(stub->ModelReady(&ready_context, ready_request, &ready_response).ok());
+    EXPECT_TRUE(ready_response.ready());
+    grpc::ClientContext metadata_context;
+    inference::ModelMetadataRequest metadata_request;
+    metadata_request.set_name("fmnist-cascade");
+    inference::ModelMetadataResponse metadata_response;
+    ASSERT_TRUE(stub->ModelMetadata(&metadata_context, metadata_request, &metadata_response).ok());
+    EXPECT_EQ(metadata_response.platform(), "maitre-pipeline");
+    ASSERT_EQ(metadata_response.inputs_size(), 1);
+    EXPECT_EQ(metadata_response.inputs(0).name(), "image");
+    EXPECT_EQ(metadata_response.inputs(0).datatype(), "FP32");
+    ASSERT_GE(metadata_response.outputs_size(), 1);
+  }
   auto [bench, bench_rc] = RunMaitre(absl::StrCat(
       "bench ", server, " --pipeline fmnist-cascade --concurrency 2 --duration 2 --input ", four,
       " --json"));

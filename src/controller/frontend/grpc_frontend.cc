@@ -31,6 +31,12 @@ absl::Status GrpcFrontend::Admit(const grpc::CallbackServerContext& context,
   return absl::OkStatus();
 }
 
+std::shared_ptr<const ServedPipeline> GrpcFrontend::PipelineNamed(
+    const std::string& name, const std::string& version) const {
+  if (o_.pipelines == nullptr || !version.empty()) return nullptr;
+  return o_.pipelines->Find(name);
+}
+
 grpc::ServerUnaryReactor* GrpcFrontend::ServerLive(grpc::CallbackServerContext* context,
                                                    const inference::ServerLiveRequest*,
                                                    inference::ServerLiveResponse* response) {
@@ -62,8 +68,12 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelReady(grpc::CallbackServerContext* 
     reactor->Finish(rpc::ToGrpc(admitted));
     return reactor;
   }
-  auto readiness = ModelReadiness(*o_.catalog->Get(), *o_.cluster,
-                                  ParseModelRef(request->name(), request->version()));
+  std::shared_ptr<const ServedPipeline> pipeline = PipelineNamed(request->name(), request->version());
+  auto readiness =
+      pipeline != nullptr
+          ? PipelineReadiness(*o_.catalog->Get(), *o_.cluster, *pipeline)
+          : ModelReadiness(*o_.catalog->Get(), *o_.cluster,
+                           ParseModelRef(request->name(), request->version()));
   if (readiness.ok()) response->set_ready(readiness->ready);
   reactor->Finish(rpc::ToGrpc(readiness.status()));
   return reactor;
@@ -91,7 +101,11 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelMetadata(
     reactor->Finish(rpc::ToGrpc(admitted));
     return reactor;
   }
-  auto m = DescribeModel(*o_.catalog->Get(), ParseModelRef(request->name(), request->version()));
+  std::shared_ptr<const ServedPipeline> pipeline = PipelineNamed(request->name(), request->version());
+  auto m = pipeline != nullptr
+               ? DescribePipeline(*pipeline)
+               : DescribeModel(*o_.catalog->Get(),
+                               ParseModelRef(request->name(), request->version()));
   if (m.ok()) {
     response->set_name(m->name);
     for (const std::string& v : m->versions) response->add_versions(v);
@@ -162,10 +176,8 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
     reactor->Finish(rpc::ToGrpc(refused));
     return reactor;
   }
-  std::shared_ptr<const ServedPipeline> pipeline;
-  if (o_.pipelines != nullptr && request.model_version().empty()) {
-    pipeline = o_.pipelines->Find(request.model_name());
-  }
+  std::shared_ptr<const ServedPipeline> pipeline =
+      PipelineNamed(request.model_name(), request.model_version());
   if (pipeline != nullptr) {
     InferPipeline(std::move(pipeline), *std::move(parsed), received, reactor, response_bytes,
                   std::move(permit));

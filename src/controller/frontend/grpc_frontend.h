@@ -80,6 +80,10 @@ class GrpcFrontend final
   // be empty); else UNAUTHENTICATED or PERMISSION_DENIED.
   absl::Status Admit(const grpc::CallbackServerContext& context, const std::string& app,
                      const std::string& model) const;
+  // The pipeline a call names, as the Open Inference Protocol reaches one
+  // (by its name, with no version); null for none.
+  std::shared_ptr<const ServedPipeline> PipelineNamed(const std::string& name,
+                                                      const std::string& version) const;
   // ModelInfer for a pipeline: its stages through the dispatcher.
   void InferPipeline(std::shared_ptr<const ServedPipeline> pipeline, InferRequest request,
                      Nanos received, grpc::ServerUnaryReactor* reactor,

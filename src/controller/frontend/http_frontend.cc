@@ -501,7 +501,13 @@ void AddHttpRoutes(const FrontendOptions& options, http::Router& router) {
           f->ModelMetadata(p, std::move(r));
         });
     add("GET", absl::StrCat(base, "/ready"), Reach::kModel,
-        [f](Request&&, const PathParams& p, const Principal&, Responder r) {
+        [f, options](Request&&, const PathParams& p, const Principal&, Responder r) {
+          if (options.pipelines != nullptr && p.count("version") == 0) {
+            if (auto pipeline = options.pipelines->Find(p.find("model")->second)) {
+              std::move(r)(PipelineReady(options, *pipeline));
+              return;
+            }
+          }
           f->ModelReady(p, std::move(r));
         });
     // The Open Inference Protocol reaches a pipeline by its name as it

@@ -1,6 +1,9 @@
 #include "controller/frontend/model_views.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
+#include "controller/pipelines/pipeline_book.h"
 
 namespace maitre::controller {
 
@@ -52,6 +55,49 @@ absl::StatusOr<Readiness> ModelReadiness(const CatalogSnapshot& catalog, const C
     return Readiness{false, "no variant of the model is ready yet"};
   }
   if (cluster.worker_count() == 0) return Readiness{false, "no worker has joined yet"};
+  return Readiness{true, ""};
+}
+
+namespace {
+
+absl::Status StalePipelineError(const ServedPipeline& pipeline) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "pipeline '", pipeline.name, "' no longer validates (", pipeline.error,
+      "); register it again"));
+}
+
+}  // namespace
+
+absl::StatusOr<ModelMetadata> DescribePipeline(const ServedPipeline& pipeline) {
+  if (pipeline.validated == nullptr) return StalePipelineError(pipeline);
+  ModelMetadata m;
+  m.name = pipeline.name;
+  m.platform = "maitre-pipeline";
+  m.inputs = pipeline.validated->inputs;
+  for (const auto& [name, spec] : pipeline.validated->outputs) {
+    m.outputs.push_back(spec);
+    m.outputs.back().name = name;
+  }
+  return m;
+}
+
+absl::StatusOr<Readiness> PipelineReadiness(const CatalogSnapshot& catalog,
+                                            const Cluster& cluster,
+                                            const ServedPipeline& pipeline) {
+  if (pipeline.validated == nullptr) return StalePipelineError(pipeline);
+  std::set<std::string> checked;
+  for (const pipeline::Vertex& v : pipeline.validated->spec.vertices) {
+    if (!checked.insert(v.model).second) continue;
+    absl::StatusOr<Readiness> stage =
+        ModelReadiness(catalog, cluster, {v.model, PlannedVariant(pipeline, v.model)});
+    if (!stage.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "pipeline '", pipeline.name, "', stage ", v.name, ": ", stage.status().message()));
+    }
+    if (!stage->ready) {
+      return Readiness{false, absl::StrCat("stage ", v.name, " (", v.model, "): ", stage->reason)};
+    }
+  }
   return Readiness{true, ""};
 }
 

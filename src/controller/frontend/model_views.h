@@ -14,6 +14,8 @@
 
 namespace maitre::controller {
 
+struct ServedPipeline;  // controller/pipelines/pipeline_book.h
+
 // What a request path or RPC names: "model", "model:variant", and an
 // optional separate version (which also names a variant).
 struct ModelRef {
@@ -39,6 +41,16 @@ struct Readiness {
 };
 absl::StatusOr<Readiness> ModelReadiness(const CatalogSnapshot& catalog, const Cluster& cluster,
                                          const ModelRef& ref);
+
+// A pipeline reached as a model is (docs/pipelines.md, "Serving a
+// pipeline"): metadata with platform "maitre-pipeline", no versions, the
+// pipeline's inputs and outputs; ready when every stage's model is, on the
+// variant its applied plan names. FailedPrecondition for a pipeline whose
+// stored spec no longer validates.
+absl::StatusOr<ModelMetadata> DescribePipeline(const ServedPipeline& pipeline);
+absl::StatusOr<Readiness> PipelineReadiness(const CatalogSnapshot& catalog,
+                                            const Cluster& cluster,
+                                            const ServedPipeline& pipeline);
 
 absl::Status UnknownModelError(absl::string_view name);
 absl::Status UnknownVariantError(const CatalogModel& model, absl::string_view variant);

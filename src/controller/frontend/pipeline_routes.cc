@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/frontend/http_query.h"
+#include "controller/frontend/model_views.h"
 #include "controller/pipelines/pipeline_run.h"
 
 namespace maitre::controller {
@@ -126,21 +127,27 @@ http::Response NoPipeline(const std::string& app, const std::string& name) {
 }  // namespace
 
 http::Response PipelineMetadata(const ServedPipeline& pipeline) {
-  if (pipeline.validated == nullptr) {
-    return Stale(pipeline);
-  }
-  json j{{"name", pipeline.name},
+  absl::StatusOr<ModelMetadata> m = DescribePipeline(pipeline);
+  if (!m.ok()) return Stale(pipeline);
+  json j{{"name", m->name},
          {"versions", json::array()},
-         {"platform", "maitre-pipeline"},
+         {"platform", m->platform},
          {"inputs", json::array()},
          {"outputs", json::array()}};
-  for (const TensorSpec& t : pipeline.validated->inputs) {
-    j["inputs"].push_back(TensorJson(t.name, t));
-  }
-  for (const auto& [name, t] : pipeline.validated->outputs) {
-    j["outputs"].push_back(TensorJson(name, t));
-  }
+  for (const TensorSpec& t : m->inputs) j["inputs"].push_back(TensorJson(t.name, t));
+  for (const TensorSpec& t : m->outputs) j["outputs"].push_back(TensorJson(t.name, t));
   return http::Response::Json(200, j.dump());
+}
+
+http::Response PipelineReady(const FrontendOptions& options, const ServedPipeline& pipeline) {
+  absl::StatusOr<Readiness> readiness =
+      PipelineReadiness(*options.catalog->Get(), *options.cluster, pipeline);
+  if (!readiness.ok()) {
+    return pipeline.validated == nullptr ? Stale(pipeline) : ErrorResponse(readiness.status());
+  }
+  json j{{"name", pipeline.name}, {"ready", readiness->ready}};
+  if (!readiness->ready) j["error"] = readiness->reason;
+  return http::Response::Json(readiness->ready ? 200 : 503, j.dump());
 }
 
 void ServePipelineQuery(const FrontendOptions& options,

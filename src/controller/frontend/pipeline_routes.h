@@ -21,6 +21,9 @@ void AddPipelineRoutes(const FrontendOptions& options, http::Router& router);
 // for a pipeline (platform "maitre-pipeline", no versions, its inputs and
 // outputs), so clients that read a model's inputs read a pipeline's.
 http::Response PipelineMetadata(const ServedPipeline& pipeline);
+// GET /v2/models/{pipeline}/ready: 200 when every stage's model is ready
+// (on its planned variant), else 503 saying which stage is not.
+http::Response PipelineReady(const FrontendOptions& options, const ServedPipeline& pipeline);
 
 // Serves one /infer request through `pipeline`: the answer is the Open
 // Inference Protocol's, its parameters naming the stages that ran with
