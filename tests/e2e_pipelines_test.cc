@@ -360,6 +360,16 @@ TEST_F(PipelinesTest, TheCascadeAnswersAsItsModelsSayAndSurvivesARestart) {
     EXPECT_EQ(metadata_response.inputs(0).datatype(), "FP32");
     ASSERT_GE(metadata_response.outputs_size(), 1);
   }
+  // The pipeline's own queries are counted, apart from its stages'.
+  auto metrics = server_->Get("/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::string served_line =
+      "maitre_pipeline_requests_total{pipeline=\"fmnist-cascade\",status=\"ok\"} ";
+  const size_t at = metrics->body.find(served_line);
+  ASSERT_NE(at, std::string::npos) << metrics->body;
+  EXPECT_GE(std::atof(metrics->body.c_str() + at + served_line.size()), 2);
+  EXPECT_TRUE(absl::StrContains(metrics->body,
+                                "maitre_pipeline_request_seconds_count{pipeline=\"fmnist-cascade\"}"));
   auto [bench, bench_rc] = RunMaitre(absl::StrCat(
       "bench ", server, " --pipeline fmnist-cascade --concurrency 2 --duration 2 --input ", four,
       " --json"));

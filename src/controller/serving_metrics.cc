@@ -60,6 +60,16 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
                                          {1, 2, 4, 8, 12, 16}};
   MAITRE_ASSIGN_OR_RETURN(auto* call_queries_family, metric_set->AddHistogram(call_queries));
   m->call_queries_ = call_queries_family->With();
+  MAITRE_ASSIGN_OR_RETURN(
+      m->pipeline_requests_,
+      metric_set->AddCounter({"maitre_pipeline_requests_total",
+                            "Pipeline queries by pipeline and outcome (ok or the failure reason)",
+                            {"pipeline", "status"}}));
+  MAITRE_ASSIGN_OR_RETURN(
+      m->pipeline_seconds_,
+      metric_set->AddHistogram({"maitre_pipeline_request_seconds",
+                              "Front-end to reply time per served pipeline query, all stages",
+                              {"pipeline"}}));
   MAITRE_ASSIGN_OR_RETURN(m->autoscaler_actions_,
                           metric_set->AddCounter({"maitre_autoscaler_actions_total",
                                                 "Scaling actions taken, by kind", {"action"}}));
@@ -179,6 +189,15 @@ void ServingMetrics::RecordQuery(const std::string& model, const std::string& va
   s.queue.Observe(queue);
   s.compute.Observe(compute);
   s.total.Observe(total);
+}
+
+void ServingMetrics::RecordPipelineQuery(const std::string& pipeline, const absl::Status& status,
+                                         Nanos total) {
+  // Pipeline queries are a small share of the traffic: the series are
+  // looked up each time.
+  pipeline_requests_->With({pipeline, status.ok() ? std::string("ok") : Reason(status)})
+      .Increment();
+  if (status.ok()) pipeline_seconds_->With({pipeline}).Observe(total * 1e-9);
 }
 
 void ServingMetrics::RecordExpiry(Nanos lateness) {

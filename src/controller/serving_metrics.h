@@ -36,6 +36,12 @@ class ServingMetrics {
   void RecordQuery(const std::string& model, const std::string& variant,
                    const absl::Status& status, const InferTimings* timings);
 
+  // One query to the registered pipeline `pipeline` (its stages are each
+  // recorded as model queries too): its outcome, and when served, its time
+  // from the front-end to the reply.
+  void RecordPipelineQuery(const std::string& pipeline, const absl::Status& status,
+                           Nanos total);
+
   // A query answered DEADLINE_EXCEEDED `lateness` after its deadline (0 or
   // less when it was refused before the deadline: it could not make it).
   void RecordExpiry(Nanos lateness);
@@ -74,6 +80,8 @@ class ServingMetrics {
   metrics::HistogramFamily* compute_ = nullptr;
   metrics::HistogramFamily* total_ = nullptr;
   metrics::CounterFamily* autoscaler_actions_ = nullptr;
+  metrics::CounterFamily* pipeline_requests_ = nullptr;
+  metrics::HistogramFamily* pipeline_seconds_ = nullptr;
   metrics::Histogram expiry_lateness_;
   metrics::Histogram call_queries_;
   metrics::CollectedFamily* instances_ = nullptr;

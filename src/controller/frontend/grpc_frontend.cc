@@ -230,8 +230,12 @@ void GrpcFrontend::InferPipeline(std::shared_ptr<const ServedPipeline> pipeline,
         target.variant = PlannedVariant(*pipeline, target.model);
         dispatcher->Infer(std::move(target), std::move(stage), at, std::move(done));
       },
-      [this, reactor, response_bytes, permit = std::move(permit),
+      [this, reactor, response_bytes, permit = std::move(permit), received,
+       name = pipeline->name,
        stage_rows = pipeline->stage_rows](absl::StatusOr<PipelineAnswer> answer) mutable {
+        if (o_.metrics != nullptr) {
+          o_.metrics->RecordPipelineQuery(name, answer.status(), o_.clock->Now() - received);
+        }
         if (!answer.ok()) {
           Reply(reactor, response_bytes, std::move(permit), answer.status());
           return;

@@ -173,8 +173,12 @@ void ServePipelineQuery(const FrontendOptions& options,
         dispatcher->Infer(std::move(target), std::move(stage), received, std::move(done));
       },
       [respond = std::move(respond), requested = std::move(requested), all_binary,
-       permit = std::move(query->permit),
+       permit = std::move(query->permit), metrics = options.metrics, clock = options.clock,
+       received = query->received, name = pipeline->name,
        stage_rows = pipeline->stage_rows](absl::StatusOr<PipelineAnswer> answer) mutable {
+        if (metrics != nullptr) {
+          metrics->RecordPipelineQuery(name, answer.status(), clock->Now() - received);
+        }
         if (!answer.ok()) {
           std::move(respond)(ErrorResponse(answer.status()));
         } else {
