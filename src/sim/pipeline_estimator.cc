@@ -160,10 +160,13 @@ void Run::DrawPaths(uint64_t seed) {
   outstanding_.assign(n, 0);
   latency_ms_.assign(n, 0);
   visitors_.assign(n_stages_, 0);
+  // Per stage, the most stages a query visits on one chain ending there.
+  std::vector<int32_t> chain(n_stages_);
   for (size_t q = 0; q < n; ++q) {
     // One stream per query: the same query takes the same path whatever the
     // configuration, and the draws of one query do not shift another's.
     Rng rng(DeriveSeed(seed, q));
+    int32_t longest = 0;
     for (size_t s = 0; s < n_stages_; ++s) {
       bool visit = true;
       int16_t sources = 0;
@@ -174,15 +177,21 @@ void Run::DrawPaths(uint64_t seed) {
         visit = visit && Visits(q, e.from) && taken;
         ++sources;
       }
+      chain[s] = 0;
       if (!visit) continue;
+      for (const pipeline::StageEdge& e : problem_.stages[s].in) {
+        chain[s] = std::max(chain[s], chain[e.from]);
+      }
+      longest = std::max(longest, ++chain[s]);
       visits_[q * n_stages_ + s] = 1;
       waiting_on_[q * n_stages_ + s] = sources;
       ++outstanding_[q];
       ++visitors_[s];
     }
-    // The serving path's share, added per stage visited; the stages' batch
+    // The serving path's share, once per stage on the query's longest chain
+    // (stages on separate branches are served at once); the stages' batch
     // times are added as they finish.
-    latency_ms_[q] = stage_overhead_ms_ * outstanding_[q];
+    latency_ms_[q] = stage_overhead_ms_ * longest;
   }
 }
 

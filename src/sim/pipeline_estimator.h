@@ -58,10 +58,12 @@ struct PipelineEstimatorOptions {
   double stop_above_p99_ms = 0;
   // The serving path around each stage's batch, which no profile sees: the
   // front-end, the dispatch and the worker round trip, per stage a query
-  // visits (docs/pipelines.md, "The estimator"). The server runs a query's
-  // stages one after another, and a delay the same for every query shifts
-  // each stage's arrivals alike, so it leaves the queues as they are and
-  // adds to each query's latency once per stage visited.
+  // visits (docs/pipelines.md, "The estimator"). A delay the same for every
+  // query shifts each stage's arrivals alike, so it leaves the queues as
+  // they are; the server runs stages on separate branches at once, so it
+  // adds to a query's latency once per stage on its longest chain of
+  // visited stages (exact for a chain; for branches of unequal batch times
+  // the chain with the most stages is taken as the one that ends last).
   double stage_overhead_ms = 0;
 
   static policy::BatchingOptions WorkConservingBatching() {

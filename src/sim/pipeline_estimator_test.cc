@@ -57,6 +57,24 @@ TEST(PipelineEstimatorTest, TheServingOverheadIsAddedPerStageVisited) {
   EXPECT_FALSE(EstimatePipeline(p, c, trace, options).ok());
 }
 
+TEST(PipelineEstimatorTest, BranchesServedAtOnceAddTheOverheadOncePerStageOnTheLongestChain) {
+  // Two stages from the input, and a third after both: three stages visited,
+  // but the longest chain holds two.
+  PlanningProblem p;
+  p.hardware = {{"cpu", 0.1}};
+  p.stages.push_back({"left", {}, {{0, LinearProfile(2, 1)}}});
+  p.stages.push_back({"right", {}, {{0, LinearProfile(3, 1)}}});
+  p.stages.push_back({"join", {{0, 1}, {1, 1}}, {{0, LinearProfile(1, 1)}}});
+  const PipelineConfig c = {{0, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+  const std::vector<Nanos> spaced = {0, 50 * kMillisecond};
+  PipelineEstimatorOptions options;
+  const PipelineEstimate bare = *EstimatePipeline(p, c, spaced, options);
+  EXPECT_EQ(bare.latency_ms, (std::vector<double>{6, 6}));  // right's 4 ms, then join's 2
+  options.stage_overhead_ms = 1.5;
+  const PipelineEstimate served = *EstimatePipeline(p, c, spaced, options);
+  EXPECT_EQ(served.latency_ms, (std::vector<double>{9, 9}));
+}
+
 TEST(PipelineEstimatorTest, OneReplicaAtBatchOneQueues) {
   const PipelineEstimate e = Estimate(OneStage(9, 1), {{0, 1, 1}}, {0, 0, 0});
   EXPECT_EQ(e.latency_ms, (std::vector<double>{10, 20, 30}));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "pipeline/evaluate.h"
 
@@ -30,17 +31,23 @@ struct VertexResult {
   }
 };
 
+// Where each vertex is in one query's run.
+enum class VertexState { kWaiting, kRunning, kRan, kSkipped };
+
 struct Run {
   std::shared_ptr<const ValidatedPipeline> pipeline;
   InferRequest request;
   Nanos received = 0;
   const Clock* clock = nullptr;
   StageDispatch dispatch;
-  PipelineDone done;
   int64_t rows = 0;
-  std::vector<VertexResult> results;  // by vertex index
-  size_t next = 0;                    // into pipeline->order
-  PipelineAnswer answer;
+  // Stages on separate branches answer on different threads at once.
+  absl::Mutex mu;
+  PipelineDone done ABSL_GUARDED_BY(mu);  // empty once the query is answered
+  std::vector<VertexResult> results ABSL_GUARDED_BY(mu);  // by vertex index
+  std::vector<VertexState> state ABSL_GUARDED_BY(mu);     // by vertex index
+  int running ABSL_GUARDED_BY(mu) = 0;
+  PipelineAnswer answer ABSL_GUARDED_BY(mu);
 };
 
 int64_t MicrosSince(const Run& run) { return (run.clock->Now() - run.received) / 1000; }
@@ -61,7 +68,7 @@ Tensor GatherRows(const Tensor& t, const std::vector<int64_t>& positions) {
 
 // The pipeline's inputs, checked against what the validation fixed; sets
 // run.rows.
-absl::Status CheckInputs(Run& run) {
+absl::Status CheckInputs(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) {
   const ValidatedPipeline& p = *run.pipeline;
   for (const Tensor& t : run.request.inputs) {
     bool known = false;
@@ -119,7 +126,8 @@ absl::Status CheckInputs(Run& run) {
 }
 
 // The query rows vertex `v` runs on: those every in-edge lets through.
-absl::StatusOr<std::vector<int64_t>> RowsFor(const Run& run, int32_t v) {
+absl::StatusOr<std::vector<int64_t>> RowsFor(const Run& run, int32_t v)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) {
   const ValidatedPipeline& p = *run.pipeline;
   std::vector<bool> keep(run.rows, true);
   for (const pipeline::Edge& e : p.edges) {
@@ -155,7 +163,8 @@ absl::StatusOr<std::vector<int64_t>> RowsFor(const Run& run, int32_t v) {
 
 // `source` for the query rows `rows`, after its transform.
 absl::StatusOr<Tensor> Read(const Run& run, const Source& source,
-                            const std::vector<int64_t>& rows) {
+                            const std::vector<int64_t>& rows)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) {
   const Tensor* t = nullptr;
   std::vector<int64_t> positions = rows;
   if (source.vertex.empty()) {
@@ -175,7 +184,8 @@ absl::StatusOr<Tensor> Read(const Run& run, const Source& source,
 }
 
 // The pipeline's outputs, each row from the first candidate that ran on it.
-absl::StatusOr<std::vector<Tensor>> GatherOutputs(const Run& run) {
+absl::StatusOr<std::vector<Tensor>> GatherOutputs(const Run& run)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) {
   const ValidatedPipeline& p = *run.pipeline;
   std::vector<Tensor> outputs;
   for (const auto& [name, candidates] : p.spec.outputs) {
@@ -215,100 +225,169 @@ absl::StatusOr<std::vector<Tensor>> GatherOutputs(const Run& run) {
   return outputs;
 }
 
-void Finish(const std::shared_ptr<Run>& run, absl::StatusOr<PipelineAnswer> answer) {
-  PipelineDone done = std::move(run->done);
-  std::move(done)(std::move(answer));
+// Takes the query's callback if no answer has been given yet (the first
+// failing stage answers; stages still running are then ignored).
+PipelineDone TakeDone(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) {
+  PipelineDone done = std::move(run.done);
+  run.done = nullptr;
+  return done;
 }
 
-void Step(std::shared_ptr<Run> run);
+void Answer(PipelineDone done, absl::StatusOr<PipelineAnswer> answer) {
+  if (done) std::move(done)(std::move(answer));
+}
+
+void Step(const std::shared_ptr<Run>& run);
 
 void OnStageDone(std::shared_ptr<Run> run, int32_t v, std::vector<int64_t> rows,
                  int64_t started_us, absl::StatusOr<InferResponse> result) {
   const pipeline::Vertex& vertex = run->pipeline->spec.vertices[v];
+  absl::Status failed;
   if (!result.ok()) {
-    Finish(run, absl::Status(result.status().code(),
-                             absl::StrCat("stage \"", vertex.name, "\" (model ", vertex.model,
-                                          "): ", result.status().message())));
-    return;
-  }
-  for (const Tensor& t : result->outputs) {
-    if (t.shape.empty() || t.shape[0] != static_cast<int64_t>(rows.size())) {
-      Finish(run, absl::InternalError(absl::StrCat("stage \"", vertex.name, "\" answered ",
-                                                   ShapeToString(t.shape), " for ", rows.size(),
-                                                   " rows")));
-      return;
+    failed = absl::Status(result.status().code(),
+                          absl::StrCat("stage \"", vertex.name, "\" (model ", vertex.model,
+                                       "): ", result.status().message()));
+  } else {
+    for (const Tensor& t : result->outputs) {
+      if (t.shape.empty() || t.shape[0] != static_cast<int64_t>(rows.size())) {
+        failed = absl::InternalError(absl::StrCat("stage \"", vertex.name, "\" answered ",
+                                                  ShapeToString(t.shape), " for ", rows.size(),
+                                                  " rows"));
+        break;
+      }
     }
   }
-  VertexResult& r = run->results[v];
-  r.ran = true;
-  r.position.assign(run->rows, -1);
-  for (size_t i = 0; i < rows.size(); ++i) r.position[rows[i]] = static_cast<int64_t>(i);
-  r.rows = std::move(rows);
-  r.outputs = std::move(result->outputs);
-  StageRun stage;
-  stage.vertex = vertex.name;
-  stage.model = vertex.model;
-  stage.variant = result->model_version;
-  stage.worker = result->timings.worker;
-  stage.rows = static_cast<int64_t>(r.rows.size());
-  stage.started_us = started_us;
-  stage.finished_us = MicrosSince(*run);
-  stage.queue_us = result->timings.queue_us;
-  stage.compute_us = result->timings.compute_us;
-  run->answer.stages.push_back(std::move(stage));
-  Step(std::move(run));
+  PipelineDone answer_failure;
+  {
+    absl::MutexLock lock(&run->mu);
+    --run->running;
+    if (!failed.ok()) answer_failure = TakeDone(*run);
+  }
+  if (!failed.ok()) {
+    Answer(std::move(answer_failure), failed);
+    return;
+  }
+  {
+    absl::MutexLock lock(&run->mu);
+    VertexResult& r = run->results[v];
+    r.ran = true;
+    r.position.assign(run->rows, -1);
+    for (size_t i = 0; i < rows.size(); ++i) r.position[rows[i]] = static_cast<int64_t>(i);
+    r.rows = std::move(rows);
+    r.outputs = std::move(result->outputs);
+    run->state[v] = VertexState::kRan;
+    StageRun stage;
+    stage.vertex = vertex.name;
+    stage.model = vertex.model;
+    stage.variant = result->model_version;
+    stage.worker = result->timings.worker;
+    stage.rows = static_cast<int64_t>(r.rows.size());
+    stage.started_us = started_us;
+    stage.finished_us = MicrosSince(*run);
+    stage.queue_us = result->timings.queue_us;
+    stage.compute_us = result->timings.compute_us;
+    run->answer.stages.push_back(std::move(stage));
+  }
+  Step(run);
 }
 
-// Dispatches the next vertex that has rows to run on, or answers.
-void Step(std::shared_ptr<Run> run) {
+// Whether every vertex `v` takes rows from has ran or been skipped.
+bool SourcesSettled(const Run& run, int32_t v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) {
+  const ValidatedPipeline& p = *run.pipeline;
+  for (const pipeline::Edge& e : p.edges) {
+    if (e.to != p.spec.vertices[v].name) continue;
+    const VertexState from = run.state[p.VertexIndex(e.from)];
+    if (from != VertexState::kRan && from != VertexState::kSkipped) return false;
+  }
+  return true;
+}
+
+// Dispatches every waiting vertex whose sources have settled, each on the
+// rows they let through (skipping those left with none), or, once nothing
+// runs or waits, answers.
+void Step(const std::shared_ptr<Run>& run) {
   const ValidatedPipeline& p = *run->pipeline;
-  while (run->next < p.order.size()) {
-    const int32_t v = p.order[run->next++];
-    const pipeline::Vertex& vertex = p.spec.vertices[v];
-    auto rows = RowsFor(*run, v);
-    if (!rows.ok()) {
-      Finish(run, rows.status());
-      return;
-    }
-    if (rows->empty()) {
-      run->answer.skipped.push_back(vertex.name);
-      continue;
-    }
+  struct Launch {
+    int32_t v;
+    std::vector<int64_t> rows;
     InferRequest stage;
-    stage.id = run->request.id;
-    stage.requirements = run->request.requirements;
-    stage.offline = run->request.offline;
-    for (const auto& [input, source] : vertex.inputs) {
-      auto t = Read(*run, source, *rows);
-      if (!t.ok()) {
-        Finish(run, t.status());
-        return;
+  };
+  std::vector<Launch> launches;
+  PipelineDone done;
+  absl::StatusOr<PipelineAnswer> answer = absl::UnknownError("unanswered");
+  {
+    absl::MutexLock lock(&run->mu);
+    if (!run->done) return;  // already answered
+    // In the validated order, a vertex skipped here settles those after it
+    // in the same pass.
+    for (const int32_t v : p.order) {
+      if (run->state[v] != VertexState::kWaiting || !SourcesSettled(*run, v)) continue;
+      const pipeline::Vertex& vertex = p.spec.vertices[v];
+      absl::StatusOr<std::vector<int64_t>> rows = RowsFor(*run, v);
+      if (!rows.ok()) {
+        done = TakeDone(*run);
+        answer = rows.status();
+        break;
       }
-      t->name = input;
-      stage.inputs.push_back(*std::move(t));
+      if (rows->empty()) {
+        run->state[v] = VertexState::kSkipped;
+        run->answer.skipped.push_back(vertex.name);
+        continue;
+      }
+      Launch launch{v, *std::move(rows), {}};
+      launch.stage.id = run->request.id;
+      launch.stage.requirements = run->request.requirements;
+      launch.stage.offline = run->request.offline;
+      absl::Status read;
+      for (const auto& [input, source] : vertex.inputs) {
+        auto t = Read(*run, source, launch.rows);
+        if (!t.ok()) {
+          read = t.status();
+          break;
+        }
+        t->name = input;
+        launch.stage.inputs.push_back(*std::move(t));
+      }
+      if (!read.ok()) {
+        done = TakeDone(*run);
+        answer = read;
+        break;
+      }
+      run->state[v] = VertexState::kRunning;
+      ++run->running;
+      launches.push_back(std::move(launch));
     }
+    if (!done && launches.empty() && run->running == 0) {
+      done = TakeDone(*run);
+      auto outputs = GatherOutputs(*run);
+      if (!outputs.ok()) {
+        answer = outputs.status();
+      } else {
+        InferResponse& response = run->answer.response;
+        response.model_name = p.spec.name;
+        response.id = run->request.id;
+        response.outputs = *std::move(outputs);
+        response.timings.total_us = MicrosSince(*run);
+        response.timings.batch_size = static_cast<int32_t>(run->rows);
+        answer = std::move(run->answer);
+      }
+    }
+  }
+  if (done) {
+    Answer(std::move(done), std::move(answer));
+    return;
+  }
+  // Outside the lock: a dispatch may answer at once, on this thread.
+  for (Launch& launch : launches) {
     const int64_t started_us = MicrosSince(*run);
-    StageDispatch& dispatch = run->dispatch;
-    const Nanos received = run->received;
-    dispatch(InferTarget{"", vertex.model, ""}, std::move(stage), received,
-             [run, v, rows = *std::move(rows), started_us](
-                 absl::StatusOr<InferResponse> result) mutable {
-               OnStageDone(std::move(run), v, std::move(rows), started_us, std::move(result));
-             });
-    return;
+    const pipeline::Vertex& vertex = p.spec.vertices[launch.v];
+    run->dispatch(InferTarget{"", vertex.model, ""}, std::move(launch.stage), run->received,
+                  [run, v = launch.v, rows = std::move(launch.rows), started_us](
+                      absl::StatusOr<InferResponse> result) mutable {
+                    OnStageDone(std::move(run), v, std::move(rows), started_us,
+                                std::move(result));
+                  });
   }
-  auto outputs = GatherOutputs(*run);
-  if (!outputs.ok()) {
-    Finish(run, outputs.status());
-    return;
-  }
-  InferResponse& response = run->answer.response;
-  response.model_name = p.spec.name;
-  response.id = run->request.id;
-  response.outputs = *std::move(outputs);
-  response.timings.total_us = MicrosSince(*run);
-  response.timings.batch_size = static_cast<int32_t>(run->rows);
-  Finish(run, std::move(run->answer));
 }
 
 }  // namespace
@@ -322,13 +401,21 @@ void RunPipeline(std::shared_ptr<const ValidatedPipeline> pipeline, InferRequest
   run->received = received;
   run->clock = clock;
   run->dispatch = std::move(dispatch);
-  run->done = std::move(done);
-  run->results.resize(run->pipeline->spec.vertices.size());
-  if (absl::Status checked = CheckInputs(*run); !checked.ok()) {
-    Finish(run, checked);
+  absl::Status checked;
+  PipelineDone refused;
+  {
+    absl::MutexLock lock(&run->mu);
+    run->done = std::move(done);
+    run->results.resize(run->pipeline->spec.vertices.size());
+    run->state.assign(run->pipeline->spec.vertices.size(), VertexState::kWaiting);
+    checked = CheckInputs(*run);
+    if (!checked.ok()) refused = TakeDone(*run);
+  }
+  if (!checked.ok()) {
+    Answer(std::move(refused), checked);
     return;
   }
-  Step(std::move(run));
+  Step(run);
 }
 
 }  // namespace maitre::controller

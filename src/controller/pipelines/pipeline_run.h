@@ -1,5 +1,5 @@
 // Serving one query through a pipeline (docs/pipelines.md, "Serving a
-// pipeline"): its vertices in topological order, each dispatched as a
+// pipeline"): its vertices as their inputs become ready, each dispatched as a
 // query of its own through the same path a model query takes (so
 // selection, batching and admission apply per stage), each on the rows
 // its in-edges let through, then the pipeline's outputs gathered row by
@@ -10,14 +10,15 @@
 //   gives it what remains of the pipeline's deadline, never a fresh one.
 // - Conditions are judged per row (pipeline/evaluate.h). A stage whose
 //   rows are all turned away does not run; the answer lists it as skipped.
-// - Stages run one after another, in the order the validation fixed. Two
-//   stages on separate branches could run at once; a cascade, where each
-//   stage waits for the one before, gains nothing from it.
+// - A stage is dispatched as soon as every stage it takes rows from has
+//   answered or been skipped, so stages on separate branches (an image
+//   model beside a language model, say) run at once, and a query takes as
+//   long as its slowest chain of stages, not their sum.
 // - Any stage's failure fails the query, with a message naming the stage.
 //
 // Thread-safety: RunPipeline may be called from any thread. `dispatch`
-// answers on any thread; the query's stages run one at a time, so its
-// state needs no lock.
+// answers on any thread, several of one query's stages at once; the
+// query's state is under its own lock, and `done` is called once.
 #pragma once
 
 #include <functional>

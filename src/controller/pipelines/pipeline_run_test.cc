@@ -5,8 +5,12 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 #include "gtest/gtest.h"
 
@@ -230,6 +234,117 @@ TEST(PipelineRunTest, ATransformedBindingFeedsTheNextStage) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(labels, (std::vector<int64_t>{0, 0}));  // both rows' top class is 0
   EXPECT_EQ(got->stages.size(), 2u);
+}
+
+}  // namespace
+}  // namespace maitre::controller
+
+namespace maitre::controller {
+namespace {
+
+// Two models on separate branches, both from the image, and a third that
+// waits for both: the branches leave together, the join only once both
+// have answered, in whichever order they answer.
+TEST(PipelineRunTest, StagesOnSeparateBranchesRunAtOnce) {
+  auto spec = pipeline::ParsePipelineSpecJson(R"({"name": "fork",
+    "vertices": [
+      {"name": "left", "model": "small", "inputs": {"input": "$image"}},
+      {"name": "right", "model": "big", "inputs": {"input": "$image"}},
+      {"name": "join", "model": "judge", "inputs": {"input": "$image"}}],
+    "edges": [{"from": "left", "to": "join"}, {"from": "right", "to": "join"}],
+    "outputs": {"logits": ["join.logits"]}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto validated = pipeline::ValidatePipeline(
+      *spec, {{"small", Classifier()}, {"big", Classifier()}, {"judge", Classifier()}});
+  ASSERT_TRUE(validated.ok()) << validated.status();
+
+  // Holds every stage's callback until the test answers it.
+  absl::Mutex mu;
+  std::map<std::string, InferDone> held;
+  auto dispatch = [&](InferTarget target, InferRequest request, Nanos, InferDone done) {
+    absl::MutexLock lock(&mu);
+    held[target.model] = std::move(done);
+  };
+  auto answer = [&](const std::string& model) {
+    InferDone done;
+    {
+      absl::MutexLock lock(&mu);
+      done = std::move(held.at(model));
+      held.erase(model);
+    }
+    InferResponse response;
+    response.model_name = model;
+    response.outputs = {Floats("logits", {1, 3}, {1, 2, 3})};
+    std::move(done)(std::move(response));
+  };
+  auto pending = [&] {
+    absl::MutexLock lock(&mu);
+    std::vector<std::string> models;
+    for (const auto& [model, done] : held) models.push_back(model);
+    return models;
+  };
+
+  ManualClock clock(1000);
+  absl::Mutex answered_mu;
+  std::optional<absl::StatusOr<PipelineAnswer>> got;
+  RunPipeline(std::make_shared<const ValidatedPipeline>(*validated), Images({1, 2}), 500, &clock,
+              dispatch, [&](absl::StatusOr<PipelineAnswer> a) {
+                absl::MutexLock lock(&answered_mu);
+                got = std::move(a);
+              });
+  EXPECT_EQ(pending(), (std::vector<std::string>{"big", "small"}));  // both branches
+  // The branches answer on two threads at once.
+  std::thread right([&] { answer("big"); });
+  std::thread left([&] { answer("small"); });
+  right.join();
+  left.join();
+  EXPECT_EQ(pending(), std::vector<std::string>{"judge"});
+  {
+    absl::MutexLock lock(&answered_mu);
+    EXPECT_FALSE(got.has_value());
+  }
+  answer("judge");
+  absl::MutexLock lock(&answered_mu);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_TRUE(got->ok()) << got->status();
+  ASSERT_EQ((*got)->stages.size(), 3u);
+  EXPECT_EQ((*got)->stages[2].vertex, "join");
+  EXPECT_EQ(Values((*got)->response.outputs.at(0)), (std::vector<float>{1, 2, 3}));
+}
+
+// A branch that fails answers the query at once; the other branch's later
+// answer is dropped, not sent as a second answer.
+TEST(PipelineRunTest, OneFailingBranchAnswersOnceWhileTheOtherRuns) {
+  auto spec = pipeline::ParsePipelineSpecJson(R"({"name": "fork",
+    "vertices": [
+      {"name": "left", "model": "small", "inputs": {"input": "$image"}},
+      {"name": "right", "model": "big", "inputs": {"input": "$image"}}],
+    "outputs": {"left": ["left.logits"], "right": ["right.logits"]}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto validated =
+      pipeline::ValidatePipeline(*spec, {{"small", Classifier()}, {"big", Classifier()}});
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  std::map<std::string, InferDone> held;
+  ManualClock clock(1000);
+  int answers = 0;
+  absl::Status status;
+  RunPipeline(
+      std::make_shared<const ValidatedPipeline>(*validated), Images({1, 2}), 500, &clock,
+      [&](InferTarget target, InferRequest, Nanos, InferDone done) {
+        held[target.model] = std::move(done);
+      },
+      [&](absl::StatusOr<PipelineAnswer> a) {
+        ++answers;
+        status = a.status();
+      });
+  ASSERT_EQ(held.size(), 2u);
+  std::move(held.at("big"))(absl::UnavailableError("worker gone"));
+  EXPECT_EQ(answers, 1);
+  EXPECT_NE(status.message().find("stage \"right\""), absl::string_view::npos) << status;
+  InferResponse late;
+  late.outputs = {Floats("logits", {1, 3}, {1, 2, 3})};
+  std::move(held.at("small"))(std::move(late));
+  EXPECT_EQ(answers, 1);
 }
 
 }  // namespace
