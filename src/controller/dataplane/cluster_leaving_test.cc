@@ -157,6 +157,12 @@ TEST_P(ClusterLeavingTest, NeverChosenWhileAnotherReadyInstanceExists) {
     ASSERT_TRUE(route.has_value());
     EXPECT_EQ(route->worker_id, stays);
   }
+  // Once the other instance goes, the leaving one serves again.
+  cluster_->RemoveInstance(stays, kOpencv);
+  EXPECT_EQ(RoutedTo(Select()), leaving);
+  std::optional<Route> route = cluster_->PickReady(kOpencv);
+  ASSERT_TRUE(route.has_value());
+  EXPECT_EQ(route->worker_id, leaving);
 }
 
 // Alone and empty, a leaving worker gets no load: nothing can serve.
@@ -220,6 +226,9 @@ TEST_P(ClusterLeavingTest, AQueryLostThereDoesNotGoBack) {
   SelectionResult r = cluster_->Select(request, waiter, {leaving});
   EXPECT_FALSE(r.route.has_value());
   EXPECT_FALSE(cluster_->PickReady(kOpencv, {leaving}).has_value());
+  // Another query, not lost there, is served there.
+  EXPECT_EQ(RoutedTo(cluster_->Select(request, waiter)), leaving);
+  EXPECT_TRUE(cluster_->PickReady(kOpencv).has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Routers, ClusterLeavingTest, ::testing::Values("infaas", "weighted"),

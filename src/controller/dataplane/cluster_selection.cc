@@ -172,7 +172,6 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
     hidden.push_back(w->second.live);
   }
   result.decision = router_->Route(*index_, live_, request);
-  for (policy::WorkerId id : hidden) live_.SetAccepting(id, true);
   // Nothing on a worker that stays can take the query now (none at all, or
   // only a load it would wait for): a leaving worker's ready instance
   // serves it if there is one, while the load goes ahead where it stays.
@@ -183,6 +182,7 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
       result.decision = *fallback;
     }
   }
+  for (policy::WorkerId id : hidden) live_.SetAccepting(id, true);
   const policy::SelectionDecision& d = result.decision;
   if (d.serving != policy::kNoId) {
     result.variant = index_->variant(index_->option(d.serving).variant).key;
