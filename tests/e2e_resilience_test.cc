@@ -12,6 +12,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,9 +64,10 @@ class Frozen {
 
 class ResilienceTest : public ::testing::Test {
  protected:
-  // A server with the default workers (one cpu-1, one cpu-2) and `model`
+  // A server with `workers` (by default one cpu-1, one cpu-2) and `model`
   // registered.
-  void StartServing(const std::string& model, std::vector<std::string> extra_args) {
+  void StartServing(const std::string& model, std::vector<std::string> extra_args,
+                    const std::string& workers = "cpu-1:1,cpu-2:1") {
     auto zoo = runtime::testing::LoadZoo();
     ASSERT_TRUE(zoo.ok()) << zoo.status();
     valset_ = *runtime::testing::ZooValset();
@@ -74,6 +76,7 @@ class ResilienceTest : public ::testing::Test {
     ServerOptions options;
     options.data_dir = dir_.path() + "/data";
     options.extra_args = std::move(extra_args);
+    options.workers = workers;
     auto started = ServerProcess::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();
     server_ = *std::move(started);
@@ -135,8 +138,13 @@ class ResilienceTest : public ::testing::Test {
     void Start(const std::string& url, const std::string& model, double rate_qps,
                double duration_s) {
       loadgen::BenchOptions bench;
-      bench.server = url;
       bench.model = model;
+      Start(url, std::move(bench), rate_qps, duration_s);
+    }
+    // The same with `bench`'s target and objective.
+    void Start(const std::string& url, loadgen::BenchOptions bench, double rate_qps,
+               double duration_s) {
+      bench.server = url;
       bench.rate_qps = rate_qps;
       bench.duration_s = duration_s;
       bench.progress = [this](const loadgen::Progress& p) { answered = p.answered; };
@@ -384,6 +392,99 @@ TEST_F(ResilienceTest, TheCostOfEarlierRunsSurvivesARestart) {
   EXPECT_GE(history["types"][0]["workers"].get<int>(), 2) << cost->dump();
   EXPECT_TRUE(server_->Stop().ok());
 }
+
+// An interruption notice for the only worker: nothing else can serve until
+// its replacement has joined and loaded the model, so it serves on as a
+// last resort (docs/operations.md, "Spot interruptions"), and its
+// replacement takes over before it stops. With `mark`, the app's first
+// queries, before the allocator has loaded anything, load the model
+// themselves (a cold start: docs/policies.md, "Provisioning ahead of demand
+// (MArk)") and are answered.
+class OneSpotWorkerTest : public ResilienceTest,
+                          public ::testing::WithParamInterface<std::string> {
+ protected:
+  // App queries at a 200 ms objective: a query that waited for the
+  // replacement (a worker start and a load, seconds) would fail.
+  static constexpr double kObjectiveMs = 200;
+
+  // The app's queries at `rate_qps` for `duration_s`, at `latency_ms` if set.
+  static loadgen::BenchOptions AppQueries(std::optional<double> latency_ms) {
+    loadgen::BenchOptions bench;
+    bench.app = "fashion";
+    bench.latency_ms = latency_ms;
+    return bench;
+  }
+};
+
+TEST_P(OneSpotWorkerTest, AnInterruptionNoticeFailsNoQuery) {
+  std::vector<std::string> args = {"--worker-types", "cpu-1:1:4096:0.0425:0:spot"};
+  if (GetParam() == "mark") {
+    for (const char* a : {"--allocator", "mark", "--mark-launch-s", "5", "--max-workers", "cpu-1:2"}) {
+      args.push_back(a);
+    }
+  }
+  StartServing(kModel, args, "cpu-1:1");
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(server_->AwaitProfiles("fashion").ok()) << server_->Log();
+
+  // The first queries, before anything is loaded: best effort (no
+  // objective), so they may wait for the load they start. Under mark they
+  // were refused until its first round loaded the model.
+  {
+    BackgroundLoad first;
+    first.Start(server_->url(), AppQueries(std::nullopt), 20, 3);
+    first.Join();
+    ASSERT_TRUE(first.report.ok()) << first.report.status();
+    std::cerr << "the first queries under " << GetParam() << ": ";
+    ExpectNoneLost(*first.report);
+    EXPECT_GT(first.report->started, 30);
+  }
+
+  BackgroundLoad load;
+  load.Start(server_->url(), AppQueries(kObjectiveMs), 50, 45);
+  std::atomic<int64_t>& answered = load.answered;
+  std::atomic<bool>& loading = load.running;
+  std::pair<std::string, pid_t> victim;
+  auto serving = [&] {
+    if (answered.load() < 200) return false;
+    victim = BusiestWorker(kModel);
+    return victim.second > 0;
+  };
+  const bool found = testing::WaitUntil(serving, 300) && loading.load();
+  absl::StatusOr<http::Response> notice;
+  if (found) {
+    notice = server_->Post(
+        absl::StrCat("/v2/cluster/workers/", victim.first, "/interrupt?lead_s=15"), "");
+  }
+  // It ends, its replacement alone serves, and answers go on after it.
+  int64_t answered_at_end = 0;
+  auto replaced = [&] {
+    auto pids = server_->WorkerPids();
+    if (!pids.ok() || pids->size() != 1 || pids->front() == victim.second) return false;
+    if (answered_at_end == 0) answered_at_end = answered.load();
+    return answered.load() >= answered_at_end + 100 || !loading.load();
+  };
+  const bool went_on = found && notice.ok() && testing::WaitUntil(replaced, 300);
+  const bool during_load = loading.load();
+  load.Join();
+  ASSERT_TRUE(found) << "no worker was seen serving " << kModel << "\n" << server_->Log();
+  ASSERT_TRUE(notice.ok()) << notice.status();
+  ASSERT_EQ(notice->status, 202) << notice->body;
+  ASSERT_TRUE(went_on) << "the interrupted worker was not replaced\n" << server_->Log();
+  EXPECT_TRUE(during_load) << "the load ended before the replacement: lengthen it";
+  ASSERT_TRUE(load.report.ok()) << load.report.status();
+  std::cerr << "interrupted the only worker " << victim.first << " (pid " << victim.second
+            << ") 15 s ahead, under " << GetParam() << "; ";
+  ExpectNoneLost(*load.report);
+  EXPECT_TRUE(absl::StrContains(server_->Log(), "interrupted: it stops in 15 s"))
+      << server_->Log();
+  EXPECT_TRUE(server_->Stop().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Allocators, OneSpotWorkerTest, ::testing::Values("infaas", "mark"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 // SIGTERM while queries are in flight (held on frozen workers): the server
 // refuses new connections, answers every query in flight once the workers

@@ -62,6 +62,11 @@ SelectionDecision WeightedRoundRobin::Route(const SelectionIndex& index, const L
   }
   if (candidates.empty()) {
     SelectionDecision d = Select(index, live, request, options);
+    // A cold start: the app has no instance anywhere, loaded or loading
+    // (the allocator has placed nothing yet, or nothing is left). The query
+    // loads what selection would, where there is room, rather than fail;
+    // from then on loading is the allocator's again.
+    if (live.instances_of_app(request.app).empty()) return d;
     if (d.outcome == SelectionOutcome::kLoadAndServe) {
       d.outcome = SelectionOutcome::kUnavailable;
       d.unavailable = UnavailableReason::kDeadline;

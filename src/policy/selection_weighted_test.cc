@@ -89,11 +89,35 @@ TEST(WeightedRoundRobinTest, WithoutAPlanItUsesWhatIsLoadedButNeverLoads) {
   WeightedRoundRobin router;
   SelectionDecision d = router.Route(c.index, c.live, c.Request(), {});
   EXPECT_EQ(d.outcome, SelectionOutcome::kUseInstance);
-  Cluster empty(0);
-  empty.live.AddWorker({0, 0.1, 500, true});
-  d = router.Route(empty.index, empty.live, empty.Request(), {});
+  // The app's only instance is on a worker that takes no queries, and
+  // another has room: still no load (the app is not cold).
+  Cluster one(1);
+  one.live.SetAccepting(one.workers[0], false);
+  one.live.AddWorker({0, 0.1, 500, true});
+  d = router.Route(one.index, one.live, one.Request(), {});
   EXPECT_EQ(d.outcome, SelectionOutcome::kUnavailable);
   EXPECT_FALSE(d.load.valid());
+}
+
+// A cold start (the app has no instance anywhere, as before the allocator's
+// first load): the query loads what selection would, as under "infaas",
+// rather than fail while a worker has room; the uniform router alike.
+TEST(WeightedRoundRobinTest, AColdStartLoadsWhereThereIsRoom) {
+  for (bool uniform : {false, true}) {
+    Cluster empty(0);
+    const WorkerId worker = empty.live.AddWorker({0, 0.1, 500, true});
+    WeightedRoundRobin router(uniform);
+    SelectionDecision d = router.Route(empty.index, empty.live, empty.Request(), {});
+    EXPECT_EQ(d.outcome, SelectionOutcome::kLoadAndServe) << uniform;
+    ASSERT_TRUE(d.load.valid()) << uniform;
+    EXPECT_EQ(d.load.worker, worker);
+    // No room anywhere: unavailable as before.
+    Cluster full(0);
+    full.live.AddWorker({0, 0.1, 0, true});
+    d = router.Route(full.index, full.live, full.Request(), {});
+    EXPECT_EQ(d.outcome, SelectionOutcome::kUnavailable) << uniform;
+    EXPECT_FALSE(d.load.valid());
+  }
 }
 
 TEST(WeightedRoundRobinTest, ALoadingInstanceLendsItsShareToWhatItReplaces) {

@@ -1,6 +1,8 @@
 // The selection half of Cluster: the live view the selection policy reads
 // (policy/selection_live.h), kept in step with the cluster's own records,
 // the instance state machine run on every report, and Select().
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "controller/dataplane/cluster.h"
 #include "core/logging.h"
@@ -170,6 +172,16 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
     hidden.push_back(w->second.live);
   }
   result.decision = router_->Route(*index_, live_, request);
+  // Nothing on a worker that stays can take the query now (none at all, or
+  // only a load it would wait for): a leaving worker's ready instance
+  // serves it if there is one, while the load goes ahead where it stays.
+  if (result.decision.outcome == policy::SelectionOutcome::kUnavailable ||
+      result.decision.outcome == policy::SelectionOutcome::kLoadAndServe) {
+    if (std::optional<policy::SelectionDecision> fallback =
+            LastResortLocked(request, avoid, result.decision)) {
+      result.decision = *fallback;
+    }
+  }
   for (policy::WorkerId id : hidden) live_.SetAccepting(id, true);
   const policy::SelectionDecision& d = result.decision;
   if (d.serving != policy::kNoId) {
@@ -236,6 +248,63 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
   return result;
 }
 
+std::optional<policy::SelectionDecision> Cluster::LastResortLocked(
+    const policy::SelectionRequest& request, const std::vector<std::string>& avoid,
+    const policy::SelectionDecision& first) {
+  const Nanos margin = LeavingMargin(request.requirements.latency_ms);
+  std::vector<policy::WorkerId> opened;
+  for (auto& [id, w] : workers_) {
+    if (w.live == policy::kNoId || !LastResortAt(w, request.now, margin) ||
+        std::find(avoid.begin(), avoid.end(), id) != avoid.end()) {
+      continue;
+    }
+    live_.SetAccepting(w.live, true);
+    opened.push_back(w.live);
+  }
+  if (opened.empty()) return std::nullopt;
+  policy::SelectionDecision d = router_->Route(*index_, live_, request);
+  for (policy::WorkerId id : opened) live_.SetAccepting(id, false);
+  if (d.outcome != policy::SelectionOutcome::kUseInstance &&
+      d.outcome != policy::SelectionOutcome::kServeAndLoad) {
+    return std::nullopt;
+  }
+  // Only a ready instance on one of the leaving workers: this pass may not
+  // send the query to a load, nor place one on a leaving worker.
+  auto where = instance_by_live_.find(d.instance);
+  if (where == instance_by_live_.end()) return std::nullopt;
+  auto w = workers_.find(where->second.first);
+  if (w == workers_.end() ||
+      std::find(opened.begin(), opened.end(), w->second.live) == opened.end()) {
+    return std::nullopt;
+  }
+  auto inst = w->second.instances.find(where->second.second);
+  if (inst == w->second.instances.end() || inst->second.phase != InstancePhase::kReady) {
+    return std::nullopt;
+  }
+  // One replacement at a time: the first pass's load goes ahead only while
+  // nothing in the query's scope is loading where it stays already, or each
+  // query served here would start another (a load slower than the
+  // objective never takes a query, so the first pass asks again).
+  bool loading = false;
+  const policy::AppId app = request.model != policy::kNoId ? index_->model(request.model).app
+                                                           : request.app;
+  absl::Span<const policy::InstanceId> scope = request.pinned != policy::kNoId
+                                                   ? live_.instances_of_variant(request.pinned)
+                                                   : live_.instances_of_app(app);
+  for (policy::InstanceId id : scope) {
+    const policy::LiveInstance& in = live_.instance(id);
+    loading |= in.state == policy::InstanceState::kInactive && live_.has_worker(in.worker) &&
+               live_.worker(in.worker).accepting &&
+               (request.model == policy::kNoId || live_.instance_model(id) == request.model);
+  }
+  d.load = loading ? policy::LoadPlan{} : first.load;
+  d.load_rule = loading ? policy::LoadRule::kNone : first.load_rule;
+  d.outcome = d.load.valid() ? policy::SelectionOutcome::kServeAndLoad
+                             : policy::SelectionOutcome::kUseInstance;
+  d.unavailable = policy::UnavailableReason::kNone;
+  return d;
+}
+
 std::map<std::pair<std::string, std::string>, int64_t> Cluster::SelectionLoadCounts() const {
   absl::MutexLock lock(&mu_);
   return selection_loads_;
@@ -254,10 +323,16 @@ AdmissionView Cluster::AdmissionCandidates(const VariantKey& key) const {
   view.index = index_;
   const Nanos now = options_.clock->Now();
   for (const auto& [id, w] : workers_) {
-    if (w.view.unreachable) continue;
+    // A leaving worker's ready instances count while it serves as a last
+    // resort (BeginLeaving): routing sends a query there if nothing else can.
+    const bool last_resort = w.view.unreachable && LastResortAt(w, now, options_.leaving_margin);
+    if (w.view.unreachable && !last_resort) continue;
     for (const auto& [k, inst] : w.instances) {
       if (k.model != key.model || (!key.variant.empty() && k.variant != key.variant)) continue;
-      if (inst.phase != InstancePhase::kReady && inst.phase != InstancePhase::kLoading) continue;
+      if (inst.phase != InstancePhase::kReady &&
+          (last_resort || inst.phase != InstancePhase::kLoading)) {
+        continue;
+      }
       AdmissionCandidate c;
       c.waiting = inst.outstanding;
       c.overhead = inst.overhead;
