@@ -82,6 +82,12 @@ absl::StatusOr<std::unique_ptr<Allocator>> CreateAllocator(const std::string& na
 
 absl::Status CheckAllocatorName(const std::string& name) { return Table().CheckKnown(name); }
 
+policy::SelectionOptions SelectionOptionsFor(const std::string& allocator) {
+  policy::SelectionOptions options;
+  options.load_on_cold_start = allocator == "mark";
+  return options;
+}
+
 std::string DefaultRouterFor(const std::string& allocator) {
   for (const char* planned :
        {"proteus", "clipper-ht", "clipper-ha", "sommelier", "proteus-no-selection",

@@ -25,6 +25,7 @@
 #include "control/action_sink.h"
 #include "control/observation.h"
 #include "core/worker_type.h"
+#include "policy/selection.h"
 #include "pipeline/tuner.h"
 #include "policy/allocation_milp.h"
 #include "policy/autoscaling_cluster.h"
@@ -179,5 +180,11 @@ absl::Status CheckAllocatorName(const std::string& name);
 // for the plan-driven ones (proteus and its baselines, mark), whose plans
 // route by weights and must not be undone by per-query loads; "infaas" otherwise.
 std::string DefaultRouterFor(const std::string& allocator);
+// The router's selection options an allocator works with: mark's plan has
+// nothing for an app until it has seen its queries, so a query that finds
+// its app without any instance loads one (SelectionOptions::
+// load_on_cold_start); the Proteus family's plans leave apps unplaced on
+// purpose, so theirs do not.
+policy::SelectionOptions SelectionOptionsFor(const std::string& allocator);
 
 }  // namespace maitre::control

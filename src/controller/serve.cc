@@ -288,7 +288,9 @@ class Controller {
     cluster_options.types = types;
     const std::string router =
         options.router.empty() ? control::DefaultRouterFor(options.allocator) : options.router;
-    MAITRE_ASSIGN_OR_RETURN(cluster_options.router, control::CreateQueryRouter(router, {}));
+    MAITRE_ASSIGN_OR_RETURN(
+        cluster_options.router,
+        control::CreateQueryRouter(router, control::SelectionOptionsFor(options.allocator)));
     // Workers connect after start-up, once metrics_ is set.
     cluster_options.connect = [this](const std::string& address, const std::string& token) {
       return NewGrpcWorkerApi(address, token,

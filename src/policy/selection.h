@@ -109,6 +109,13 @@ struct SelectionOptions {
   bool use_loading_instances = true;
   // Step 5: serve on an unhealthy or slow instance rather than refuse.
   bool allow_degraded = true;
+  // The weighted router only (selection_weighted.h): when an app has no
+  // instance anywhere, selection's load stands. For an allocator that
+  // provisions from observed demand (mark), whose plan has nothing for an
+  // app until its queries are seen; not for one whose plan may leave an app
+  // unplaced on purpose (the Proteus family), where it would load and be
+  // unloaded every round.
+  bool load_on_cold_start = false;
 };
 
 enum class SelectionOutcome : uint8_t {

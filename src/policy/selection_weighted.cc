@@ -66,7 +66,7 @@ SelectionDecision WeightedRoundRobin::Route(const SelectionIndex& index, const L
     // (the allocator has placed nothing yet, or nothing is left). The query
     // loads what selection would, where there is room, rather than fail;
     // from then on loading is the allocator's again.
-    if (live.instances_of_app(request.app).empty()) return d;
+    if (options.load_on_cold_start && live.instances_of_app(request.app).empty()) return d;
     if (d.outcome == SelectionOutcome::kLoadAndServe) {
       d.outcome = SelectionOutcome::kUnavailable;
       d.unavailable = UnavailableReason::kDeadline;

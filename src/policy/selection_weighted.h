@@ -26,11 +26,12 @@
 //  - With no candidate (no plan yet, or its instances are still loading),
 //    Select decides among what is loaded, but never loads: loading is the
 //    allocator's, so a load Select would start becomes kUnavailable.
-//    Except on a cold start: when the app has no instance at all (ready,
-//    loading or draining, on any worker), Select's decision stands, load
-//    included, as under the "infaas" router, so that the first queries
-//    are served (late, after the load) rather than refused while there is
-//    room; the allocator takes over from its next round.
+//    Except on a cold start with `load_on_cold_start` set (the mark
+//    allocator's): when the app has no instance at all (ready, loading or
+//    draining, on any worker), Select's decision stands, load included, as
+//    under the "infaas" router, so that the first queries are served (late,
+//    after the load) rather than refused while there is room; the
+//    allocator takes over from its next round.
 // `uniform` ignores the weights: every instance of the app counts 1 (the
 // Fig. 7 ablation "without query assignment").
 //

@@ -102,19 +102,25 @@ TEST(WeightedRoundRobinTest, WithoutAPlanItUsesWhatIsLoadedButNeverLoads) {
 // A cold start (the app has no instance anywhere, as before the allocator's
 // first load): the query loads what selection would, as under "infaas",
 // rather than fail while a worker has room; the uniform router alike.
-TEST(WeightedRoundRobinTest, AColdStartLoadsWhereThereIsRoom) {
+TEST(WeightedRoundRobinTest, AColdStartLoadsWhereThereIsRoomWhenAsked) {
+  SelectionOptions cold_start;
+  cold_start.load_on_cold_start = true;
   for (bool uniform : {false, true}) {
     Cluster empty(0);
     const WorkerId worker = empty.live.AddWorker({0, 0.1, 500, true});
     WeightedRoundRobin router(uniform);
-    SelectionDecision d = router.Route(empty.index, empty.live, empty.Request(), {});
+    SelectionDecision d = router.Route(empty.index, empty.live, empty.Request(), cold_start);
     EXPECT_EQ(d.outcome, SelectionOutcome::kLoadAndServe) << uniform;
     ASSERT_TRUE(d.load.valid()) << uniform;
     EXPECT_EQ(d.load.worker, worker);
+    // Not asked (a plan that leaves the app unplaced): no load.
+    d = router.Route(empty.index, empty.live, empty.Request(), {});
+    EXPECT_EQ(d.outcome, SelectionOutcome::kUnavailable) << uniform;
+    EXPECT_FALSE(d.load.valid()) << uniform;
     // No room anywhere: unavailable as before.
     Cluster full(0);
     full.live.AddWorker({0, 0.1, 0, true});
-    d = router.Route(full.index, full.live, full.Request(), {});
+    d = router.Route(full.index, full.live, full.Request(), cold_start);
     EXPECT_EQ(d.outcome, SelectionOutcome::kUnavailable) << uniform;
     EXPECT_FALSE(d.load.valid());
   }

@@ -325,6 +325,7 @@ absl::Status ParseControl(const YAML::Node& n, SimulationSetup& setup) {
     // Unless the experiment names a router, the allocator's own.
     const YAML::Node sel = n["selection"];
     if (!Present(sel) || !Present(sel["router"])) c.router = control::DefaultRouterFor(c.allocator);
+    c.selection.load_on_cold_start = control::SelectionOptionsFor(c.allocator).load_on_cold_start;
   }
   if (YAML::Node m = n["model_autoscaler"]; Present(m)) {
     MAITRE_RETURN_IF_ERROR(ParseModelAutoscaler(m, Key(path, "model_autoscaler"), selection, c));
