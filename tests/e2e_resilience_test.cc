@@ -489,6 +489,66 @@ INSTANTIATE_TEST_SUITE_P(Allocators, OneSpotWorkerTest, ::testing::Values("infaa
                            return info.param;
                          });
 
+// MArk's burst pool (docs/architecture.md, "The burst pool"): the app's
+// queries at a 20 ms objective, open loop, at about twice what its one
+// cpu-1 worker answers in time. What that worker cannot answer before a
+// query's deadline goes to the pool's own worker process, which answers
+// it, and each such query is charged; the rest of the overload is refused
+// at once (429) or answered at its deadline (504). No query is left
+// unanswered or answered 500, and the server serves on.
+TEST_F(ResilienceTest, OverflowGoesToTheBurstPool) {
+  StartServing(kSlowLoadingModel,
+               {"--profile-sweeps", "1", "--burst-pool", "warm=1,max=1,concurrency=16"},
+               "cpu-1:1");
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(server_->AwaitProfiles("fashion").ok()) << server_->Log();
+  auto pool_state = [&]() -> json {
+    auto r = server_->Get("/v2/cluster/burst-pool");
+    return r.ok() && r->status == 200 ? json::parse(r->body) : json{};
+  };
+  auto pool_workers = [&] { return pool_state().value("workers", json::array()).size(); };
+  ASSERT_TRUE(testing::WaitUntil([&] { return pool_workers() == 1; }, 300))
+      << "the pool's warm worker did not join\n" << server_->Log();
+
+  loadgen::BenchOptions bench;
+  bench.app = "fashion";
+  bench.latency_ms = 20;
+  BackgroundLoad load;
+  load.Start(server_->url(), bench, 5000, 10);
+  load.Join();
+  ASSERT_TRUE(load.report.ok()) << load.report.status();
+  const loadgen::BenchReport& report = *load.report;
+  const json pool = pool_state();
+  std::cerr << report.ok << " of " << report.started << " answered in time; the pool took "
+            << pool.value("queries", 0) << " and answered " << pool.value("answered", 0)
+            << " (" << pool.value("cold_starts", 0) << " waited for its load, "
+            << pool.value("full", 0) << " found it full)\n";
+  EXPECT_GT(pool.value("answered", 0), 0) << pool.dump() << "\n" << server_->Log();
+  EXPECT_EQ(report.unfinished, 0);
+  for (const loadgen::ErrorCount& e : report.errors) {
+    EXPECT_TRUE(absl::StrContains(e.kind, "429") || absl::StrContains(e.kind, "504"))
+        << e.count << " x " << e.kind << ": " << e.example;
+  }
+  // Each query the pool took is charged its price per request.
+  auto cost = server_->Get("/v2/cluster/cost");
+  ASSERT_TRUE(cost.ok() && cost->status == 200) << (cost.ok() ? cost->body : "");
+  bool charged = false;
+  const json costs = json::parse(cost->body);
+  for (const json& line : costs["types"]) {
+    if (line["market"] != "burst") continue;
+    charged = true;
+    EXPECT_EQ(line["requests"], pool["queries"]) << cost->body;
+    EXPECT_NEAR(line["cost"].get<double>(), pool["queries"].get<double>() * 4.31e-7, 1e-12);
+  }
+  EXPECT_TRUE(charged) << cost->body;
+  // The server serves on.
+  auto after =
+      server_->Post("/v2/apps/fashion/infer", testing::ImageRequest(*valset_, 0, nullptr));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->status, 200) << after->body;
+  EXPECT_TRUE(server_->Stop().ok());
+}
+
 // SIGTERM while queries are in flight (held on frozen workers): the server
 // refuses new connections, answers every query in flight once the workers
 // go on, and exits 0 leaving nothing running.

@@ -151,6 +151,11 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "fault injection, AFTER_S[:LEAD_S]: AFTER_S seconds after the start, the "
                         "oldest local spot worker gets an interruption notice LEAD_S (120) "
                         "seconds ahead");
+  serve_cmd->add_option("--burst-pool", serve.burst_pool,
+                        "a burst pool of worker processes for what the provisioned instances "
+                        "cannot answer in time: \"on\" or key=value pairs, e.g. "
+                        "warm=1,max=2,concurrency=32,price_per_request=4.31e-7 "
+                        "(docs/operations.md)");
   serve_cmd->add_option("--mark-launch-s", serve.mark_launch_s,
                         "--allocator mark: seconds from launching a worker to it serving")
       ->capture_default_str()

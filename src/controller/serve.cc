@@ -34,6 +34,7 @@
 #include "controller/jobs/job_http.h"
 #include "controller/jobs/job_runner.h"
 #include "controller/frontend/cluster_routes.h"
+#include "controller/dataplane/burst_pool_spec.h"
 #include "controller/provision/cost_meter.h"
 #include "controller/provision/local_provider.h"
 #include "controller/dataplane/placer.h"
@@ -176,6 +177,18 @@ class Controller {
     if (!options.router.empty()) {
       MAITRE_RETURN_IF_ERROR(control::CheckQueryRouterName(options.router));
     }
+    std::optional<BurstPool::Options> burst;
+    if (!options.burst_pool.empty()) {
+      MAITRE_ASSIGN_OR_RETURN(burst, ParseBurstPoolSpec(options.burst_pool));
+      if (types.Find(burst->type.name) != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--worker-types names a type \"", burst->type.name, "\", the burst pool's own"));
+      }
+      if (worker_counts.empty()) {
+        return absl::InvalidArgumentError(
+            "--burst-pool needs local workers (--workers): the pool's workers are local too");
+      }
+    }
     MAITRE_ASSIGN_OR_RETURN(sandbox_mode_, ParseSandboxMode(options.sandbox));
     if (sandbox_mode_ != SandboxMode::kOff && LandlockAbi() == 0) {
       if (sandbox_mode_ == SandboxMode::kRequired) {
@@ -192,7 +205,12 @@ class Controller {
     MAITRE_RETURN_IF_ERROR(OpenStores(data_dir));
     MAITRE_RETURN_IF_ERROR(LoadKeys(options, data_dir));
     MAITRE_RETURN_IF_ERROR(LoadCatalog(options, types));
-    MAITRE_RETURN_IF_ERROR(BuildServingPath(options, worker_counts));
+    if (!worker_counts.empty()) {
+      std::vector<WorkerType> priced = types.types();
+      if (burst.has_value()) priced.push_back(burst->type);
+      cost_ = std::make_unique<CostMeter>(WorkerTypeTable(std::move(priced)));
+    }
+    MAITRE_RETURN_IF_ERROR(BuildServingPath(options, worker_counts, std::move(burst)));
     MAITRE_RETURN_IF_ERROR(BuildModelLifecycleAndJobs(options, data_dir));
     MAITRE_ASSIGN_OR_RETURN(std::string grpc_host, StartGrpc(options));
     std::string grpc_address = absl::StrCat(grpc_host, ":", grpc_port_);
@@ -322,10 +340,21 @@ class Controller {
 
   // What one query goes through: control work queue, metrics, placer and
   // dispatcher.
-  absl::Status BuildServingPath(const ServeOptions& options, const WorkerCounts& worker_counts) {
+  absl::Status BuildServingPath(const ServeOptions& options, const WorkerCounts& worker_counts,
+                                std::optional<BurstPool::Options> burst) {
     // Two control threads: a long validation must not hold up every load.
     control_ = std::make_unique<WorkQueue>(2);
-    MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metric_set_, cluster_.get()));
+    if (burst.has_value()) {
+      burst->control = control_.get();
+      burst->cost = cost_.get();
+      burst->connect = [this](const std::string& address, const std::string& token) {
+        return NewGrpcWorkerApi(address, token,
+                                [this](int queries) { metrics_->RecordWorkerCall(queries); });
+      };
+      burst_pool_ = std::make_unique<BurstPool>(*std::move(burst));
+    }
+    MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metric_set_, cluster_.get(),
+                                                             burst_pool_.get()));
     placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), control_.get()});
     Dispatcher::Options dispatcher_options;
     dispatcher_options.catalog = &catalog_;
@@ -336,6 +365,7 @@ class Controller {
     dispatcher_options.service_level = &service_level_;
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
+    dispatcher_options.burst_pool = burst_pool_.get();
     // The local provider replaces a lost worker: queries wait for it.
     for (const auto& [type, count] : worker_counts) dispatcher_options.min_workers += count;
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
@@ -449,6 +479,7 @@ class Controller {
   absl::StatusOr<std::string> StartControl(const ServeOptions& options) {
     MembershipService::Options membership_options;
     membership_options.cluster = cluster_.get();
+    if (burst_pool_ != nullptr) membership_options.burst_cluster = &burst_pool_->cluster();
     membership_options.blobs = blobs_.get();
     membership_options.report_interval = kReportInterval;
     membership_options.batching_policy = options.batching;
@@ -491,6 +522,7 @@ class Controller {
     AddKeyRoutes(router, keys_.get(), *access_);
     ClusterRoutesOptions cluster_routes{provider_.get(), cost_.get()};
     cluster_routes.history = &registry_->costs();
+    cluster_routes.burst_pool = burst_pool_.get();
     cluster_routes.run_started_unix_ms = run_started_unix_ms_;
     AddClusterRoutes(router, cluster_routes, *access_);
     http::ServerOptions http_options;
@@ -528,11 +560,15 @@ class Controller {
     provider_options.sandbox_user = options.sandbox_user;
     provider_options.join_token = join_token_;
     provider_ = std::make_unique<LocalProvider>(provider_options);
-    cost_ = std::make_unique<CostMeter>(types);
     provider_->OnEvent([this](const WorkerEvent& e) {
       cost_->Record(e);
       const bool ended = e.kind == WorkerEvent::Kind::kLost || e.kind == WorkerEvent::Kind::kRetired;
-      if (ended && !e.worker_id.empty()) cluster_->RemoveWorker(e.worker_id, "its process ended");
+      if (ended && !e.worker_id.empty()) {
+        cluster_->RemoveWorker(e.worker_id, "its process ended");
+        if (burst_pool_ != nullptr) {
+          burst_pool_->cluster().RemoveWorker(e.worker_id, "its process ended");
+        }
+      }
       // Nothing new goes to a worker that is leaving; what it holds is
       // answered before it stops, and its replacement is on its way.
       if (e.kind == WorkerEvent::Kind::kInterrupted) {
@@ -544,6 +580,11 @@ class Controller {
     }
     // A worker the cluster gave up on (silent) is killed so it is replaced.
     cluster_->OnWorkerRemoved([this](const WorkerView& w) { provider_->Kill(w.id); });
+    if (burst_pool_ != nullptr) {
+      burst_pool_->cluster().OnWorkerRemoved(
+          [this](const WorkerView& w) { provider_->Kill(w.id); });
+      burst_pool_->Start(provider_.get());  // its warm workers
+    }
     provider_->Start();
     return absl::OkStatus();
   }
@@ -610,6 +651,7 @@ class Controller {
       Nanos next_save = clock->Now() + kCostSaveInterval;
       while (!clock->SleepUntil(clock->Now() + kReportInterval, &stopping_)) {
         cluster_->RemoveSilentWorkers();
+        if (burst_pool_ != nullptr) burst_pool_->Maintain();
         if (clock->Now() >= next_save) {
           SaveCost();
           next_save = clock->Now() + kCostSaveInterval;
@@ -662,6 +704,8 @@ class Controller {
   std::unique_ptr<HttpAccess> access_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<WorkQueue> control_;
+  std::unique_ptr<CostMeter> cost_;  // with local workers
+  std::unique_ptr<BurstPool> burst_pool_;  // --burst-pool
   metrics::MetricSet metric_set_;
   std::unique_ptr<ServingMetrics> metrics_;
   RefusedDemand refused_;  // dispatcher counts, scaling loop takes
@@ -684,7 +728,6 @@ class Controller {
   int control_port_ = 0;
   std::unique_ptr<http::Server> http_server_;
   std::unique_ptr<LocalProvider> provider_;
-  std::unique_ptr<CostMeter> cost_;  // with provider_
   std::unique_ptr<ScalingLoop> scaling_;
   StopSignal stopping_;
   std::thread maintenance_;

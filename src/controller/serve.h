@@ -129,6 +129,10 @@ struct ServeOptions {
   // the oldest local spot worker gets an interruption notice LEAD_S (120)
   // seconds ahead (docs/operations.md, "Spot interruptions"). Empty: none.
   std::string inject_interruption;
+  // MArk's burst pool (docs/operations.md, "The burst pool"): "on", or
+  // key=value pairs (controller/dataplane/burst_pool_spec.h). Empty: none.
+  // Needs local workers.
+  std::string burst_pool;
 };
 
 class Controller;

@@ -16,10 +16,11 @@ std::string Reason(const absl::Status& status) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
-    metrics::MetricSet* metric_set, const Cluster* cluster) {
+    metrics::MetricSet* metric_set, const Cluster* cluster, const BurstPool* burst_pool) {
   std::unique_ptr<ServingMetrics> m(new ServingMetrics());
   m->metric_set_ = metric_set;
   m->cluster_ = cluster;
+  m->burst_pool_ = burst_pool;
   const std::vector<std::string> mv = {"model", "variant"};
   MAITRE_ASSIGN_OR_RETURN(
       m->requests_,
@@ -111,8 +112,29 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
            "Variants chosen to load, by who chose (selection, autoscaler), the variant and the "
            "rule that chose it (quickest, capacity, headroom, savings)",
            {"by", "variant", "reason"}}));
+  if (burst_pool != nullptr) {
+    MAITRE_ASSIGN_OR_RETURN(
+        m->burst_queries_,
+        metric_set->AddCollectedCounter(
+            {"maitre_burst_pool_queries_total",
+             "Queries the Bouncer sent to the burst pool, by what became of them: taken (sent "
+             "to a pool worker and charged), answered (by it), cold_start (waited for a load "
+             "on the pool), full (the pool could not take them)",
+             {"outcome"}}));
+    MAITRE_ASSIGN_OR_RETURN(m->burst_workers_,
+                            metric_set->AddCollectedGauge(
+                                {"maitre_burst_pool_workers", "The burst pool's workers", {}}));
+  }
   ServingMetrics* self = m.get();
   m->collector_ = metric_set->AddCollector([self](metrics::Collector& c) {
+    if (self->burst_pool_ != nullptr) {
+      const BurstPool::Stats s = self->burst_pool_->stats();
+      c.Set(self->burst_queries_, {"taken"}, static_cast<double>(s.queries));
+      c.Set(self->burst_queries_, {"answered"}, static_cast<double>(s.answered));
+      c.Set(self->burst_queries_, {"cold_start"}, static_cast<double>(s.cold_starts));
+      c.Set(self->burst_queries_, {"full"}, static_cast<double>(s.full));
+      c.Set(self->burst_workers_, {}, s.workers);
+    }
     double cost = 0;
     for (const WorkerView& w : self->cluster_->Snapshot()) {
       cost += w.type.price_per_hour;

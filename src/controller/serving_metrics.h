@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "controller/dataplane/burst_pool.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/frontend/infer_codec.h"
 #include "metrics/metric_set.h"
@@ -26,9 +27,11 @@ namespace maitre::controller {
 class ServingMetrics {
  public:
   // Registers the families in `metric_set` and a collector that reads
-  // `cluster` at scrape time. Both must outlive this object.
-  static absl::StatusOr<std::unique_ptr<ServingMetrics>> Create(metrics::MetricSet* metric_set,
-                                                                const Cluster* cluster);
+  // `cluster`, and `burst_pool` if any, at scrape time. They must outlive
+  // this object.
+  static absl::StatusOr<std::unique_ptr<ServingMetrics>> Create(
+      metrics::MetricSet* metric_set, const Cluster* cluster,
+      const BurstPool* burst_pool = nullptr);
   ~ServingMetrics();
 
   // One query's outcome. `model` and `variant` are "" when the query did
@@ -92,6 +95,9 @@ class ServingMetrics {
   metrics::CollectedFamily* instance_queue_ = nullptr;
   metrics::CollectedFamily* instance_rate_ = nullptr;
   metrics::CollectedFamily* variant_choices_ = nullptr;
+  metrics::CollectedFamily* burst_queries_ = nullptr;
+  metrics::CollectedFamily* burst_workers_ = nullptr;
+  const BurstPool* burst_pool_ = nullptr;
   metrics::CollectorId collector_ = 0;
 
   // The model autoscaler's variant choices by (variant, reason).

@@ -16,7 +16,15 @@ WorkerTypeTable WorkerTypeTable::Default() {
 }
 
 const char* MarketName(WorkerType::Market market) {
-  return market == WorkerType::Market::kSpot ? "spot" : "on-demand";
+  switch (market) {
+    case WorkerType::Market::kSpot:
+      return "spot";
+    case WorkerType::Market::kBurst:
+      return "burst";
+    case WorkerType::Market::kOnDemand:
+      break;
+  }
+  return "on-demand";
 }
 
 absl::StatusOr<WorkerTypeTable> WorkerTypeTable::Parse(absl::string_view spec) {

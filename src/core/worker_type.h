@@ -29,9 +29,12 @@ struct WorkerType {
   Nanos billing_unit = 0;
   // How the worker is bought. A spot worker can be taken back by its
   // provider after an interruption notice (docs/operations.md, "Spot
-  // interruptions"); an on-demand one cannot.
-  enum class Market { kOnDemand, kSpot };
+  // interruptions"); an on-demand one cannot. A burst worker serves the
+  // burst pool alone (docs/architecture.md, "The burst pool"), paid by the
+  // query it answers (`price_per_request`) as well as by its lifetime.
+  enum class Market { kOnDemand, kSpot, kBurst };
   Market market = Market::kOnDemand;
+  double price_per_request = 0;  // dollars; burst workers
   // Where set, the price follows this trace (a spot market's; docs/
   // operations.md, "Spot prices") and `price_per_hour` is unused; the
   // trace's time 0 is the clock's `price_trace_origin` (the simulator's 0,
@@ -52,7 +55,8 @@ struct WorkerType {
   double CostBetween(Nanos paid_from, Nanos from, Nanos to) const;
 };
 
-// "on-demand" or "spot", as --worker-types and GET /v2/cluster/cost write it.
+// "on-demand", "spot" or "burst", as --worker-types and GET /v2/cluster/cost
+// write it.
 const char* MarketName(WorkerType::Market market);
 
 class WorkerTypeTable {

@@ -82,7 +82,7 @@ absl::StatusOr<std::string> Cluster::AddWorker(const std::string& type,
   if (address.empty()) return absl::InvalidArgumentError("a worker needs an address");
   std::shared_ptr<WorkerApi> api = options_.connect(address, call_token);
   absl::MutexLock lock(&mu_);
-  std::string id = absl::StrCat("w", next_worker_++);
+  std::string id = absl::StrCat(options_.id_prefix, next_worker_++);
   Worker& w = workers_[id];
   w.view.id = id;
   w.view.type = *worker_type;

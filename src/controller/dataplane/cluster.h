@@ -166,6 +166,9 @@ class Cluster {
   struct Options {
     WorkerTypeTable types = WorkerTypeTable::Default();
     const Clock* clock = SteadyClock::Get();
+    // Worker ids are this followed by a number; two clusters that share a
+    // membership service (the burst pool's and the main one) differ here.
+    std::string id_prefix = "w";
     // A worker that has not reported for this long is considered lost.
     Nanos silence_limit = 3 * kSecond;
     // An instance being unloaded waits for the queries this controller sent
@@ -302,8 +305,10 @@ class Cluster {
   // The ready and loading instances of `key.model` (only of `key.variant`
   // when it is set) on reachable workers, and the ready ones on leaving
   // workers with more than the leaving margin left (their last-resort
-  // service), as admission control sees them.
-  AdmissionView AdmissionCandidates(const VariantKey& key) const;
+  // service), as admission control sees them; only the one on `worker_id`
+  // when that is set.
+  AdmissionView AdmissionCandidates(const VariantKey& key,
+                                    const std::string& worker_id = "") const;
 
   std::shared_ptr<WorkerApi> Api(const std::string& worker_id) const;
   std::vector<WorkerView> Snapshot() const;

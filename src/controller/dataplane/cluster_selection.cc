@@ -317,12 +317,14 @@ const policy::VariantOption* Cluster::OptionOf(const VariantKey& key,
   return option == policy::kNoId ? nullptr : &index_->option(option);
 }
 
-AdmissionView Cluster::AdmissionCandidates(const VariantKey& key) const {
+AdmissionView Cluster::AdmissionCandidates(const VariantKey& key,
+                                           const std::string& worker_id) const {
   absl::MutexLock lock(&mu_);
   AdmissionView view;
   view.index = index_;
   const Nanos now = options_.clock->Now();
   for (const auto& [id, w] : workers_) {
+    if (!worker_id.empty() && id != worker_id) continue;
     // A leaving worker's ready instances count while it serves as a last
     // resort (BeginLeaving): routing sends a query there if nothing else can.
     const bool last_resort = w.view.unreachable && LastResortAt(w, now, options_.leaving_margin);

@@ -31,6 +31,8 @@ struct Dispatcher::Query {
   bool best_effort = false;  // no latency objective
   int retries_left = 0;
   bool waited_for_load = false;
+  // Sent to the burst pool by the Bouncer: its routes are the pool's.
+  bool in_burst_pool = false;
   // Workers this query was lost on (their call failed as unreachable): it
   // is never sent, nor waits for a load, there again.
   std::vector<std::string> lost_on;
@@ -130,11 +132,13 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
   }
   // Before the deadline timer: a refusal is answered without touching it.
   if (!Admit(query)) return;
+  const bool to_burst_pool = query->in_burst_pool;
   const TimerThread::Handle timer =
       deadline_timer_->Schedule(query->deadline, [this, weak = std::weak_ptr<Query>(query)] {
         if (std::shared_ptr<Query> q = weak.lock()) Expire(q);
       });
   query->deadline_timer_seq.store(timer.seq, std::memory_order_relaxed);
+  if (to_burst_pool) return AttemptBurst(std::move(query));
   Attempt(std::move(query));
 }
 
@@ -192,6 +196,7 @@ bool Dispatcher::Admit(const std::shared_ptr<Query>& query) {
   const Nanos time_left = query->deadline - options_.clock->Now();
   const AdmissionVerdict verdict = controller::Admit(view.candidates, time_left, RowsOf(*query));
   if (verdict.admit) return true;
+  if (Bounce(query)) return true;  // Infer sends it to the pool
   CountRefused(*query);
   Finish(query, absl::ResourceExhaustedError(
                     RefusalMessage(query->model->name, verdict.best_finish, time_left)));
@@ -264,6 +269,7 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
           WorkersOnTheirWay()) {
         return AttemptLater(std::move(query), options_.worker_wait_poll);
       }
+      if (Bounce(query)) return AttemptBurst(std::move(query));
       CountRefused(*query);
       // Busy instances and no room for more: overloaded (429, as admission
       // control says it), not unavailable.
@@ -284,7 +290,93 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
   if (!result.route.has_value()) {
     return Finish(query, absl::UnavailableError("no instance could take the query"));
   }
+  if (options_.burst_pool != nullptr && Late(*query, *result.route, result.variant) &&
+      Bounce(query)) {
+    options_.cluster->Release(result.route->worker_id, result.variant);
+    return AttemptBurst(std::move(query));
+  }
   Send(std::move(query), *std::move(result.route));
+}
+
+bool Dispatcher::Late(const Query& query, const Route& route, const VariantKey& key) const {
+  AdmissionView view = options_.cluster->AdmissionCandidates(key, route.worker_id);
+  if (view.candidates.empty()) return false;
+  AdmissionCandidate& candidate = view.candidates.front();
+  candidate.waiting = std::max<int64_t>(0, candidate.waiting - 1);  // the route counted it
+  const std::optional<Nanos> finish = EstimateFinish(candidate, RowsOf(query));
+  return finish.has_value() && options_.clock->Now() + *finish > query.deadline;
+}
+
+bool Dispatcher::Bounce(const std::shared_ptr<Query>& query) {
+  if (options_.burst_pool == nullptr) return false;
+  if (!options_.burst_pool->HasRoom()) {
+    options_.burst_pool->CountFull();
+    return false;  // answered as without a pool
+  }
+  // The pool runs what the query was bound to, else the most accurate ready
+  // variant in its scope (as the simulator's pool does).
+  const CatalogVariant* variant = query->pinned != nullptr ? query->pinned : query->variant;
+  if (variant == nullptr) {
+    std::vector<const CatalogModel*> models;
+    if (query->model != nullptr) {
+      models.push_back(query->model);
+    } else if (query->app != nullptr) {
+      for (const std::string& name : query->app->models) {
+        if (const CatalogModel* m = query->catalog->FindModel(name)) models.push_back(m);
+      }
+    }
+    for (const CatalogModel* m : models) {
+      for (const CatalogVariant& v : m->variants) {
+        if (v.ready() && (variant == nullptr || v.accuracy > variant->accuracy)) variant = &v;
+      }
+    }
+  }
+  if (variant == nullptr || !Choose(*query, variant->spec.key).ok()) return false;
+  query->variant = variant;
+  query->in_burst_pool = true;
+  // It reaches no provisioned instance: demand the allocator must see.
+  CountRefused(*query);
+  return true;
+}
+
+void Dispatcher::AttemptBurst(std::shared_ptr<Query> query) {
+  if (query->finished.load(std::memory_order_acquire)) return;  // its deadline answered it
+  if (options_.clock->Now() >= query->deadline) {
+    return Finish(query, absl::DeadlineExceededError(
+                             "the deadline passed before the burst pool could run the query"));
+  }
+  LoadWaiter waiter = [this, query](absl::Status status) mutable {
+    if (!status.ok()) return Finish(query, status);
+    AttemptBurst(std::move(query));
+  };
+  BurstPool::Taken taken = options_.burst_pool->Take(
+      *query->variant, query->deadline - options_.clock->Now(), waiter, query->lost_on);
+  switch (taken.kind) {
+    case BurstPool::Taken::Kind::kRoute:
+      return Send(std::move(query), *std::move(taken.route));
+    case BurstPool::Taken::Kind::kWaiting:
+      return;
+    case BurstPool::Taken::Kind::kFull:
+      break;
+  }
+  Finish(query, absl::ResourceExhaustedError(absl::StrCat(
+                    "no instance of ", query->variant->spec.key.ToString(),
+                    " can answer the query within its deadline, and ", taken.why)));
+}
+
+Cluster& Dispatcher::ClusterOf(const Query& query) const {
+  return query.in_burst_pool ? options_.burst_pool->cluster() : *options_.cluster;
+}
+
+void Dispatcher::Release(const Query& query, const std::string& worker, const VariantKey& key,
+                         bool answered, ReplyTimes times) {
+  if (query.in_burst_pool) return options_.burst_pool->Release(worker, key, answered, times);
+  options_.cluster->Release(worker, key, times);
+}
+
+void Dispatcher::Retry(std::shared_ptr<Query> query) {
+  if (query->in_burst_pool) return AttemptBurst(std::move(query));
+  Attempt(std::move(query));
 }
 
 int64_t Dispatcher::RowsOf(const Query& query) {
@@ -378,15 +470,15 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
       [this, query, key, sent_at, worker = route.worker_id, worker_type = route.worker_type,
        generation = route.instance_generation](absl::StatusOr<WorkerReply> reply) mutable {
         if (!reply.ok()) {
-          options_.cluster->Release(worker, key);
+          Release(*query, worker, key, /*answered=*/false);
           return OnSendFailed(std::move(query), key, {worker, generation}, reply.status());
         }
         // The round trip's own cost: what neither the worker's queue and
         // compute nor the wait for a call to it explain.
         const Nanos worker_time =
             (reply->queue_us + reply->compute_us) * kMicrosecond + reply->held;
-        options_.cluster->Release(
-            worker, key,
+        Release(
+            *query, worker, key, /*answered=*/true,
             {std::max<Nanos>(0, options_.clock->Now() - sent_at - worker_time),
              reply->compute_us * kMicrosecond, reply->batch_size});
         InferResponse response;
@@ -421,15 +513,15 @@ void Dispatcher::OnSendFailed(std::shared_ptr<Query> query, const VariantKey& ke
       // The worker no longer holds the instance (unloaded, or the worker
       // restarted): the policy chooses again. A newer load of the variant
       // there is not the instance the worker spoke of.
-      options_.cluster->ForgetInstance(worker, key, sent_to.instance_generation);
-      if (query->retries_left-- > 0) return Attempt(std::move(query));
+      ClusterOf(*query).ForgetInstance(worker, key, sent_to.instance_generation);
+      if (query->retries_left-- > 0) return Retry(std::move(query));
       return Finish(query, absl::UnavailableError(status.message()));
     case absl::StatusCode::kUnavailable:
       // The worker could not be reached (it died, or its connection broke):
       // no query goes there until it reports again, and this one never.
-      options_.cluster->MarkUnreachable(worker);
+      ClusterOf(*query).MarkUnreachable(worker);
       query->lost_on.push_back(worker);
-      if (query->retries_left-- > 0) return Attempt(std::move(query));
+      if (query->retries_left-- > 0) return Retry(std::move(query));
       return Finish(query, absl::UnavailableError(absl::StrCat(
                                key.ToString(), " on ", worker, " could not be reached (",
                                status.message(), "), and the query has no retry left")));

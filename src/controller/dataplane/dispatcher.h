@@ -17,6 +17,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "controller/models/catalog.h"
+#include "controller/dataplane/burst_pool.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/frontend/infer_codec.h"
 #include "controller/dataplane/placer.h"
@@ -81,6 +82,12 @@ class Dispatcher {
     // instance of it is estimated to answer before its deadline
     // (admission.h).
     bool admission_control = true;
+    // MArk's burst pool (burst_pool.h; may be null). With one, the Bouncer
+    // sends it, at once, a query that admission control would refuse, that
+    // selection finds no room or time for, or whose chosen instance is
+    // estimated to answer after its deadline (admission.h's estimate for
+    // that instance); what the pool cannot take is answered as without it.
+    BurstPool* burst_pool = nullptr;
   };
 
   explicit Dispatcher(Options options);
@@ -101,6 +108,24 @@ class Dispatcher {
   bool Admit(const std::shared_ptr<Query>& query);
   // Before a model's variants are profiled: its default variant, on demand.
   void AttemptUnprofiled(std::shared_ptr<Query> query);
+  // The Bouncer (docs/architecture.md, "The burst pool"): whether `query`,
+  // which its instances cannot answer in time, goes to the burst pool;
+  // false when there is none, it is full, or no variant in scope is ready.
+  bool Bounce(const std::shared_ptr<Query>& query);
+  // Sends `query` to the burst pool's instance of its burst variant, waiting
+  // for the pool to load it if need be.
+  void AttemptBurst(std::shared_ptr<Query> query);
+  // Whether the instance `route` chose for `query` is estimated to answer
+  // after its deadline (the route counts the query already).
+  bool Late(const Query& query, const Route& route, const VariantKey& key) const;
+  // The cluster a query's route belongs to: the burst pool's or the main one.
+  Cluster& ClusterOf(const Query& query) const;
+  // The query's answer (`answered`) or failure came back from `worker`.
+  void Release(const Query& query, const std::string& worker, const VariantKey& key,
+               bool answered, ReplyTimes times = {});
+  // Chooses again after a failed send: in the burst pool for a query sent
+  // there, else anywhere.
+  void Retry(std::shared_ptr<Query> query);
   // The rows `query` carries (its first input's first dimension), at least 1.
   static int64_t RowsOf(const Query& query);
   // Counts a query selection refused as demand the autoscalers must see.

@@ -2,13 +2,20 @@
 // overload"): once the queries already sent to the only instance would keep
 // a new one past its deadline, the new one is refused RESOURCE_EXHAUSTED
 // before Infer returns, without reaching the worker, and counted as refused
-// demand; the queries already admitted are still answered. The worker is an
-// in-process stand-in that holds every query until the test lets it answer.
+// demand; the queries already admitted are still answered. With a burst
+// pool (docs/architecture.md, "The burst pool"), the Bouncer sends those
+// queries to the pool instead: the pool loads the variant on its worker
+// first (its cold start), charges each query it takes, and beyond its
+// concurrency the query is refused as it would have been without a pool.
+// The workers are in-process stand-ins that hold every query until the
+// test lets them answer.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -32,9 +39,24 @@ class HoldingApi final : public testing::ServingOnlyApi {
     held_.push_back(std::move(done));
   }
 
+  absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
+                                  const std::vector<LatencyPoint>& profile) override {
+    absl::MutexLock lock(&mu_);
+    ++loads_;
+    return testing::ServingOnlyApi::Load(spec, replicas, profile);
+  }
+
   size_t held() {
     absl::MutexLock lock(&mu_);
     return held_.size();
+  }
+  int loads() {
+    absl::MutexLock lock(&mu_);
+    return loads_;
+  }
+  // Waits until `n` queries are held (progress, not a time budget).
+  void AwaitHeld(size_t n) {
+    while (held() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   // Answers every query held so far.
   void Answer() {
@@ -53,6 +75,7 @@ class HoldingApi final : public testing::ServingOnlyApi {
  private:
   absl::Mutex mu_;
   std::vector<WorkerReplyCallback> held_ ABSL_GUARDED_BY(mu_);
+  int loads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // What came back for one query, and whether it came before Infer returned.
@@ -60,6 +83,7 @@ struct Outcome {
   absl::Mutex mu;
   bool answered = false;
   absl::Status status;
+  std::string worker;  // who answered
 };
 
 class DispatcherAdmissionTest : public ::testing::Test {
@@ -82,22 +106,31 @@ class DispatcherAdmissionTest : public ::testing::Test {
     ASSERT_TRUE(id.ok()) << id.status();
     ASSERT_TRUE(world_.cluster->BeginLoad(*id, kKey, nullptr).ok());
     world_.cluster->FinishLoad(*id, kKey, absl::OkStatus());
+    MakeDispatcher(nullptr);
+  }
 
+  void MakeDispatcher(BurstPool* pool) {
     Dispatcher::Options options;
     options.catalog = &world_.catalog;
     options.cluster = world_.cluster.get();
     options.placer = placer_.get();
     options.refused = &refused_;
+    options.burst_pool = pool;
     dispatcher_ = std::make_unique<Dispatcher>(options);
   }
 
-  // The cluster owns its WorkerApi; this one passes queries to the test's.
+  // The cluster owns its WorkerApi; this one passes queries and loads to
+  // the test's.
   class Forward final : public testing::ServingOnlyApi {
    public:
     explicit Forward(std::shared_ptr<HoldingApi> to) : to_(std::move(to)) {}
     void Infer(const VariantKey& k, std::shared_ptr<const std::vector<Tensor>> in,
                const InferOptions& o, WorkerReplyCallback done) override {
       to_->Infer(k, std::move(in), o, std::move(done));
+    }
+    absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
+                                    const std::vector<LatencyPoint>& profile) override {
+      return to_->Load(spec, replicas, profile);
     }
 
    private:
@@ -117,6 +150,7 @@ class DispatcherAdmissionTest : public ::testing::Test {
                          absl::MutexLock lock(&outcome->mu);
                          outcome->answered = true;
                          outcome->status = r.status();
+                         if (r.ok()) outcome->worker = r->timings.worker;
                        });
     absl::MutexLock lock(&outcome->mu);
     *answered_inline = outcome->answered;
@@ -181,6 +215,114 @@ TEST_F(DispatcherAdmissionTest, AFloodIsRefusedAtOnceWhileAdmittedQueriesAreAnsw
   worker_->Answer();
   absl::MutexLock lock(&after->mu);
   EXPECT_TRUE(after->status.ok()) << after->status;
+}
+
+WorkerType BurstType() {
+  WorkerType type{"burst", 1, 4096, 0};
+  type.market = WorkerType::Market::kBurst;
+  type.price_per_request = 0.5;
+  return type;
+}
+
+// The same instance, with a burst pool of one stand-in worker beside it.
+class DispatcherBurstTest : public DispatcherAdmissionTest {
+ protected:
+  void SetUp() override {
+    DispatcherAdmissionTest::SetUp();
+    if (HasFatalFailure()) return;
+    BurstPool::Options pool;
+    pool.type = BurstType();
+    pool.concurrency = 3;
+    pool.busy_at = 100;
+    pool.control = &control_;
+    pool.cost = &cost_;
+    pool.connect = [this](const std::string&, const std::string&) {
+      return std::make_unique<Forward>(pool_worker_);
+    };
+    pool_ = std::make_unique<BurstPool>(pool);
+    ASSERT_TRUE(pool_->cluster().AddWorker("burst", "b", 0, "").ok());
+    MakeDispatcher(pool_.get());
+  }
+
+  // One query, whenever it is answered.
+  std::shared_ptr<Outcome> Send() {
+    bool answered_inline = false;
+    return DispatcherAdmissionTest::Send(&answered_inline);
+  }
+
+  static bool Answered(Outcome& o) {
+    absl::MutexLock lock(&o.mu);
+    return o.answered;
+  }
+
+  std::shared_ptr<HoldingApi> pool_worker_ = std::make_shared<HoldingApi>();
+  CostMeter cost_{WorkerTypeTable({BurstType()})};
+  std::unique_ptr<BurstPool> pool_;
+};
+
+TEST_F(DispatcherBurstTest, WhatTheInstanceCannotAnswerInTimeGoesToThePool) {
+  // Fill the provisioned instance: about a dozen fit in a minute. The
+  // first query it does not take is the pool's.
+  std::vector<std::shared_ptr<Outcome>> provisioned;
+  std::shared_ptr<Outcome> first_bounced;
+  for (int i = 0; i < 20 && first_bounced == nullptr; ++i) {
+    std::shared_ptr<Outcome> o = Send();
+    if (worker_->held() > provisioned.size()) {
+      provisioned.push_back(o);
+    } else {
+      first_bounced = o;
+    }
+  }
+  ASSERT_NE(first_bounced, nullptr) << "every query went to the provisioned instance";
+  EXPECT_GE(provisioned.size(), 10u);
+  EXPECT_LE(provisioned.size(), 13u);
+  // The pool loads the variant on its worker (the cold start), then sends
+  // the query there, not refused.
+  ASSERT_FALSE(Answered(*first_bounced)) << "refused rather than sent to the pool";
+  pool_worker_->AwaitHeld(1);
+  EXPECT_EQ(pool_worker_->loads(), 1);
+  EXPECT_FALSE(Answered(*first_bounced));
+  // Two more fit the pool's concurrency of 3; the next is refused at once.
+  std::shared_ptr<Outcome> second = Send(), third = Send();
+  pool_worker_->AwaitHeld(3);
+  std::shared_ptr<Outcome> refused = Send();
+  {
+    absl::MutexLock lock(&refused->mu);
+    ASSERT_TRUE(refused->answered);
+    EXPECT_EQ(refused->status.code(), absl::StatusCode::kResourceExhausted) << refused->status;
+    // As without a pool: admission control's refusal.
+    EXPECT_THAT(refused->status.message(), HasSubstr("model 'm'"));
+  }
+  EXPECT_EQ(worker_->held(), provisioned.size());  // none of them reached the instance
+  EXPECT_EQ(refused_.Take()["a"], 4);  // the allocator sees the demand it did not carry
+  EXPECT_EQ(pool_->stats().queries, 3);
+  EXPECT_EQ(pool_->stats().full, 1);
+  const CostReport cost = cost_.At(0);
+  EXPECT_EQ(cost.lines[0].requests, 3);
+  EXPECT_DOUBLE_EQ(cost.cost, 1.5);
+
+  // The pool's worker answers its three; the pool has room again.
+  pool_worker_->Answer();
+  for (const auto& o : {first_bounced, second, third}) {
+    absl::MutexLock lock(&o->mu);
+    ASSERT_TRUE(o->answered);
+    EXPECT_TRUE(o->status.ok()) << o->status;
+    EXPECT_EQ(o->worker, "b1");
+  }
+  EXPECT_TRUE(pool_->HasRoom());
+  std::shared_ptr<Outcome> later = Send();
+  pool_worker_->AwaitHeld(1);
+  EXPECT_EQ(pool_worker_->loads(), 1);  // warm now: no second load
+  pool_worker_->Answer();
+  worker_->Answer();
+  for (const auto& o : provisioned) {
+    absl::MutexLock lock(&o->mu);
+    ASSERT_TRUE(o->answered);
+    EXPECT_TRUE(o->status.ok()) << o->status;
+    EXPECT_EQ(o->worker, "w1");
+  }
+  absl::MutexLock lock(&later->mu);
+  EXPECT_TRUE(later->status.ok()) << later->status;
 }
 
 }  // namespace

@@ -52,6 +52,36 @@ json HistoryJson(const registry::CostStore& store, const ClusterRoutesOptions& o
           {"types", types}};
 }
 
+json BurstPoolJson(BurstPool& pool) {
+  json workers = json::array();
+  for (const WorkerView& w : pool.cluster().Snapshot()) {
+    json instances = json::array();
+    for (const InstanceView& inst : w.instances) {
+      instances.push_back({{"model", inst.key.model},
+                           {"version", inst.key.variant},
+                           {"phase", InstancePhaseName(inst.phase)},
+                           {"in_flight", inst.outstanding}});
+    }
+    workers.push_back({{"id", w.id},
+                       {"address", w.address},
+                       {"reachable", !w.unreachable},
+                       {"instances", instances}});
+  }
+  const BurstPool::Stats s = pool.stats();
+  const BurstPool::Options& o = pool.options();
+  return {{"type", o.type.name},
+          {"warm_workers", o.warm_workers},
+          {"max_workers", o.max_workers},
+          {"concurrency", o.concurrency},
+          {"price_per_request", o.type.price_per_request},
+          {"queries", s.queries},
+          {"answered", s.answered},
+          {"cold_starts", s.cold_starts},
+          {"full", s.full},
+          {"in_flight", s.in_flight},
+          {"workers", workers}};
+}
+
 }  // namespace
 
 void AddClusterRoutes(http::Router& router, const ClusterRoutesOptions& o,
@@ -97,11 +127,22 @@ void AddClusterRoutes(http::Router& router, const ClusterRoutesOptions& o,
                                   {"running", l.running},
                                   {"ended", l.ended},
                                   {"cost", l.cost},
-                                  {"per_hour", l.per_hour}});
+                                  {"per_hour", l.per_hour},
+                                  {"requests", l.requests}});
                }
                json j{{"cost", report.cost}, {"per_hour", report.per_hour}, {"types", lines}};
                if (o.history != nullptr) j["history"] = HistoryJson(*o.history, o, report);
                std::move(respond)(http::Response::Json(200, j.dump()));
+             }));
+  router.Add("GET", "/v2/cluster/burst-pool",
+             access.Guard(Reach::kAdmin, [o](Request&&, const PathParams&, const Principal&,
+                                             Responder respond) {
+               if (o.burst_pool == nullptr) {
+                 std::move(respond)(http::Response::Error(
+                     409, "this server has no burst pool (maitre serve --burst-pool)"));
+                 return;
+               }
+               std::move(respond)(http::Response::Json(200, BurstPoolJson(*o.burst_pool).dump()));
              }));
 }
 

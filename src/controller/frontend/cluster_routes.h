@@ -4,12 +4,15 @@
 //   GET  /v2/cluster/cost   what the workers cost so far and per hour now,
 //        by worker type and market, and with the server's earlier runs
 //        (admin key)
+//   GET  /v2/cluster/burst-pool   the burst pool's workers, their instances
+//        and what the pool took, answered and turned away (admin key)
 //
 // Thread-safety: the routes are thread-safe; what the options point to
 // outlives the router.
 #pragma once
 
 #include "controller/access/http_access.h"
+#include "controller/dataplane/burst_pool.h"
 #include "controller/provision/cost_meter.h"
 #include "controller/provision/worker_provider.h"
 #include "controller/registry/cost_store.h"
@@ -21,6 +24,7 @@ namespace maitre::controller {
 struct ClusterRoutesOptions {
   WorkerProvider* provider = nullptr;  // null: workers joined by hand
   const CostMeter* cost = nullptr;     // null with no provider
+  BurstPool* burst_pool = nullptr;     // null: no --burst-pool
   // What earlier runs paid (null: none kept), and when this run started.
   const registry::CostStore* history = nullptr;
   int64_t run_started_unix_ms = 0;

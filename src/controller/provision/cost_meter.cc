@@ -21,6 +21,12 @@ void CostMeter::Record(const WorkerEvent& event) {
   }
 }
 
+void CostMeter::ChargeRequest(const std::string& type) {
+  if (types_.Find(type) == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  ++requests_[type];
+}
+
 CostReport CostMeter::At(Nanos now) const {
   CostReport report;
   std::map<std::string, size_t> line_of;
@@ -40,6 +46,11 @@ CostReport CostMeter::At(Nanos now) const {
       ++line.running;
       line.per_hour += type.PriceAt(now);
     }
+  }
+  for (const auto& [type, n] : requests_) {
+    CostLine& line = report.lines[line_of[type]];
+    line.requests = n;
+    line.cost += static_cast<double>(n) * types_.Find(type)->price_per_request;
   }
   for (const CostLine& line : report.lines) {
     report.cost += line.cost;

@@ -5,7 +5,9 @@
 // begun, as a cloud charges (docs/policies.md, "Greedy provisioning
 // (MArk)"); by the second when the type's unit is 0. A type with a price
 // trace (docs/operations.md, "Spot prices") is charged each block at the
-// price in force when the block began; `per_hour` is the price now.
+// price in force when the block began; `per_hour` is the price now. A
+// burst worker (docs/architecture.md, "The burst pool") is paid, besides,
+// its type's `price_per_request` for each query it was sent.
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -29,6 +31,7 @@ struct CostLine {
   int ended = 0;       // workers that have ended
   double cost = 0;     // dollars so far, blocks begun included
   double per_hour = 0; // dollars an hour for those running now
+  int64_t requests = 0;  // queries charged by the request (burst workers)
 };
 
 struct CostReport {
@@ -44,6 +47,9 @@ class CostMeter {
   // A provider's event (WorkerProvider::OnEvent); types not in the table
   // are ignored.
   void Record(const WorkerEvent& event);
+  // A query sent to a worker of `type`, charged its `price_per_request`;
+  // types not in the table are ignored.
+  void ChargeRequest(const std::string& type);
   CostReport At(Nanos now) const;
 
  private:
@@ -55,6 +61,7 @@ class CostMeter {
   const WorkerTypeTable types_;
   mutable absl::Mutex mu_;
   std::map<std::string, Paid> paid_ ABSL_GUARDED_BY(mu_);  // by launch token
+  std::map<std::string, int64_t> requests_ ABSL_GUARDED_BY(mu_);  // by type
 };
 
 }  // namespace maitre::controller

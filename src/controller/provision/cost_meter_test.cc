@@ -95,5 +95,21 @@ TEST(CostMeterTest, ASpotWorkerPaysThePriceInForce) {
   EXPECT_EQ(r.lines[1].ended, 1);
 }
 
+TEST(CostMeterTest, ABurstWorkerPaysByTheQueryBesidesItsLifetime) {
+  WorkerType burst{"burst", 1, 100, 0.036};
+  burst.market = WorkerType::Market::kBurst;
+  burst.price_per_request = 0.001;
+  CostMeter meter{WorkerTypeTable({burst})};
+  meter.Record(Event(WorkerEvent::Kind::kStarted, "burst", "a", 0));
+  for (int i = 0; i < 3; ++i) meter.ChargeRequest("burst");
+  meter.ChargeRequest("unknown");  // not in the table: ignored
+  const CostReport r = meter.At(100 * kSecond);
+  ASSERT_EQ(r.lines.size(), 1u);
+  EXPECT_EQ(r.lines[0].market, "burst");
+  EXPECT_EQ(r.lines[0].requests, 3);
+  EXPECT_DOUBLE_EQ(r.lines[0].cost, 0.001 + 0.003);  // 100 s at $0.036/h, 3 queries
+  EXPECT_DOUBLE_EQ(r.cost, 0.004);
+}
+
 }  // namespace
 }  // namespace maitre::controller

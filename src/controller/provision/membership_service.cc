@@ -21,13 +21,17 @@ std::string PresentedToken(const grpc::ServerContext& context) {
 MembershipService::MembershipService(Options options) : options_(std::move(options)) {
   // A removed worker's session ends with it: its next report is told so,
   // and it joins again with the join token.
-  options_.cluster->OnWorkerRemoved([this](const WorkerView& w) {
-    absl::MutexLock lock(&mu_);
-    sessions_.erase(w.id);
-  });
+  for (Cluster* cluster : {options_.cluster, options_.burst_cluster}) {
+    if (cluster == nullptr) continue;
+    cluster->OnWorkerRemoved([this](const WorkerView& w) {
+      absl::MutexLock lock(&mu_);
+      sessions_.erase(w.id);
+    });
+  }
 }
 
-std::optional<std::string> MembershipService::SessionOf(const std::string& worker_id) {
+std::optional<MembershipService::Session> MembershipService::SessionOf(
+    const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(worker_id);
   if (it == sessions_.end()) return std::nullopt;
@@ -35,8 +39,8 @@ std::optional<std::string> MembershipService::SessionOf(const std::string& worke
 }
 
 grpc::Status MembershipService::CheckSession(const grpc::ServerContext& context,
-                                             const std::optional<std::string>& session) {
-  if (!session.has_value() || !TokensMatch(PresentedToken(context), *session)) {
+                                             const std::optional<Session>& session) {
+  if (!session.has_value() || !TokensMatch(PresentedToken(context), session->token)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "the call does not carry the session token of the worker it names");
   }
@@ -56,6 +60,10 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
                         "a worker must send the call token its service accepts");
   }
   const std::string session = RandomToken();
+  Cluster* cluster = options_.burst_cluster != nullptr &&
+                             options_.burst_cluster->types().Find(request->worker_type()) != nullptr
+                         ? options_.burst_cluster
+                         : options_.cluster;
   absl::StatusOr<std::string> id;
   {
     // The session exists before the worker is seen: a load can be sent to
@@ -63,12 +71,12 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
     // (The cluster runs its removal callbacks, which take mu_, outside its
     // own lock, so this order cannot deadlock.)
     absl::MutexLock lock(&mu_);
-    id = options_.cluster->AddWorker(request->worker_type(), request->address(), request->pid(),
-                                     request->launch_token(), request->call_token());
-    if (id.ok()) sessions_[*id] = session;
+    id = cluster->AddWorker(request->worker_type(), request->address(), request->pid(),
+                            request->launch_token(), request->call_token());
+    if (id.ok()) sessions_[*id] = {session, cluster};
   }
   if (!id.ok()) return rpc::ToGrpc(id.status());
-  const WorkerType* type = options_.cluster->types().Find(request->worker_type());
+  const WorkerType* type = cluster->types().Find(request->worker_type());
   response->set_worker_id(*id);
   response->set_report_interval_ms(ToMillis(options_.report_interval));
   response->set_cores(type->cores);
@@ -82,7 +90,7 @@ grpc::Status MembershipService::RegisterWorker(grpc::ServerContext* context,
 grpc::Status MembershipService::Report(grpc::ServerContext* context,
                                      const v1::ReportRequest* request,
                                      v1::ReportResponse* response) {
-  const std::optional<std::string> session = SessionOf(request->worker_id());
+  const std::optional<Session> session = SessionOf(request->worker_id());
   // A worker this controller never admitted (it restarted since) is told
   // so, and joins again with the join token.
   if (!session.has_value()) {
@@ -108,7 +116,7 @@ grpc::Status MembershipService::Report(grpc::ServerContext* context,
     stats.dropped_qps = r.dropped_qps();
     report.instances.push_back({VariantKey{r.model(), r.variant()}, stats});
   }
-  response->set_known(options_.cluster->ApplyReport(report));
+  response->set_known(session->cluster->ApplyReport(report));
   return grpc::Status::OK;
 }
 

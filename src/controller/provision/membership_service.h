@@ -8,6 +8,10 @@
 // join token can join, report as a worker or read a model file, and no
 // worker can report as another.
 //
+// Workers of the burst pool's type join the pool's own cluster (its ids
+// start "b"), so that nothing but the pool routes to them
+// (docs/architecture.md, "The burst pool").
+//
 // Thread-safety: thread-safe.
 #pragma once
 
@@ -27,6 +31,8 @@ class MembershipService final : public ::maitre::worker::v1::Membership::Service
  public:
   struct Options {
     Cluster* cluster = nullptr;
+    // Where workers of `burst_cluster`'s one type join; may be null.
+    Cluster* burst_cluster = nullptr;
     registry::BlobStore* blobs = nullptr;
     Nanos report_interval = 500 * kMillisecond;
     std::string batching_policy;
@@ -35,7 +41,7 @@ class MembershipService final : public ::maitre::worker::v1::Membership::Service
     // Told when a worker joins (the local provider matches launch tokens).
     std::function<void(const std::string& worker_id, const std::string& launch_token)> on_join;
   };
-  // Outlived by options.cluster, which it asks to tell it of removed workers.
+  // Outlived by the clusters, which it asks to tell it of removed workers.
   explicit MembershipService(Options options);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
@@ -48,15 +54,19 @@ class MembershipService final : public ::maitre::worker::v1::Membership::Service
                          grpc::ServerWriter<worker::v1::BlobChunk>* writer) override;
 
  private:
-  // The session token `worker_id` was given when it joined, if any.
-  std::optional<std::string> SessionOf(const std::string& worker_id);
+  struct Session {
+    std::string token;
+    Cluster* cluster = nullptr;  // the one it joined
+  };
+  // The session `worker_id` was given when it joined, if any.
+  std::optional<Session> SessionOf(const std::string& worker_id);
   // OK when the call carries `session` (none: refused).
   grpc::Status CheckSession(const grpc::ServerContext& context,
-                            const std::optional<std::string>& session);
+                            const std::optional<Session>& session);
 
   const Options options_;
   absl::Mutex mu_;
-  std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);  // worker id -> token
+  std::map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);  // by worker id
 };
 
 }  // namespace maitre::controller

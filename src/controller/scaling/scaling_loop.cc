@@ -205,6 +205,8 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
   ready_since_ = std::move(ready_since);  // instances gone are forgotten
   if (options_.provider != nullptr) {
     for (const auto& [type, n] : options_.provider->Starting()) {
+      // The burst pool's workers are not the allocator's.
+      if (options_.cluster->types().Find(type) == nullptr) continue;
       for (int i = 0; i < n; ++i) {
         control::ObservedWorker starting;
         starting.id = absl::StrCat("starting-", type, "-", i);
