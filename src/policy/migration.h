@@ -15,7 +15,8 @@
 //    was added for capacity is not given up while the others could not carry
 //    its share. Their capacity is what the caller saw them deliver where it
 //    saw less than the profile (a worker at its CPU limit carries what it
-//    serves);
+//    serves), and a copy that was itself Interfered within `spell_gap` does
+//    not count: back from it for a moment, it is not Active yet;
 //  - kMove: otherwise the least-utilised other worker of the same type that
 //    is up, has room for the instance's replicas (cores and memory), holds
 //    no Interfered or Overloaded instance of the model, and is utilised
