@@ -240,6 +240,36 @@ std::optional<double> InfaasAllocator::Observed(const ObservedWorker& worker,
   return least;
 }
 
+double InfaasAllocator::DeliveredPerReplica(const ObservedWorker& worker,
+                                            const ModelOption& model,
+                                            const VariantOption& variant, Nanos now) const {
+  // What an observed instance delivers is what this worker delivers: the
+  // data path, the neighbours and the shared cores slow every variant, not
+  // only the one that showed it. So the variants not observed here get the
+  // same share of their profiles as the least observed one, and the
+  // autoscaler does not take a variant it has seen at its limit for slower
+  // than one it has not (on the 2-core host, torch-opt served at 13% of
+  // its profile and was switched to torch, whose profile said more).
+  double share = 1;
+  for (const VariantOption& v : model.variants) {
+    if (v.worker_type != worker.type || v.profile == nullptr) continue;
+    const double profiled = v.profile->SaturationQps(model.slo_ms);
+    std::optional<double> seen = Observed(worker, VariantKey{model.name, v.variant}, now);
+    if (seen.has_value() && profiled > 0) share = std::min(share, *seen / profiled);
+  }
+  // A variant's own figure caps it too, but does not lift it above the
+  // least share: a figure held from an earlier load (another worker of
+  // the type, another moment) is not evidence that this worker now
+  // delivers more of that variant's profile. On the real server an old
+  // figure for opencv beside torch-opt's latest, lower one switched the
+  // worker to opencv and, 30 s later, back, a dozen times in 15 minutes.
+  double delivered = share * variant.profile->SaturationQps(model.slo_ms);
+  if (std::optional<double> seen = Observed(worker, VariantKey{model.name, variant.variant}, now)) {
+    delivered = std::min(delivered, *seen);
+  }
+  return delivered;
+}
+
 policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& observation,
                                                              const ObservedWorker& worker) const {
   const WorkerType* type = observation.FindType(worker.type);
@@ -265,39 +295,12 @@ policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& 
     m.model = model_name;
     m.load_qps = load;
     m.min_accuracy = model->min_accuracy;
-    // What an observed instance delivers is what this worker delivers: the
-    // data path, the neighbours and the shared cores slow every variant, not
-    // only the one that showed it. So the variants not observed here get the
-    // same share of their profiles as the least observed one, and the
-    // autoscaler does not take a variant it has seen at its limit for slower
-    // than one it has not (on the 2-core host, torch-opt served at 13% of
-    // its profile and was switched to torch, whose profile said more).
-    auto observed = [&](const VariantOption& v) {
-      return Observed(worker, VariantKey{model_name, v.variant}, observation.now);
-    };
-    double share = 1;
-    for (const VariantOption& v : model->variants) {
-      if (v.worker_type != worker.type || v.profile == nullptr) continue;
-      const double profiled = v.profile->SaturationQps(model->slo_ms);
-      if (std::optional<double> seen = observed(v); seen.has_value() && profiled > 0) {
-        share = std::min(share, *seen / profiled);
-      }
-    }
     for (const VariantOption& v : model->variants) {
       if (v.worker_type != worker.type || v.profile == nullptr) continue;
       policy::ScalingVariant sv = policy::MakeScalingVariant(
           v.variant, v.accuracy, *v.profile, model->slo_ms, *type, v.cores_per_replica);
+      sv.saturation_qps = DeliveredPerReplica(worker, *model, v, observation.now);
       const VariantKey key{model_name, v.variant};
-      // A variant's own figure caps it too, but does not lift it above the
-      // least share: a figure held from an earlier load (another worker of
-      // the type, another moment) is not evidence that this worker now
-      // delivers more of that variant's profile. On the real server an old
-      // figure for opencv beside torch-opt's latest, lower one switched the
-      // worker to opencv and, 30 s later, back, a dozen times in 15 minutes.
-      sv.saturation_qps *= share;
-      if (std::optional<double> seen = observed(v)) {
-        sv.saturation_qps = std::min(sv.saturation_qps, *seen);
-      }
       if (const ObservedInstance* inst = FindInstance(worker, key)) {
         sv.replicas = inst->ready;
         sv.loading = inst->loading;
@@ -520,9 +523,15 @@ void InfaasAllocator::Migrate(const Observation& observation, ActionSink& sink) 
       mi.cores_per_replica = CoresPerReplica(model, w, inst.key.variant);
       mi.memory_mb_per_replica = MemoryPerReplica(model, w, inst.key.variant);
       mi.offered_qps = Offered(w, inst);
+      // What the replicas deliver here, not their profile: a copy on a
+      // worker at its CPU limit carries no more than it was seen to serve.
+      // With the profile, a real run at 70% of capacity retired w1's slow
+      // copy for w2's, whose profile said 38,911 qps while the worker, at
+      // its limit, carried the rest of the run's 6,243, and selection
+      // loaded it back 2 s later.
       const VariantOption* v = model != nullptr ? model->Find(inst.key.variant, w.type) : nullptr;
       if (v != nullptr && v->profile != nullptr) {
-        mi.capacity_qps = inst.ready * v->profile->SaturationQps(model->slo_ms);
+        mi.capacity_qps = inst.ready * DeliveredPerReplica(w, *model, *v, observation.now);
       }
       mw.instances.push_back(std::move(mi));
     }

@@ -66,6 +66,12 @@ class InfaasAllocator : public Allocator {
   // worker: its own figure or its type's.
   std::optional<double> Observed(const ObservedWorker& worker, const VariantKey& key,
                                  Nanos now) const;
+  // What one replica of the variant delivers on the worker at the model's
+  // objective: its profile, times the least share of their profiles the
+  // variants observed on the worker delivered, and at most its own figure.
+  // The model autoscaler and the interference migration both judge by it.
+  double DeliveredPerReplica(const ObservedWorker& worker, const ModelOption& model,
+                             const VariantOption& variant, Nanos now) const;
   // What the instance was offered: its arrivals plus its refused share.
   double Offered(const ObservedWorker& worker, const ObservedInstance& inst) const;
   policy::ModelScalingSnapshot WorkerSnapshot(const Observation& observation,

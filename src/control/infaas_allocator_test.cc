@@ -368,6 +368,38 @@ TEST_F(InfaasAllocatorTest, AMoveWhoseLoadNeverServesKeepsTheSource) {
   EXPECT_TRUE(failed);
 }
 
+TEST_F(InfaasAllocatorTest, ASlowCopyIsNotRetiredForACopyWhoseWorkerIsAtItsCpuLimit) {
+  // As on the real server at 70% of capacity: w1's copy is Interfered and
+  // offered 20 qps; w2's is Active and serves the 140 it is offered. By the
+  // profile (200 qps) w2 has room: 0.8 x 200 - 140 = 20. But w2's CPU is
+  // 90% busy: it carries what it serves, 140, and has no room, so the slow
+  // copy stays (on the real server it was unloaded and selection loaded it
+  // back 2 s later). With w2 below its limit the profile's room is real and
+  // the slow copy is retired.
+  options_.model_scaling = ModelScaling::kOff;  // the migration alone
+  for (double w2_cpu : {0.9, 0.5}) {
+    auto allocator = Make();
+    RecordingSink sink;
+    ObservedWorker slow = Worker("w1", 1, 20);
+    slow.instances[0].state = policy::InstanceState::kInterfered;
+    ObservedWorker full = Worker("w2", 1, 140);
+    full.cpu_utilisation = w2_cpu;
+    for (Nanos t = kSecond; t <= 6 * kSecond; t += kSecond) {
+      ASSERT_TRUE(allocator->ModelRound(At(t, {slow, full}), sink).ok());
+    }
+    std::vector<std::string> kinds;
+    for (const Decision& d : sink.decisions) kinds.push_back(d.kind);
+    if (w2_cpu > 0.85) {
+      EXPECT_TRUE(sink.removes.empty()) << sink.decisions.back().reason;
+      EXPECT_EQ(kinds, std::vector<std::string>{"migrate-held"});
+    } else {
+      ASSERT_EQ(sink.removes.size(), 1u);
+      EXPECT_EQ(sink.removes[0], std::make_pair(std::string("w1"), std::string("m:v x1")));
+      EXPECT_EQ(kinds, std::vector<std::string>{"migrate-retire"});
+    }
+  }
+}
+
 TEST(AllocatorTableTest, NamesAreUniqueAndUnknownOnesAreRefused) {
   auto unknown = CreateAllocator("no-such", {});
   ASSERT_FALSE(unknown.ok());

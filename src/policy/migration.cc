@@ -22,10 +22,15 @@ bool HoldsUnhealthy(const MigrationWorker& worker, const std::string& model) {
 }
 
 // The first other worker serving `model:variant` Active, if the Active
-// copies elsewhere have the spare capacity for what `inst` is offered.
+// copies elsewhere have the spare capacity for what `inst` is offered. A
+// copy in a spell of its own (Interfered within `spell_gap`) is not Active
+// yet, however it reads now: on the real server both retires that selection
+// undid within seconds were for copies back from Interfered for under a
+// second and, left with the whole load, Interfered again within seconds.
 const MigrationWorker* CarriedElsewhere(const std::vector<MigrationWorker>& workers,
                                         const MigrationWorker& source,
                                         const MigrationInstance& inst,
+                                        const MigrationState& state,
                                         const MigrationOptions& options) {
   const MigrationWorker* first = nullptr;
   double spare = 0;
@@ -33,7 +38,8 @@ const MigrationWorker* CarriedElsewhere(const std::vector<MigrationWorker>& work
     if (w.id == source.id || w.starting) continue;
     for (const MigrationInstance& i : w.instances) {
       if (i.model != inst.model || i.variant != inst.variant || i.replicas <= 0 ||
-          i.state != InstanceState::kActive) {
+          i.state != InstanceState::kActive ||
+          state.spells.count({w.id, absl::StrCat(i.model, ":", i.variant)}) > 0) {
         continue;
       }
       if (i.capacity_qps <= 0) return nullptr;  // unknown capacity: nothing to judge by
@@ -80,7 +86,8 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
       if (acted.count(inst.model) > 0 || state.last_moved.count(inst.model) > 0) continue;
       const std::string name = spell_key.second;
 
-      if (const MigrationWorker* serving = CarriedElsewhere(workers, source, inst, options)) {
+      if (const MigrationWorker* serving =
+              CarriedElsewhere(workers, source, inst, state, options)) {
         decision.actions.push_back(
             {MigrationAction::Kind::kRetire, inst.model, inst.variant, source.id, serving->id,
              inst.replicas,

@@ -9,11 +9,14 @@
 // Per round, for each instance that has been Interfered for at least
 // `migrate_after`, in a model that has not moved for `cooldown`:
 //  - kRetire: other workers already serve the same variant Active, with
-//    spare capacity (`retire_utilisation` of their profiled capacity, less
-//    what they are offered) for all the slow copy is offered: selection sends
-//    the queries there already, so the slow copy is only unloaded. A copy
-//    that was added for capacity is not given up while the others could not
-//    carry its share;
+//    spare capacity (`retire_utilisation` of their capacity, less what they
+//    are offered) for all the slow copy is offered: selection sends the
+//    queries there already, so the slow copy is only unloaded. A copy that
+//    was added for capacity is not given up while the others could not carry
+//    its share. Their capacity is what the caller saw them deliver where it
+//    saw less than the profile (a worker at its CPU limit carries what it
+//    serves), and a copy that was itself Interfered within `spell_gap` does
+//    not count: back from it for a moment, it is not Active yet;
 //  - kMove: otherwise the least-utilised other worker of the same type that
 //    is up, has room for the instance's replicas (cores and memory), holds
 //    no Interfered or Overloaded instance of the model, and is utilised
@@ -51,8 +54,10 @@ struct MigrationInstance {
   int loading = 0;
   double cores_per_replica = 1;
   double memory_mb_per_replica = 0;
-  double offered_qps = 0;   // what it was offered in the last report
-  double capacity_qps = 0;  // its replicas' profiled throughput at the objective; 0: unknown
+  double offered_qps = 0;  // what it was offered in the last report
+  // What its replicas deliver at the objective: their profile, or less
+  // where the worker was observed to deliver less. 0: unknown.
+  double capacity_qps = 0;
 };
 
 struct MigrationWorker {
@@ -84,8 +89,7 @@ struct MigrationOptions {
   // After a move away from a worker, its other instances are not judged
   // for this long.
   Nanos settle = 15 * kSecond;
-  // The share of the other copies' profiled capacity that kRetire may plan
-  // to use.
+  // The share of the other copies' capacity that kRetire may plan to use.
   double retire_utilisation = 0.8;
   // A worker at or above this CPU utilisation is no less loaded.
   double max_target_utilisation = 0.8;

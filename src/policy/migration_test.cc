@@ -133,6 +133,34 @@ TEST(MigrationTest, RetiresTheSlowCopyWhenActiveCopiesElsewhereCanCarryItsLoad) 
   EXPECT_EQ(d.actions[0].kind, Kind::kMove);
 }
 
+TEST(MigrationTest, ACopyBackFromInterferedWithinTheGapDoesNotCarryTheSlowOne) {
+  // b was Interfered too until t = 1 s; Active since, with room by its
+  // capacity. On the real server such a copy, left with the whole load, was
+  // Interfered again within seconds and selection loaded the retired copy
+  // back. Only once b's spell has ended (10 s after it was last Interfered)
+  // does it carry a's share.
+  std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
+      Worker("b", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
+  };
+  workers[0].instances[0].offered_qps = 50;
+  workers[1].instances[0].offered_qps = 100;
+  workers[1].instances[0].capacity_qps = 200;
+  MigrationState state;
+  int retired_at = -1;
+  for (int t = 0; t <= 15 && retired_at < 0; ++t) {
+    if (t == 2) workers[1].instances[0].state = InstanceState::kActive;
+    MigrationDecision d = DecideMigrations(workers, state, t * kSecond, {});
+    state = d.state;
+    for (const MigrationAction& a : d.actions) {
+      ASSERT_EQ(a.kind, Kind::kRetire);
+      EXPECT_EQ(a.from_worker, "a");
+      retired_at = t;
+    }
+  }
+  EXPECT_EQ(retired_at, 11);
+}
+
 TEST(MigrationTest, SkipsTargetsThatAreUnhealthyForTheModelBusyStartingOrOfAnotherType) {
   MigrationWorker other_type = Worker("e", 0.0, 4);
   other_type.type = "gpu";
