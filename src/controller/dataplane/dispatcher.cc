@@ -264,12 +264,14 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
       return Finish(query, absl::FailedPreconditionError(result.explanation));
     case SelectionOutcome::kUnavailable: {
       const policy::UnavailableReason why = result.decision.unavailable;
+      // The pool answers now what would wait for a worker on its way (a
+      // spot worker's replacement, say).
+      if (Bounce(query)) return AttemptBurst(std::move(query));
       if ((why == policy::UnavailableReason::kNoRoom ||
            why == policy::UnavailableReason::kBusy) &&
           WorkersOnTheirWay()) {
         return AttemptLater(std::move(query), options_.worker_wait_poll);
       }
-      if (Bounce(query)) return AttemptBurst(std::move(query));
       CountRefused(*query);
       // Busy instances and no room for more: overloaded (429, as admission
       // control says it), not unavailable.
@@ -309,7 +311,8 @@ bool Dispatcher::Late(const Query& query, const Route& route, const VariantKey& 
 
 bool Dispatcher::Bounce(const std::shared_ptr<Query>& query) {
   if (options_.burst_pool == nullptr) return false;
-  if (!options_.burst_pool->HasRoom()) {
+  if (!options_.burst_pool->HasRoom() ||
+      options_.burst_pool->cluster().reachable_worker_count() == 0) {
     options_.burst_pool->CountFull();
     return false;  // answered as without a pool
   }

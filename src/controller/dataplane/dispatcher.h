@@ -84,7 +84,8 @@ class Dispatcher {
     bool admission_control = true;
     // MArk's burst pool (burst_pool.h; may be null). With one, the Bouncer
     // sends it, at once, a query that admission control would refuse, that
-    // selection finds no room or time for, or whose chosen instance is
+    // selection finds no room or time for (before waiting for a worker on
+    // its way), or whose chosen instance is
     // estimated to answer after its deadline (admission.h's estimate for
     // that instance); what the pool cannot take is answered as without it.
     BurstPool* burst_pool = nullptr;
@@ -110,7 +111,8 @@ class Dispatcher {
   void AttemptUnprofiled(std::shared_ptr<Query> query);
   // The Bouncer (docs/architecture.md, "The burst pool"): whether `query`,
   // which its instances cannot answer in time, goes to the burst pool;
-  // false when there is none, it is full, or no variant in scope is ready.
+  // false when there is none, it is full or has no worker yet, or no
+  // variant in scope is ready.
   bool Bounce(const std::shared_ptr<Query>& query);
   // Sends `query` to the burst pool's instance of its burst variant, waiting
   // for the pool to load it if need be.
