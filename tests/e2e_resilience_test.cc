@@ -541,6 +541,15 @@ TEST_F(ResilienceTest, OverflowGoesToTheBurstPool) {
     EXPECT_NEAR(line["cost"].get<double>(), pool["queries"].get<double>() * 4.31e-7, 1e-12);
   }
   EXPECT_TRUE(charged) << cost->body;
+  // One app used the cluster: all of its cost is that app's.
+  ASSERT_EQ(costs["apps"].size(), 1u) << cost->body;
+  const json& app = costs["apps"][0];
+  std::cerr << "app " << app["app"] << ": share " << app["share"] << ", $" << app["cost"]
+            << " of $" << costs["cost"] << ", " << app["requests"] << " charged by the request\n";
+  EXPECT_EQ(app["app"], "fashion");
+  EXPECT_NEAR(app["share"].get<double>(), 1, 1e-9);
+  EXPECT_EQ(app["requests"], pool["queries"]) << cost->body;
+  EXPECT_NEAR(app["cost"].get<double>(), costs["cost"].get<double>(), 1e-9) << cost->body;
   // The server serves on.
   auto after =
       server_->Post("/v2/apps/fashion/infer", testing::ImageRequest(*valset_, 0, nullptr));

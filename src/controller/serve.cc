@@ -35,7 +35,9 @@
 #include "controller/jobs/job_runner.h"
 #include "controller/frontend/cluster_routes.h"
 #include "controller/dataplane/burst_pool_spec.h"
+#include "controller/provision/app_usage.h"
 #include "controller/provision/cost_meter.h"
+#include "controller/provision/cost_metrics.h"
 #include "controller/provision/local_provider.h"
 #include "controller/dataplane/placer.h"
 #include "controller/models/model_removal.h"
@@ -355,6 +357,10 @@ class Controller {
     }
     MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metric_set_, cluster_.get(),
                                                              burst_pool_.get()));
+    if (cost_ != nullptr) {
+      MAITRE_ASSIGN_OR_RETURN(cost_metrics_,
+                              CostMetrics::Create(&metric_set_, cost_.get(), &app_usage_));
+    }
     placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), control_.get()});
     Dispatcher::Options dispatcher_options;
     dispatcher_options.catalog = &catalog_;
@@ -366,6 +372,8 @@ class Controller {
     dispatcher_options.default_timeout = FromSeconds(options.default_timeout_s);
     dispatcher_options.serving_allowance = FromMillis(options.serving_allowance_ms);
     dispatcher_options.burst_pool = burst_pool_.get();
+    // Counted only where there is a cost to split (local workers).
+    if (cost_ != nullptr) dispatcher_options.app_usage = &app_usage_;
     // The local provider replaces a lost worker: queries wait for it.
     for (const auto& [type, count] : worker_counts) dispatcher_options.min_workers += count;
     dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options);
@@ -523,6 +531,7 @@ class Controller {
     ClusterRoutesOptions cluster_routes{provider_.get(), cost_.get()};
     cluster_routes.history = &registry_->costs();
     cluster_routes.burst_pool = burst_pool_.get();
+    if (cost_ != nullptr) cluster_routes.app_usage = &app_usage_;
     cluster_routes.run_started_unix_ms = run_started_unix_ms_;
     AddClusterRoutes(router, cluster_routes, *access_);
     http::ServerOptions http_options;
@@ -706,8 +715,10 @@ class Controller {
   std::unique_ptr<WorkQueue> control_;
   std::unique_ptr<CostMeter> cost_;  // with local workers
   std::unique_ptr<BurstPool> burst_pool_;  // --burst-pool
+  AppUsage app_usage_;  // what each app used, to split cost_ among apps
   metrics::MetricSet metric_set_;
   std::unique_ptr<ServingMetrics> metrics_;
+  std::unique_ptr<CostMetrics> cost_metrics_;  // with cost_
   RefusedDemand refused_;  // dispatcher counts, scaling loop takes
   ServiceLevel service_level_;  // the same
   std::unique_ptr<Placer> placer_;

@@ -355,8 +355,14 @@ void Dispatcher::AttemptBurst(std::shared_ptr<Query> query) {
   BurstPool::Taken taken = options_.burst_pool->Take(
       *query->variant, query->deadline - options_.clock->Now(), waiter, query->lost_on);
   switch (taken.kind) {
-    case BurstPool::Taken::Kind::kRoute:
+    case BurstPool::Taken::Kind::kRoute: {
+      // Charged by the request now (BurstPool::Take), answered or not.
+      const std::string* app = AppOf(*query);
+      if (options_.app_usage != nullptr && app != nullptr) {
+        options_.app_usage->AddRequest(*app, taken.route->worker_type);
+      }
       return Send(std::move(query), *std::move(taken.route));
+    }
     case BurstPool::Taken::Kind::kWaiting:
       return;
     case BurstPool::Taken::Kind::kFull:
@@ -389,13 +395,15 @@ int64_t Dispatcher::RowsOf(const Query& query) {
   return std::max<int64_t>(rows, 1);
 }
 
+const std::string* Dispatcher::AppOf(const Query& query) {
+  return query.app != nullptr     ? &query.app->name
+         : query.model != nullptr ? &query.model->app
+                                  : nullptr;
+}
+
 void Dispatcher::CountRefused(const Query& query) {
   if (options_.refused == nullptr) return;
-  const std::string* app = query.app != nullptr     ? &query.app->name
-                           : query.model != nullptr ? &query.model->app
-                                                    : nullptr;
-  if (app == nullptr) return;
-  options_.refused->Add(*app, RowsOf(query));
+  if (const std::string* app = AppOf(query)) options_.refused->Add(*app, RowsOf(query));
 }
 
 void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
@@ -484,6 +492,9 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
             *query, worker, key, /*answered=*/true,
             {std::max<Nanos>(0, options_.clock->Now() - sent_at - worker_time),
              reply->compute_us * kMicrosecond, reply->batch_size});
+        if (const std::string* app = AppOf(*query); options_.app_usage != nullptr && app) {
+          options_.app_usage->AddCompute(*app, reply->compute_us, reply->batch_size);
+        }
         InferResponse response;
         response.model_name = query->model->name;
         response.model_version = key.variant;
@@ -547,9 +558,7 @@ void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferRespon
     result->timings.total_us = (options_.clock->Now() - query->received) / kMicrosecond;
   }
   if (options_.service_level != nullptr) {
-    const std::string* app = query->app != nullptr     ? &query->app->name
-                             : query->model != nullptr ? &query->model->app
-                                                       : nullptr;
+    const std::string* app = AppOf(*query);
     // An answer is within the objective: past the deadline the query is
     // answered DEADLINE_EXCEEDED instead.
     if (app != nullptr) options_.service_level->Add(*app, result.ok());

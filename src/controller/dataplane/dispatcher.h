@@ -23,6 +23,7 @@
 #include "controller/dataplane/placer.h"
 #include "controller/dataplane/refused_demand.h"
 #include "controller/dataplane/service_level.h"
+#include "controller/provision/app_usage.h"
 #include "controller/serving_metrics.h"
 #include "core/timer_thread.h"
 
@@ -89,6 +90,10 @@ class Dispatcher {
     // estimated to answer after its deadline (admission.h's estimate for
     // that instance); what the pool cannot take is answered as without it.
     BurstPool* burst_pool = nullptr;
+    // Where each app's answered compute and its queries charged by the
+    // request are counted, to split the cluster's cost among apps
+    // (provision/app_usage.h); may be null.
+    AppUsage* app_usage = nullptr;
   };
 
   explicit Dispatcher(Options options);
@@ -130,6 +135,9 @@ class Dispatcher {
   void Retry(std::shared_ptr<Query> query);
   // The rows `query` carries (its first input's first dimension), at least 1.
   static int64_t RowsOf(const Query& query);
+  // The app `query` is for (its own, or its model's); null before the
+  // query names a registered one.
+  static const std::string* AppOf(const Query& query);
   // Counts a query selection refused as demand the autoscalers must see.
   void CountRefused(const Query& query);
   // Fixes the serving variant (and, for an app query, the model), checking

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -58,8 +59,9 @@ class HoldingApi final : public testing::ServingOnlyApi {
   void AwaitHeld(size_t n) {
     while (held() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  // Answers every query held so far.
-  void Answer() {
+  // Answers every query held so far, each as one of a batch of
+  // `batch_size` computed for `compute_us`.
+  void Answer(int64_t compute_us = 0, int batch_size = 0) {
     std::vector<WorkerReplyCallback> held;
     {
       absl::MutexLock lock(&mu_);
@@ -67,6 +69,8 @@ class HoldingApi final : public testing::ServingOnlyApi {
     }
     for (WorkerReplyCallback& done : held) {
       WorkerReply reply;
+      reply.compute_us = compute_us;
+      reply.batch_size = batch_size;
       reply.outputs.push_back({"logits", DataType::kFp32, {1, 10}, std::string(40, '\0')});
       std::move(done)(std::move(reply));
     }
@@ -116,6 +120,7 @@ class DispatcherAdmissionTest : public ::testing::Test {
     options.placer = placer_.get();
     options.refused = &refused_;
     options.burst_pool = pool;
+    options.app_usage = &usage_;
     dispatcher_ = std::make_unique<Dispatcher>(options);
   }
 
@@ -163,6 +168,7 @@ class DispatcherAdmissionTest : public ::testing::Test {
   WorkQueue control_{1};
   std::unique_ptr<Placer> placer_;
   RefusedDemand refused_;
+  AppUsage usage_;
   std::unique_ptr<Dispatcher> dispatcher_;
 };
 
@@ -302,7 +308,7 @@ TEST_F(DispatcherBurstTest, WhatTheInstanceCannotAnswerInTimeGoesToThePool) {
   EXPECT_DOUBLE_EQ(cost.cost, 1.5);
 
   // The pool's worker answers its three; the pool has room again.
-  pool_worker_->Answer();
+  pool_worker_->Answer(/*compute_us=*/4000, /*batch_size=*/2);
   for (const auto& o : {first_bounced, second, third}) {
     absl::MutexLock lock(&o->mu);
     ASSERT_TRUE(o->answered);
@@ -310,6 +316,11 @@ TEST_F(DispatcherBurstTest, WhatTheInstanceCannotAnswerInTimeGoesToThePool) {
     EXPECT_EQ(o->worker, "b1");
   }
   EXPECT_TRUE(pool_->HasRoom());
+  // The app is charged its three pool queries, and its half of each 4 ms
+  // batch, to split the cluster's cost by.
+  std::map<std::string, AppUsed> used = usage_.Snapshot();
+  EXPECT_EQ(used["a"].requests_by_type["burst"], 3);
+  EXPECT_NEAR(used["a"].compute_s, 0.006, 1e-12);
   std::shared_ptr<Outcome> later = Send();
   pool_worker_->AwaitHeld(1);
   EXPECT_EQ(pool_worker_->loads(), 1);  // warm now: no second load

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "controller/frontend/status_http.h"
+#include "controller/provision/app_cost_split.h"
 
 namespace maitre::controller {
 namespace {
@@ -27,6 +28,19 @@ absl::StatusOr<Nanos> ParseLead(absl::string_view text, double default_s) {
         absl::StrCat("lead_s must be a number of seconds from 0 to 86400, not \"", text, "\""));
   }
   return FromSeconds(lead_s);
+}
+
+// Each app's part of this run's cost (docs/api.md, "The cluster").
+json AppsJson(const AppCostSplit& split) {
+  json apps = json::array();
+  for (const AppCost& a : split.apps) {
+    apps.push_back({{"app", a.app},
+                    {"share", a.share},
+                    {"cost", a.cost},
+                    {"per_hour", a.per_hour},
+                    {"requests", a.requests}});
+  }
+  return apps;
 }
 
 // This run's cost added to the earlier runs', by worker type: what the
@@ -119,6 +133,8 @@ void AddClusterRoutes(http::Router& router, const ClusterRoutesOptions& o,
                  std::move(respond)(http::Response::Error(409, kNoProvider));
                  return;
                }
+               std::map<std::string, AppUsed> used;  // read before the report
+               if (o.app_usage != nullptr) used = o.app_usage->Snapshot();
                const CostReport report = o.cost->At(o.clock->Now());
                json lines = json::array();
                for (const CostLine& l : report.lines) {
@@ -131,6 +147,12 @@ void AddClusterRoutes(http::Router& router, const ClusterRoutesOptions& o,
                                   {"requests", l.requests}});
                }
                json j{{"cost", report.cost}, {"per_hour", report.per_hour}, {"types", lines}};
+               if (o.app_usage != nullptr) {
+                 const AppCostSplit split = SplitCostByApp(report, used);
+                 j["apps"] = AppsJson(split);
+                 j["unattributed"] = {{"cost", split.unattributed_cost},
+                                      {"per_hour", split.unattributed_per_hour}};
+               }
                if (o.history != nullptr) j["history"] = HistoryJson(*o.history, o, report);
                std::move(respond)(http::Response::Json(200, j.dump()));
              }));

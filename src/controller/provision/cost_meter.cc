@@ -50,7 +50,8 @@ CostReport CostMeter::At(Nanos now) const {
   for (const auto& [type, n] : requests_) {
     CostLine& line = report.lines[line_of[type]];
     line.requests = n;
-    line.cost += static_cast<double>(n) * types_.Find(type)->price_per_request;
+    line.request_cost = static_cast<double>(n) * types_.Find(type)->price_per_request;
+    line.cost += line.request_cost;
   }
   for (const CostLine& line : report.lines) {
     report.cost += line.cost;

@@ -29,9 +29,10 @@ struct CostLine {
   std::string market;  // MarketName
   int running = 0;     // workers paid for now (starting ones included)
   int ended = 0;       // workers that have ended
-  double cost = 0;     // dollars so far, blocks begun included
+  double cost = 0;     // dollars so far, blocks begun and requests included
   double per_hour = 0; // dollars an hour for those running now
   int64_t requests = 0;  // queries charged by the request (burst workers)
+  double request_cost = 0;  // what those queries cost, part of `cost`
 };
 
 struct CostReport {

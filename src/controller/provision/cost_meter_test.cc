@@ -107,6 +107,7 @@ TEST(CostMeterTest, ABurstWorkerPaysByTheQueryBesidesItsLifetime) {
   ASSERT_EQ(r.lines.size(), 1u);
   EXPECT_EQ(r.lines[0].market, "burst");
   EXPECT_EQ(r.lines[0].requests, 3);
+  EXPECT_DOUBLE_EQ(r.lines[0].request_cost, 0.003);
   EXPECT_DOUBLE_EQ(r.lines[0].cost, 0.001 + 0.003);  // 100 s at $0.036/h, 3 queries
   EXPECT_DOUBLE_EQ(r.cost, 0.004);
 }
