@@ -102,40 +102,6 @@ Nanos MarkAllocator::PaidUntil(const KnownWorker& worker, Nanos now,
   return type != nullptr ? type->PaidUntil(worker.paid_from, now) : now;
 }
 
-std::string MarkAllocator::Choice::CapacityText() const {
-  if (!profiled_qps_per_replica.has_value()) return absl::StrFormat("%.1f qps", capacity());
-  return absl::StrFormat("%.1f qps (observed at the CPU limit; profile says %.1f)", capacity(),
-                         replicas * *profiled_qps_per_replica);
-}
-
-std::optional<double> MarkAllocator::DeliveredAtLimit(const Observation& observation,
-                                                      const ModelOption& model,
-                                                      const VariantOption& variant) const {
-  // Profiles are measured on an idle worker; a worker sharing its cores
-  // with the controller, the load generator and other workers delivers far
-  // less (on the 2-core host a cpu-1 planned at 9,003 rows/s of
-  // fmnist-cnn-wide from its profile). The plan is per type, so the figure
-  // is the type's. As in the infaas allocator, what one variant was seen to
-  // deliver is the share of their profiles every variant of the model on
-  // the type delivers (the data path and the shared cores slow them all),
-  // and its own figure caps a variant too: otherwise a worker seen at its
-  // limit would be switched to a variant only because it was not seen yet.
-  std::optional<double> share;
-  std::optional<double> own;
-  for (const VariantOption& v : model.variants) {
-    if (v.worker_type != variant.worker_type || v.profile == nullptr) continue;
-    const double profiled = v.profile->SaturationQps(model.slo_ms);
-    std::optional<double> seen =
-        observed_.AtTypeLimit(v.worker_type, VariantKey{model.name, v.variant}, observation.now);
-    if (!seen.has_value() || !(profiled > 0)) continue;
-    share = std::min(share.value_or(1.0), *seen / profiled);
-    if (v.variant == variant.variant) own = *seen;
-  }
-  if (!share.has_value()) return std::nullopt;
-  const double delivered = *share * variant.profile->SaturationQps(model.slo_ms);
-  return own.has_value() ? std::min(delivered, *own) : delivered;
-}
-
 std::optional<MarkAllocator::Choice> MarkAllocator::Choose(const Observation& observation,
                                                            const std::string& app,
                                                            const std::string& type) const {
@@ -151,10 +117,6 @@ std::optional<MarkAllocator::Choice> MarkAllocator::Choose(const Observation& ob
       Choice c;
       c.key = {m.name, v.variant};
       c.qps_per_replica = v.profile->SaturationQps(m.slo_ms);
-      if (std::optional<double> seen = DeliveredAtLimit(observation, m, v)) {
-        if (*seen < c.qps_per_replica) c.profiled_qps_per_replica = c.qps_per_replica;
-        c.qps_per_replica = std::min(c.qps_per_replica, *seen);
-      }
       c.replicas = static_cast<int>(std::floor(t->cores / v.cores_per_replica + 1e-9));
       if (t->memory_mb > 0 && v.profile->memory_mb() > 0) {
         c.replicas = std::min(
@@ -340,8 +302,6 @@ void MarkAllocator::MonitorSlo(const Observation& observation, ActionSink& sink)
 absl::Status MarkAllocator::ModelRound(const Observation& observation, ActionSink& sink) {
   Reconcile(observation);
   MeasureDemand(observation);
-  observed_.ForgetGoneWorkers(observation);
-  observed_.Remember(observation);
   MonitorSlo(observation, sink);
   LoadAssigned(observation, sink);
   PublishWeights(observation, sink);
@@ -364,11 +324,9 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
   const Nanos unit = options_.mark.windows.unit;
   const Nanos now = observation.now;
   std::vector<policy::ProvisionedType> types;
-  std::vector<Choice> choices;  // by `types` index
   for (const WorkerType& t : observation.types) {
     std::optional<Choice> choice = Choose(observation, app_name, t.name);
     if (!choice.has_value()) continue;
-    choices.push_back(*choice);
     policy::ProvisionedType p;
     p.name = t.name;
     p.capacity_qps = choice->capacity();
@@ -456,11 +414,10 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
     ++summary.launched;
     sink.Record({now, "launch", type.name, app_name, 0,
                  absl::StrFormat("forecast %.1f qps now, %.1f at the peak of the next %d units; "
-                                 "%s per worker",
+                                 "%.1f qps per worker",
                                  forecast.front(),
                                  *std::max_element(forecast.begin(), forecast.end()),
-                                 static_cast<int>(forecast.size()),
-                                 choices[static_cast<size_t>(t)].CapacityText())});
+                                 static_cast<int>(forecast.size()), type.capacity_qps)});
   }
   app.plan = std::move(summary);
   return absl::OkStatus();
@@ -538,8 +495,8 @@ void MarkAllocator::LoadAssigned(const Observation& observation, ActionSink& sin
     }
     sink.Load(w.id, choice->key, choice->replicas - have, {}, busy_.Mark(w.id));
     sink.Record({observation.now, "load", w.id, choice->key.ToString(), choice->replicas - have,
-                 absl::StrFormat("%s's variant for %s: %s within its objective",
-                                 known->second.app, w.type, choice->CapacityText())});
+                 absl::StrFormat("%s's variant for %s: %.1f qps within its objective",
+                                 known->second.app, w.type, choice->capacity())});
   }
 }
 

@@ -8,7 +8,6 @@
 //  - measures each app's arrival rate (its instances' arrivals plus what was
 //    turned away) and keeps its per-unit peaks (policy/prediction/
 //    peak_tracker.h, MArk's [P_u, P_w, P_s]);
-//  - remembers what workers at their CPU limit delivered (observed_capacity.h);
 //  - loads the app's variant on every worker assigned to the app that does
 //    not hold it yet, replacing whatever the worker held (make before break);
 //  - publishes route weights: each serving instance in proportion to what it
@@ -23,10 +22,8 @@
 //    already seen in the unit in progress;
 //  - plans with Algorithm 1 (policy/mark_provisioning.h) over the worker
 //    types the app has a variant on: capacity from the profile at the batch
-//    the objective allows (Profile::SaturationQps), capped by what workers
-//    of the type were observed to deliver at their CPU limit
-//    (observed_capacity.h), times the replicas a worker holds, the price per
-//    unit, the type's billing blocks, and its
+//    the objective allows (Profile::SaturationQps) times the replicas a
+//    worker holds, the price per unit, the type's billing blocks, and its
 //    launch time in units; running workers are the app's own, the ones
 //    launched for it and not up yet, and the cluster's unassigned ones;
 //  - launches now what the plan launches now (AddWorker), up to the type's
@@ -54,7 +51,6 @@
 
 #include "control/allocator.h"
 #include "control/busy_workers.h"
-#include "control/observed_capacity.h"
 #include "policy/mark_provisioning.h"
 #include "policy/prediction/peak_tracker.h"
 #include "policy/prediction/workload_prediction.h"
@@ -90,28 +86,17 @@ class MarkAllocator : public Allocator {
   std::string AppOf(const std::string& worker) const;
 
  private:
-  explicit MarkAllocator(const AllocatorOptions& options)
-      : options_(options), observed_(ObservedCapacityOptionsFor(options)) {}
+  explicit MarkAllocator(const AllocatorOptions& options) : options_(options) {}
 
   // What one worker of a type does for an app: its best variant there.
   struct Choice {
     VariantKey key;
     int replicas = 0;
     double qps_per_replica = 0;
-    // What the profile says, when workers of the type at their CPU limit
-    // were seen to deliver less (qps_per_replica is then the lesser).
-    std::optional<double> profiled_qps_per_replica;
     double capacity() const { return replicas * qps_per_replica; }
-    // "N qps", and where it was capped, the profile's figure beside it.
-    std::string CapacityText() const;
   };
   std::optional<Choice> Choose(const Observation& observation, const std::string& app,
                                const std::string& type) const;
-  // What one replica of the variant delivers within the model's objective
-  // on workers of its type, as seen at their CPU limit; nullopt when no
-  // variant of the model was seen at the limit on that type.
-  std::optional<double> DeliveredAtLimit(const Observation& observation, const ModelOption& model,
-                                         const VariantOption& variant) const;
 
   struct KnownWorker {
     std::string type;
@@ -170,7 +155,6 @@ class MarkAllocator : public Allocator {
   void PublishWeights(const Observation& observation, ActionSink& sink);
 
   const AllocatorOptions options_;
-  ObservedCapacity observed_;  // what workers of each type delivered at their CPU limit
   std::map<std::string, KnownWorker> known_;  // by worker id; up workers only
   std::deque<Pending> pending_;               // launches not joined yet, oldest first
   std::map<std::string, std::unique_ptr<App>> apps_;

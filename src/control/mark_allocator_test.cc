@@ -131,29 +131,6 @@ TEST_F(MarkAllocatorTest, LaunchesTheCheapestTypePerQueryForTheDemandSeen) {
   EXPECT_DOUBLE_EQ(sink.route_weights[0].weight, 800);
 }
 
-TEST_F(MarkAllocatorTest, PlansAWorkerAtItsCpuLimitForWhatItServedNotItsProfile) {
-  // Only c1: one replica, 200 qps by its profile, measured on an idle worker.
-  options_.types = {{"c1", 1, 4000, 0.1}};
-  auto allocator = Make();
-  RecordingSink sink;
-  // w1 serves 100 qps with its core busy, and 50 qps more are turned away:
-  // 150 offered, within its profile but half again what it delivers.
-  auto at = [&](Nanos t, int64_t rows) {
-    ObservedWorker w1 = Worker("w1", "c1", 1, 100);
-    w1.cpu_utilisation = 0.95;
-    return At(t, {w1}, rows);
-  };
-  Offer(*allocator, sink, 0, 10 * kSecond, 50, at);
-  ASSERT_TRUE(allocator->ClusterRound(at(10 * kSecond, 0), sink).ok());
-  EXPECT_THAT(sink.added, ElementsAre("c1"));
-  const MarkAllocator::AppPlan* plan = allocator->PlanFor("fashion");
-  ASSERT_NE(plan, nullptr);
-  EXPECT_DOUBLE_EQ(plan->capacity_qps, 200);  // w1's 100 and the launch's 100
-  ASSERT_FALSE(sink.decisions.empty());
-  EXPECT_THAT(sink.decisions.back().reason,
-              HasSubstr("100.0 qps (observed at the CPU limit; profile says 200.0) per worker"));
-}
-
 TEST_F(MarkAllocatorTest, PicksSpotWhileItsPriceInForceIsCheaper) {
   // A spot c4 whose list price ($0.5/h) is dearer than the on-demand c4's,
   // but whose trace asks $0.06/h for its first 100 s and $0.5/h after.
