@@ -65,6 +65,12 @@ int RunPredict(const PredictArgs& args) {
                                     FromSeconds(args.sample_s)};
   if (absl::Status valid = policy::ValidateWindows(windows); !valid.ok()) return Fail(valid);
   if (args.warmup < 1) return Fail(absl::InvalidArgumentError("--warmup must be at least 1"));
+  // Every name is checked before the trace is read, so that a typo is told
+  // as such rather than behind a complaint about the trace. (The oracle
+  // needs a series to be built; any one does to check a name.)
+  for (const std::string& name : args.predictors) {
+    if (auto made = MakePredictor(name, {1.0}); !made.ok()) return Fail(made.status());
+  }
   if (args.trace.empty() == args.experiment.empty()) {
     return Fail(absl::InvalidArgumentError(
         "give the arrivals as exactly one of --trace CSV or --experiment YAML"));
