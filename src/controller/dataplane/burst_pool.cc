@@ -46,14 +46,7 @@ BurstPool::Taken BurstPool::Take(const CatalogVariant& variant, Nanos time_left,
     if (options_.cost != nullptr) options_.cost->ChargeRequest(options_.type.name);
     // The instance it went to is busy: spread the variant to another pool
     // worker, and ask for one more if none is free.
-    bool busy = false;
-    for (const WorkerView& w : cluster_->Snapshot()) {
-      if (w.id != route->worker_id) continue;
-      for (const InstanceView& inst : w.instances) {
-        busy |= inst.key == key && inst.outstanding >= options_.busy_at;
-      }
-    }
-    if (busy) {
+    if (route->outstanding >= options_.busy_at) {
       LoadWaiter nobody = [](absl::Status) {};
       if (!placer_->EnsureLoaded(variant, nobody, avoid)) Grow();
     }

@@ -314,7 +314,8 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
   if (best == nullptr) return std::nullopt;
   ++best_instance->outstanding;
   if (best_instance->live != policy::kNoId) live_.AddWaiting(best_instance->live, +1);
-  return Route{best->view.id, best->view.type.name, best->api, best_instance->generation};
+  return Route{best->view.id, best->view.type.name, best->api, best_instance->generation,
+               best_instance->outstanding};
 }
 
 void Cluster::Release(const std::string& worker_id, const VariantKey& key, ReplyTimes times) {

@@ -117,6 +117,8 @@ struct Route {
   // Which load of the instance the query went to: a worker's NOT_FOUND
   // speaks for that one only (Cluster::ForgetInstance).
   uint64_t instance_generation = 0;
+  // The instance's queries in flight when it was routed, this one counted.
+  int64_t outstanding = 0;
 };
 
 using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;

@@ -244,7 +244,7 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
   }
   ++inst.outstanding;
   live_.AddWaiting(inst.live, +1);
-  result.route = Route{w.view.id, w.view.type.name, w.api, inst.generation};
+  result.route = Route{w.view.id, w.view.type.name, w.api, inst.generation, inst.outstanding};
   return result;
 }
 
