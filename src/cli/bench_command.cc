@@ -17,6 +17,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     double latency_ms = -1, min_accuracy = -1, max_cost = -1;
     bool json = false;
     std::string series_file;
+    std::string failures_file;
     std::string pipeline;
   };
   auto flags = std::make_shared<Flags>();
@@ -48,6 +49,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--series", flags->series_file,
                   "Also write a per-second CSV: load, answers, violations, p99, effective "
                   "accuracy and answers by variant");
+  cmd->add_option("--failures", flags->failures_file,
+                  "Also write every failed or unfinished request as CSV: when it was "
+                  "scheduled, how long its failure took, its kind and its message");
   cmd->callback([flags, exit_code] {
     loadgen::BenchOptions o = flags->options;
     if (!flags->pipeline.empty()) {
@@ -97,10 +101,11 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    if (!flags->series_file.empty()) {
-      if (absl::Status written = WriteFileAtomically(flags->series_file,
-                                                     loadgen::SeriesCsv(*report));
-          !written.ok()) {
+    for (const auto& [file, csv] :
+         {std::pair{flags->series_file, &loadgen::SeriesCsv},
+          std::pair{flags->failures_file, &loadgen::FailuresCsv}}) {
+      if (file.empty()) continue;
+      if (absl::Status written = WriteFileAtomically(file, csv(*report)); !written.ok()) {
         std::cerr << "maitre bench: " << written.message() << "\n";
         *exit_code = 1;
       }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
 namespace maitre::loadgen {
@@ -49,10 +50,19 @@ class RunState {
     auto it = std::find(kinds_.begin(), kinds_.end(), result.error_kind);
     if (it == kinds_.end()) {
       kinds_.push_back(std::move(result.error_kind));
-      examples_.push_back(std::move(result.error_message));
+      examples_.push_back(result.error_message);
       it = kinds_.end() - 1;
     }
     record->error = static_cast<int32_t>(it - kinds_.begin());
+    auto known = message_index_.find(result.error_message);
+    if (known == message_index_.end()) {
+      if (messages_.size() >= kMaxErrorMessages) return;
+      known = message_index_
+                  .emplace(result.error_message, static_cast<int32_t>(messages_.size()))
+                  .first;
+      messages_.push_back(std::move(result.error_message));
+    }
+    record->message = known->second;
   }
 
   // Closed loop: starts one worker's next request, or retires the worker
@@ -132,6 +142,7 @@ class RunState {
     out->records.assign(records_.begin(), records_.end());
     out->error_kinds = kinds_;
     out->error_examples = examples_;
+    out->error_messages = messages_;
     out->max_in_flight = max_in_flight_;
     Nanos end = load_end;
     bool unfinished = false;
@@ -165,6 +176,8 @@ class RunState {
   std::deque<RequestRecord> records_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> kinds_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> examples_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> messages_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int32_t> message_index_ ABSL_GUARDED_BY(mu_);
   int64_t started_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t answered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failed_ ABSL_GUARDED_BY(mu_) = 0;

@@ -42,8 +42,13 @@ struct RequestRecord {
   Nanos done = 0;       // when its answer or failure arrived; 0: unfinished
   bool ok = false;
   int32_t error = -1;   // index into RunResult::error_kinds; -1 when ok or unfinished
+  int32_t message = -1;  // index into RunResult::error_messages; -1 when none was kept
   ServerTimings server;
 };
+
+// Failure messages often carry figures (the time left, a queue's length), so
+// most are distinct; past this many a run keeps only their kinds.
+inline constexpr size_t kMaxErrorMessages = 10000;
 
 struct RunResult {
   Nanos start = 0;  // the clock time that arrival times count from
@@ -52,6 +57,9 @@ struct RunResult {
   std::vector<RequestRecord> records;  // in the order they were started
   std::vector<std::string> error_kinds;
   std::vector<std::string> error_examples;  // the first message seen per kind
+  // The distinct failure messages, in the order first seen, up to
+  // kMaxErrorMessages (a failure past that keeps none).
+  std::vector<std::string> error_messages;
   int64_t max_in_flight = 0;
 };
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 
 namespace maitre::loadgen {
 namespace {
@@ -172,10 +173,20 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
     }
     if (r.done == 0) {
       ++report.unfinished;
+      report.failures.push_back({ToSeconds(r.scheduled - run.start), -1, "unfinished", ""});
       continue;
     }
     if (!r.ok) {
       ++report.failed;
+      FailedRequest failure{ToSeconds(r.scheduled - run.start),
+                            r.sent != 0 ? Ms(r.done - r.sent) : -1, "", ""};
+      if (r.error >= 0 && static_cast<size_t>(r.error) < run.error_kinds.size()) {
+        failure.kind = run.error_kinds[r.error];
+      }
+      if (r.message >= 0 && static_cast<size_t>(r.message) < run.error_messages.size()) {
+        failure.message = run.error_messages[r.message];
+      }
+      report.failures.push_back(std::move(failure));
       if (r.error >= 0 && static_cast<size_t>(r.error) < error_counts.size()) {
         ++error_counts[r.error];
         if (r.sent != 0) error_latency[r.error].push_back(Ms(r.done - r.sent));
@@ -390,6 +401,18 @@ std::string SeriesCsv(const BenchReport& r) {
                     s.effective_accuracy < 0 ? "" : Fixed(s.effective_accuracy, 4));
     for (int64_t n : s.served) absl::StrAppend(&out, ",", n);
     out.push_back('\n');
+  }
+  return out;
+}
+
+std::string FailuresCsv(const BenchReport& r) {
+  auto quoted = [](const std::string& text) {
+    return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
+  };
+  std::string out = "at_s,latency_ms,kind,message\n";
+  for (const FailedRequest& f : r.failures) {
+    absl::StrAppend(&out, Fixed(f.at_s, 3), ",", f.latency_ms < 0 ? "" : Fixed(f.latency_ms), ",",
+                    quoted(f.kind), ",", quoted(f.message), "\n");
   }
   return out;
 }

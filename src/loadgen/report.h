@@ -61,6 +61,15 @@ struct ErrorCount {
   Distribution latency_ms;
 };
 
+// One request that failed or was never answered, for `maitre bench
+// --failures`: when it was scheduled and what it was told.
+struct FailedRequest {
+  double at_s = 0;         // scheduled, since the load phase began
+  double latency_ms = -1;  // answer − sent; -1 when unfinished or never sent
+  std::string kind;        // as in ErrorCount; "unfinished" when no answer came
+  std::string message;     // "" when the run kept none (kMaxErrorMessages)
+};
+
 // How the run was set up, for the report's header.
 struct RunDescription {
   std::string model;  // exactly one of model and app
@@ -119,6 +128,7 @@ struct BenchReport {
   std::vector<ServedCount> served;  // ok answers by variant, most first
   double effective_accuracy = -1;
   std::vector<SecondOfRun> series;
+  std::vector<FailedRequest> failures;  // in the order they were started
 };
 
 BenchReport BuildReport(const RunResult& run, const RunDescription& description);
@@ -132,5 +142,9 @@ nlohmann::json ReportJson(const BenchReport& report);
 // effective_accuracy, then one column of answers per served variant, named
 // by the variant; an unknown effective accuracy is an empty cell.
 std::string SeriesCsv(const BenchReport& report);
+
+// Every failed or unfinished request as CSV: at_s,latency_ms,kind,message
+// (latency_ms empty when unknown; the message quoted as RFC 4180 says).
+std::string FailuresCsv(const BenchReport& report);
 
 }  // namespace maitre::loadgen

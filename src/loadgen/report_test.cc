@@ -42,6 +42,7 @@ RunResult SampleRun() {
   run.end = 2500 * kMillisecond;
   run.error_kinds = {"http 503"};
   run.error_examples = {"overloaded"};
+  run.error_messages = {"overloaded", "queue \"full\", 12 waiting"};
   run.max_in_flight = 3;
   for (int i = 0; i < 10; ++i) {
     RequestRecord r;
@@ -54,6 +55,7 @@ RunResult SampleRun() {
     } else if (i < 9) {
       r.done = r.sent + kMillisecond;
       r.error = 0;
+      r.message = i - 7;
     }
     run.records.push_back(r);
   }
@@ -105,6 +107,23 @@ TEST(BuildReportTest, CountsLatencyFromTheScheduledTime) {
   EXPECT_EQ(r.errors[1].kind, "unfinished");
   EXPECT_EQ(r.errors[1].count, 1);
   EXPECT_EQ(r.errors[1].latency_ms.count, 0);
+}
+
+TEST(BuildReportTest, ListsEveryFailureWithItsOwnMessage) {
+  BenchReport r = BuildReport(SampleRun(), SampleDescription());
+  ASSERT_EQ(r.failures.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.failures[0].at_s, 0.7);
+  EXPECT_DOUBLE_EQ(r.failures[0].latency_ms, 1);
+  EXPECT_EQ(r.failures[0].kind, "http 503");
+  EXPECT_EQ(r.failures[0].message, "overloaded");
+  EXPECT_EQ(r.failures[1].message, "queue \"full\", 12 waiting");
+  EXPECT_EQ(r.failures[2].kind, "unfinished");
+  EXPECT_DOUBLE_EQ(r.failures[2].latency_ms, -1);
+  EXPECT_EQ(FailuresCsv(r),
+            "at_s,latency_ms,kind,message\n"
+            "0.700,1.000,\"http 503\",\"overloaded\"\n"
+            "0.800,1.000,\"http 503\",\"queue \"\"full\"\", 12 waiting\"\n"
+            "0.900,,\"unfinished\",\"\"\n");
 }
 
 TEST(BuildReportTest, WithoutAnSloNothingIsAViolation) {
