@@ -1,14 +1,16 @@
 // End-to-end: interference migration (docs/policies.md, "Interference
 // migration") on a real `maitre serve` with two one-core workers. Online
 // load keeps one instance busy; processes that spin on that worker's core
-// then slow it down until the state machine calls it Interfered; the model
-// must end up served on the other worker, the slow copy unloaded, and not
-// one query fail on the way.
+// then slow it down until the state machine calls it Interfered (the server
+// and the test's clients move onto that core with them, so that the other
+// worker's core is free); the model must end up served on the other worker,
+// the slow copy unloaded, and not one query fail on the way.
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <string>
@@ -73,6 +75,22 @@ class CoreHogs {
   std::vector<int> cores_;
   std::vector<pid_t> pids_;
 };
+
+// Moves every thread of `pid` onto `cores`; threads they start later
+// inherit it. Returns how many threads moved.
+int PinThreads(pid_t pid, const std::vector<int>& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cores) CPU_SET(c, &set);
+  int moved = 0;
+  std::error_code error;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), error)) {
+    const pid_t tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
+    if (sched_setaffinity(tid, sizeof set, &set) == 0) ++moved;
+  }
+  return moved;
+}
 
 // The workers holding a ready instance of `variant`, from the repository
 // index; with the figures of each, for failure messages.
@@ -153,6 +171,14 @@ TEST(InterferenceTest, AnInterferedInstanceMovesToTheOtherWorkerWithoutAFailedQu
   ASSERT_TRUE(first_pid.ok()) << first_pid.status();
   CoreHogs hogs(*first_pid, /*per_core=*/2);
   ASSERT_GT(hogs.count(), 0u);
+  // The server and this test's clients move onto the hogged cores too. Left
+  // free, on the 2-core host they share the other worker's core, which then
+  // reads as Interfered (and at its CPU limit) as often as the hogged one:
+  // neither a retire nor a move has a healthy copy to go to, and the
+  // migration rightly holds. Moved, the other worker is the healthy one the
+  // migration is for.
+  ASSERT_GT(PinThreads(server->pid(), hogs.cores()), 0);
+  ASSERT_GT(PinThreads(getpid(), hogs.cores()), 0);
   std::cerr << "instance on " << first << ", spinning " << hogs.count() << " processes on core "
             << hogs.cores()[0] << "\n";
 
