@@ -36,6 +36,8 @@ class Profile {
 
   bool empty() const { return points_.empty(); }
   const std::vector<LatencyPoint>& points() const { return points_; }
+  // How long a load takes before the instance serves: its executor made
+  // and warmed up at each batch size (the worker's InstanceManager).
   double load_ms() const { return load_ms_; }
   double memory_mb() const { return memory_mb_; }
   int max_batch() const { return points_.empty() ? 0 : points_.back().batch; }

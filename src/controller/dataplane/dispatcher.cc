@@ -46,6 +46,9 @@ struct Dispatcher::Query {
   absl::Mutex sent_mu;
   const CatalogVariant* sent_variant ABSL_GUARDED_BY(sent_mu) = nullptr;
   std::string sent_worker ABSL_GUARDED_BY(sent_mu);
+  // What the query waits for while it is not sent ("a worker to join", "a
+  // load of m:v"), for the same message.
+  std::string waited_for ABSL_GUARDED_BY(sent_mu);
 };
 
 namespace {
@@ -149,14 +152,17 @@ void Dispatcher::Expire(const std::shared_ptr<Query>& query) {
   // a stalled thread may hold.
   query->deadline_timer_seq.store(0, std::memory_order_relaxed);
   std::string answerer = "any instance";
+  std::string waited;
   {
     absl::MutexLock lock(&query->sent_mu);
     if (query->sent_variant != nullptr) {
       answerer = absl::StrCat(query->sent_variant->spec.key.ToString(), " on ", query->sent_worker);
+    } else if (!query->waited_for.empty()) {
+      waited = absl::StrCat("; it was waiting for ", query->waited_for);
     }
   }
-  Finish(query, absl::DeadlineExceededError(
-                    DeadlinePassed(query->deadline, query->received, answerer)));
+  Finish(query, absl::DeadlineExceededError(absl::StrCat(
+                    DeadlinePassed(query->deadline, query->received, answerer), waited)));
 }
 
 absl::Status Dispatcher::Choose(Query& query, const VariantKey& key) {
@@ -270,6 +276,7 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
       if ((why == policy::UnavailableReason::kNoRoom ||
            why == policy::UnavailableReason::kBusy) &&
           WorkersOnTheirWay()) {
+        WaitsFor(*query, "a worker to join");
         return AttemptLater(std::move(query), options_.worker_wait_poll);
       }
       CountRefused(*query);
@@ -288,7 +295,9 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
     if (result.route.has_value()) options_.cluster->Release(result.route->worker_id, result.variant);
     return Finish(query, s);
   }
-  if (result.waiting_for_load) return;  // the waiter runs Attempt again
+  if (result.waiting_for_load) {  // the waiter runs Attempt again
+    return WaitsFor(*query, absl::StrCat("a load of ", result.variant.ToString()));
+  }
   if (!result.route.has_value()) {
     return Finish(query, absl::UnavailableError("no instance could take the query"));
   }
@@ -364,7 +373,8 @@ void Dispatcher::AttemptBurst(std::shared_ptr<Query> query) {
       return Send(std::move(query), *std::move(taken.route));
     }
     case BurstPool::Taken::Kind::kWaiting:
-      return;
+      return WaitsFor(*query, absl::StrCat("the burst pool's load of ",
+                                           query->variant->spec.key.ToString()));
     case BurstPool::Taken::Kind::kFull:
       break;
   }
@@ -425,9 +435,12 @@ void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
   LoadWaiter waiter = [this, query](absl::Status status) mutable {
     OnLoadDone(std::move(query), std::move(status));
   };
-  if (options_.placer->EnsureLoaded(*query->variant, waiter, query->lost_on)) return;
+  if (options_.placer->EnsureLoaded(*query->variant, waiter, query->lost_on)) {
+    return WaitsFor(*query, absl::StrCat("a load of ", key.ToString()));
+  }
   if (WorkersOnTheirWay()) {
     query->waited_for_load = false;  // it waits for a worker, not a load
+    WaitsFor(*query, "a worker to join");
     return AttemptLater(std::move(query), options_.worker_wait_poll);
   }
   Finish(query, absl::UnavailableError(absl::StrCat("no worker can take ", key.ToString(),
@@ -439,6 +452,16 @@ void Dispatcher::AttemptUnprofiled(std::shared_ptr<Query> query) {
 bool Dispatcher::WorkersOnTheirWay() const {
   return options_.min_workers > 0 &&
          options_.cluster->reachable_worker_count() < static_cast<size_t>(options_.min_workers);
+}
+
+void Dispatcher::WaitsFor(Query& query, std::string what) {
+  // Noted once the wait is registered: a load done in the meantime could
+  // have sent the query already, and this would then misname what it waits
+  // for. Loads take a hundred milliseconds, this microseconds, and only the
+  // message is at stake.
+  absl::MutexLock lock(&query.sent_mu);
+  query.sent_variant = nullptr;  // an earlier send failed, or the query would not wait
+  query.waited_for = std::move(what);
 }
 
 void Dispatcher::AttemptLater(std::shared_ptr<Query> query, Nanos after) {
@@ -474,6 +497,7 @@ void Dispatcher::Send(std::shared_ptr<Query> query, Route route) {
     absl::MutexLock lock(&query->sent_mu);
     query->sent_variant = query->variant;
     query->sent_worker = route.worker_id;
+    query->waited_for.clear();
   }
   const Nanos sent_at = options_.clock->Now();
   route.api->Infer(

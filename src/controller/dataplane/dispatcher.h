@@ -161,6 +161,8 @@ class Dispatcher {
   // Attempts `query` again `after` from now, on a timer thread (its
   // deadline still answers it if nothing can take it in time).
   void AttemptLater(std::shared_ptr<Query> query, Nanos after);
+  // Notes what an unsent query waits for, for its deadline's message.
+  static void WaitsFor(Query& query, std::string what);
   // Answers `query` unless it was answered already (the deadline timer and
   // the worker's reply race; the first wins).
   void Finish(std::shared_ptr<Query> query, absl::StatusOr<InferResponse> result);

@@ -6,6 +6,7 @@
 // The workers are in-process stand-ins that answer or fail as told.
 #include "controller/dataplane/dispatcher.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -74,12 +75,12 @@ class DispatcherWorkerLossTest : public ::testing::Test {
     placer_ = std::make_unique<Placer>(Placer::Options{world_.cluster.get(), &control_});
   }
 
-  void MakeDispatcher(int min_workers = 0) {
+  void MakeDispatcher(int min_workers = 0, Nanos timeout = 20 * kSecond) {
     Dispatcher::Options options;
     options.catalog = &world_.catalog;
     options.cluster = world_.cluster.get();
     options.placer = placer_.get();
-    options.default_timeout = 20 * kSecond;
+    options.default_timeout = timeout;
     options.min_workers = min_workers;
     dispatcher_ = std::make_unique<Dispatcher>(options);
   }
@@ -203,6 +204,16 @@ TEST_F(DispatcherWorkerLossTest, WithNoWorkerLeftAQueryWaitsForTheReplacement) {
   answered.WaitForNotification();
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->timings.worker, replacement);
+}
+
+TEST_F(DispatcherWorkerLossTest, AQueryWhoseDeadlinePassesWhileItWaitsSaysWhatItWaitedFor) {
+  MakeDispatcher(/*min_workers=*/1, /*timeout=*/200 * kMillisecond);
+  AddWorker("lost", /*loaded=*/true);
+  workers_["lost"].dead = true;
+  absl::StatusOr<InferResponse> answer = Query();  // no replacement ever joins
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kDeadlineExceeded) << answer.status();
+  EXPECT_THAT(std::string(answer.status().message()),
+              ::testing::HasSubstr("before any instance answered it; it was waiting for a worker to join"));
 }
 
 TEST_F(DispatcherWorkerLossTest, WithNoReplacementComingAQueryIsRefusedAtOnce) {
