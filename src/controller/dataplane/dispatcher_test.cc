@@ -213,7 +213,8 @@ TEST_F(DispatcherWorkerLossTest, AQueryWhoseDeadlinePassesWhileItWaitsSaysWhatIt
   absl::StatusOr<InferResponse> answer = Query();  // no replacement ever joins
   EXPECT_EQ(answer.status().code(), absl::StatusCode::kDeadlineExceeded) << answer.status();
   EXPECT_THAT(std::string(answer.status().message()),
-              ::testing::HasSubstr("before any instance answered it; it was waiting for a worker to join"));
+              ::testing::HasSubstr(
+                  "before any instance answered it; it was waiting for a worker to join"));
 }
 
 TEST_F(DispatcherWorkerLossTest, WithNoReplacementComingAQueryIsRefusedAtOnce) {
