@@ -140,8 +140,9 @@ int RunWorker(const WorkerOptions& options) {
   manager_options.blobs = &link;
   manager_options.clock = clock;
   InstanceManager manager(manager_options);
-  WorkQueue control(/*threads=*/1);
-  WorkerService service(&manager, clock, &control, call_token);
+  WorkQueue serving(/*threads=*/1);
+  WorkQueue background(/*threads=*/1);
+  WorkerService service(&manager, clock, &serving, &background, call_token);
 
   int port = 0;
   grpc::ServerBuilder builder;
@@ -205,13 +206,15 @@ int RunWorker(const WorkerOptions& options) {
   }
 
   // Stop taking calls, then let everything that may still answer one do so
-  // (the instances answer what they hold; the control queue finishes its
+  // (the instances answer what they hold; the control queues finish their
   // work) before the service's completion queue closes.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   manager.StopAll();
-  absl::Notification control_drained;
-  control.Post([&control_drained] { control_drained.Notify(); });
-  control_drained.WaitForNotification();
+  for (WorkQueue* queue : {&serving, &background}) {
+    absl::Notification drained;
+    queue->Post([&drained] { drained.Notify(); });
+    drained.WaitForNotification();
+  }
   service.Stop();
   std::error_code ignored;
   if (options.cache_dir.empty()) std::filesystem::remove_all(cache_dir, ignored);

@@ -206,7 +206,7 @@ void WorkerService::Infer(Call<v1::InferRequest, v1::InferResponse>* call) {
 }
 
 void WorkerService::Load(Call<v1::LoadRequest, v1::LoadResponse>* call) {
-  control_->Post([this, call] {
+  serving_->Post([this, call] {
     const v1::LoadRequest& request = call->request();
     auto spec = rpc::FromProto(request.variant());
     if (!spec.ok()) {
@@ -223,14 +223,14 @@ void WorkerService::Load(Call<v1::LoadRequest, v1::LoadResponse>* call) {
 }
 
 void WorkerService::Unload(Call<v1::UnloadRequest, v1::UnloadResponse>* call) {
-  control_->Post([this, call] {
+  serving_->Post([this, call] {
     const v1::UnloadRequest& request = call->request();
     call->Finish(rpc::ToGrpc(manager_->Unload({request.model(), request.variant()})));
   });
 }
 
 void WorkerService::Profile(Call<v1::ProfileRequest, v1::ProfileResponse>* call) {
-  control_->Post([this, call] {
+  background_->Post([this, call] {
     const v1::ProfileRequest& request = call->request();
     auto spec = rpc::FromProto(request.variant());
     if (!spec.ok()) {
@@ -259,7 +259,7 @@ void WorkerService::Profile(Call<v1::ProfileRequest, v1::ProfileResponse>* call)
 }
 
 void WorkerService::Evaluate(Call<v1::EvaluateRequest, v1::EvaluateResponse>* call) {
-  control_->Post([this, call] {
+  background_->Post([this, call] {
     const v1::EvaluateRequest& request = call->request();
     auto spec = rpc::FromProto(request.variant());
     if (!spec.ok()) {
@@ -281,7 +281,7 @@ void WorkerService::Evaluate(Call<v1::EvaluateRequest, v1::EvaluateResponse>* ca
 // Registration work like Evaluate: it loads the variant afresh and counts
 // against the registration CPU share.
 void WorkerService::RunOnce(Call<v1::RunOnceRequest, v1::RunOnceResponse>* call) {
-  control_->Post([this, call] {
+  background_->Post([this, call] {
     const v1::RunOnceRequest& request = call->request();
     auto spec = rpc::FromProto(request.variant());
     if (!spec.ok()) {

@@ -42,9 +42,17 @@ class WorkerService {
   // Only calls carrying `call_token` ("authorization: Bearer <token>") are
   // served: the controller's (docs/operations.md, "Security"); others get
   // UNAUTHENTICATED.
-  WorkerService(InstanceManager* manager, const Clock* clock, WorkQueue* control,
-                std::string call_token)
-      : manager_(manager), clock_(clock), control_(control), call_token_(std::move(call_token)) {}
+  // Loads and unloads run in order on `serving`; profiling, evaluation and
+  // checks on `background`, so that a load for queries never waits behind
+  // a profile sweep (on one queue, a query after a restart waited out its
+  // 30 s deadline behind another app's sweeps).
+  WorkerService(InstanceManager* manager, const Clock* clock, WorkQueue* serving,
+                WorkQueue* background, std::string call_token)
+      : manager_(manager),
+        clock_(clock),
+        serving_(serving),
+        background_(background),
+        call_token_(std::move(call_token)) {}
   ~WorkerService();
 
   // Registers the service and its completion queue; before BuildAndStart.
@@ -84,7 +92,8 @@ class WorkerService {
 
   InstanceManager* const manager_;
   const Clock* const clock_;
-  WorkQueue* const control_;
+  WorkQueue* const serving_;
+  WorkQueue* const background_;
   const std::string call_token_;
   RegistrationCpu registration_cpu_{{runtime::ProcessCpuSeconds, runtime::CallingThreadCpuClock,
                                      runtime::CallingThreadCores}};
