@@ -5,6 +5,7 @@
 // the numbers are the experiment's.
 #include <algorithm>
 
+#include "policy/admission.h"
 #include "sim/selection_router.h"
 #include "sim/simulator.h"
 
@@ -12,17 +13,21 @@ namespace maitre::sim {
 
 bool Simulator::Admits(int32_t i, const RouteRequest& request) const {
   const SimInstance& inst = instances_[i];
-  if (inst.ready <= 0 || inst.draining) return false;  // it cannot start the query now
-  const Profile& profile = setup_.variants[inst.variant].profile;
-  const double per_replica = profile.SaturationQps(ToMillis(request.deadline - request.arrival));
-  if (per_replica <= 0) return false;
-  // What is ahead of it drains at the rate the ready replicas sustain within
-  // the objective; then it runs (at worst) alone.
-  const double ahead = static_cast<double>(inst.queue.size() - inst.head) + inst.running_rows;
-  const double wait_s = (ahead + request.rows) / (inst.ready * per_replica);
-  const Nanos done =
-      request.arrival + FromSeconds(wait_s) + FromMillis(profile.LatencyAt(request.rows));
-  return done <= request.deadline;
+  // The controller's router sends a query only to an instance that can
+  // start it now: not one still loading, nor one draining.
+  if (inst.ready <= 0 || inst.draining) return false;
+  // The instance as the controller's dispatcher sees it (policy/admission.h):
+  // every query sent there and not answered yet, queued or in a running
+  // batch, and its ready replicas. The simulator has no front-end overhead
+  // and no measured slowdown to add.
+  policy::AdmissionCandidate candidate;
+  candidate.profile = &setup_.variants[inst.variant].profile;
+  candidate.waiting = static_cast<int64_t>(inst.queue.size() - inst.head);
+  for (int32_t id : inst.replicas) {
+    if (replicas_[id].busy) candidate.waiting += static_cast<int64_t>(replicas_[id].batch.size());
+  }
+  candidate.replicas = inst.ready;
+  return policy::AnswersInTime(candidate, request.deadline - now_, request.rows);
 }
 
 int32_t Simulator::RouteWithBouncer(const RouteRequest& request, bool* bounced) {

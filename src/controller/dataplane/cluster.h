@@ -20,11 +20,11 @@
 #include "absl/synchronization/mutex.h"
 #include "control/action_sink.h"
 #include "control/query_router.h"
-#include "controller/dataplane/admission.h"
 #include "controller/dataplane/worker_api.h"
 #include "core/clock.h"
 #include "core/variant.h"
 #include "core/worker_type.h"
+#include "policy/admission.h"
 #include "policy/instance_state.h"
 #include "policy/selection.h"
 
@@ -127,7 +127,7 @@ using LoadWaiter = absl::AnyInvocable<void(absl::Status) &&>;
 // candidates' profiles live in `index`, which the holder keeps.
 struct AdmissionView {
   std::shared_ptr<const policy::SelectionIndex> index;
-  std::vector<AdmissionCandidate> candidates;
+  std::vector<policy::AdmissionCandidate> candidates;
 };
 
 // What a load's waiters are told when the load ended because its worker was

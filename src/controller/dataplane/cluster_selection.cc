@@ -335,7 +335,7 @@ AdmissionView Cluster::AdmissionCandidates(const VariantKey& key,
           (last_resort || inst.phase != InstancePhase::kLoading)) {
         continue;
       }
-      AdmissionCandidate c;
+      policy::AdmissionCandidate c;
       c.waiting = inst.outstanding;
       c.overhead = inst.overhead;
       c.slowdown = inst.slowdown;

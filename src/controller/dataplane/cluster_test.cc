@@ -149,7 +149,7 @@ TEST_F(ClusterUnreachableTest, AdmissionSeesQueriesInFlightAndTheMeanRoundTripOv
   ASSERT_TRUE(cluster_->PickReady(kKey).has_value());  // the other worker
   AdmissionView view = cluster_->AdmissionCandidates(kKey);
   ASSERT_EQ(view.candidates.size(), 2u);
-  for (const AdmissionCandidate& c : view.candidates) {
+  for (const policy::AdmissionCandidate& c : view.candidates) {
     EXPECT_EQ(c.waiting, 1);
     ASSERT_NE(c.profile, nullptr);
     EXPECT_EQ(c.profile->max_batch(), 8);
@@ -161,7 +161,7 @@ TEST_F(ClusterUnreachableTest, AdmissionSeesQueriesInFlightAndTheMeanRoundTripOv
   ASSERT_TRUE(cluster_->PickReady(kKey, {workers_[route->worker_id == workers_[0] ? 1 : 0]})
                   .has_value());
   cluster_->Release(route->worker_id, kKey, {80 * kMillisecond, 3 * kMillisecond, 1});
-  for (const AdmissionCandidate& c : cluster_->AdmissionCandidates(kKey).candidates) {
+  for (const policy::AdmissionCandidate& c : cluster_->AdmissionCandidates(kKey).candidates) {
     if (c.waiting != 0) continue;
     EXPECT_EQ(c.overhead, 10 * kMillisecond + 70 * kMillisecond / 8);
     EXPECT_DOUBLE_EQ(c.slowdown, 1 + 2.0 / 8 + (3 - 1.25) / 8);

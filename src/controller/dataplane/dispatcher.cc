@@ -6,6 +6,7 @@
 #include "core/cores.h"
 #include "core/logging.h"
 #include "controller/frontend/model_views.h"
+#include "policy/admission.h"
 
 namespace maitre::controller {
 
@@ -200,12 +201,12 @@ bool Dispatcher::Admit(const std::shared_ptr<Query>& query) {
                                                   : VariantKey{query->model->name, ""};
   const AdmissionView view = options_.cluster->AdmissionCandidates(key);
   const Nanos time_left = query->deadline - options_.clock->Now();
-  const AdmissionVerdict verdict = controller::Admit(view.candidates, time_left, RowsOf(*query));
+  const policy::AdmissionVerdict verdict = policy::Admit(view.candidates, time_left, RowsOf(*query));
   if (verdict.admit) return true;
   if (Bounce(query)) return true;  // Infer sends it to the pool
   CountRefused(*query);
   Finish(query, absl::ResourceExhaustedError(
-                    RefusalMessage(query->model->name, verdict.best_finish, time_left)));
+                    policy::RefusalMessage(query->model->name, verdict.best_finish, time_left)));
   return false;
 }
 
@@ -312,10 +313,9 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
 bool Dispatcher::Late(const Query& query, const Route& route, const VariantKey& key) const {
   AdmissionView view = options_.cluster->AdmissionCandidates(key, route.worker_id);
   if (view.candidates.empty()) return false;
-  AdmissionCandidate& candidate = view.candidates.front();
+  policy::AdmissionCandidate& candidate = view.candidates.front();
   candidate.waiting = std::max<int64_t>(0, candidate.waiting - 1);  // the route counted it
-  const std::optional<Nanos> finish = EstimateFinish(candidate, RowsOf(query));
-  return finish.has_value() && options_.clock->Now() + *finish > query.deadline;
+  return !policy::AnswersInTime(candidate, query.deadline - options_.clock->Now(), RowsOf(query));
 }
 
 bool Dispatcher::Bounce(const std::shared_ptr<Query>& query) {

@@ -1,9 +1,9 @@
-#include "controller/dataplane/admission.h"
+#include "policy/admission.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace maitre::controller {
+namespace maitre::policy {
 namespace {
 
 using ::testing::HasSubstr;
@@ -114,6 +114,21 @@ TEST(AdmitTest, APassedDeadlineRefusesEvenAnIdleInstance) {
   EXPECT_FALSE(Admit({{&profile, 0, 1, 0}}, -kMillisecond).admit);
 }
 
+TEST(AnswersInTimeTest, JudgesTheInstanceByItsEstimatedFinish) {
+  const Profile profile = TestProfile();
+  // 4 ahead on one replica: 8 ms (QueueDrainsInTheBatchesItAllows).
+  EXPECT_TRUE(AnswersInTime({&profile, 4, 1, 0}, 8 * kMillisecond));
+  EXPECT_FALSE(AnswersInTime({&profile, 4, 1, 0}, 8 * kMillisecond - 1));
+  // The same queue ahead of a 4-row query: 16 rows ahead, 10 + 10 ms.
+  EXPECT_FALSE(AnswersInTime({&profile, 4, 1, 0}, 15 * kMillisecond, 4));
+  // A second replica takes the query at once.
+  EXPECT_TRUE(AnswersInTime({&profile, 1, 2, 0}, 2 * kMillisecond));
+}
+
+TEST(AnswersInTimeTest, AnInstanceWithoutAProfileIsTakenToAnswer) {
+  EXPECT_TRUE(AnswersInTime({nullptr, 1000, 1, 0}, kMillisecond));
+}
+
 TEST(RefusalMessageTest, NamesTheModelTheWaitAndTheAllowance) {
   const std::string m = RefusalMessage("fmnist-mlp", 48 * kMillisecond, 21 * kMillisecond);
   EXPECT_THAT(m, HasSubstr("'fmnist-mlp'"));
@@ -122,4 +137,4 @@ TEST(RefusalMessageTest, NamesTheModelTheWaitAndTheAllowance) {
 }
 
 }  // namespace
-}  // namespace maitre::controller
+}  // namespace maitre::policy

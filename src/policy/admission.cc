@@ -1,10 +1,10 @@
-#include "controller/dataplane/admission.h"
+#include "policy/admission.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
-namespace maitre::controller {
+namespace maitre::policy {
 
 std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t rows) {
   if (candidate.profile == nullptr || candidate.profile->empty()) return std::nullopt;
@@ -30,6 +30,11 @@ std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t
          overhead;
 }
 
+bool AnswersInTime(const AdmissionCandidate& candidate, Nanos time_left, int64_t rows) {
+  const std::optional<Nanos> finish = EstimateFinish(candidate, rows);
+  return !finish.has_value() || *finish <= time_left;
+}
+
 AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos time_left,
                        int64_t rows) {
   AdmissionVerdict verdict;
@@ -52,4 +57,4 @@ std::string RefusalMessage(absl::string_view model, Nanos best_finish, Nanos tim
                       " ms; retry later, or with a longer latency_ms");
 }
 
-}  // namespace maitre::controller
+}  // namespace maitre::policy

@@ -44,7 +44,7 @@
 #include "core/profile.h"
 #include "core/time.h"
 
-namespace maitre::controller {
+namespace maitre::policy {
 
 // One instance that could serve the query.
 struct AdmissionCandidate {
@@ -61,6 +61,13 @@ struct AdmissionCandidate {
 // Time from now until `candidate` would answer one more query of `rows`
 // rows; nullopt when it has no profile.
 std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t rows = 1);
+
+// MArk's Bouncer (MArk §4.1): whether `candidate` would answer one more
+// query of `rows` rows within `time_left`; one without a profile cannot be
+// judged and is taken to. The controller's dispatcher and the simulator
+// both ask it of the instance their router chose, so the two worlds send
+// the same queries to the burst pool.
+bool AnswersInTime(const AdmissionCandidate& candidate, Nanos time_left, int64_t rows = 1);
 
 struct AdmissionVerdict {
   bool admit = true;
@@ -79,4 +86,4 @@ AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos 
 // allowed.
 std::string RefusalMessage(absl::string_view model, Nanos best_finish, Nanos time_left);
 
-}  // namespace maitre::controller
+}  // namespace maitre::policy
