@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -544,6 +545,48 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
   EXPECT_GT(branch, 0) << m;
   EXPECT_LT(branch, 1) << m;
   EXPECT_DOUBLE_EQ(m.at("stages").at("slow").at("scale_factor").get<double>(), branch) << m;
+
+  // `maitre plan --from` plans from what the server holds: the spec, the
+  // models' profiles, the applied plan's variant for the slow stage, and
+  // the measured branch. It waits for the models' profiles. The fast
+  // stage's model has several variants and no planned one: a try names
+  // them, and the next picks the first.
+  const std::string trace_path = dir_->path() + "/plan-trace.csv";
+  std::string trace = "arrival_ms\n";
+  for (int i = 0; i < 200; ++i) absl::StrAppend(&trace, i * 10, "\n");
+  ASSERT_TRUE(WriteFileAtomically(trace_path, trace).ok());
+  const std::string plan_args =
+      absl::StrCat("plan --from ", server_->url(), " --app ", kApp,
+                   " --pipeline fmnist-planned --trace ", trace_path, " --slo-ms 200 --json");
+  std::string planned, variant_flag;
+  int plan_rc = -1;
+  absl::Status plan_made = testing::WaitOnProgress([&] {
+    std::tie(planned, plan_rc) = RunMaitre(plan_args + variant_flag);
+    const std::string listed = "fmnist-logreg is profiled as variants ";
+    if (const size_t at = planned.find(listed); plan_rc != 0 && at != std::string::npos) {
+      const size_t from = at + listed.size();
+      variant_flag = absl::StrCat(" --variant fmnist-logreg=",
+                                  planned.substr(from, planned.find_first_of(",;", from) - from));
+    }
+    auto profiles = Send("GET", absl::StrCat("/v2/profiles?app=", kApp));
+    return testing::Progress{
+        plan_rc == 0 || !absl::StrContains(planned, "has no profile on the server yet"),
+        absl::StrCat(planned, " (", profiles.ok() ? profiles->body.size() : 0,
+                     " bytes of profiles)")};
+  });
+  ASSERT_TRUE(plan_made.ok()) << plan_made;
+  if (plan_rc != 0 && !variant_flag.empty()) {
+    std::tie(planned, plan_rc) = RunMaitre(plan_args + variant_flag);
+  }
+  ASSERT_EQ(plan_rc, 0) << planned;
+  json from_server = json::parse(planned, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(from_server.is_object()) << planned;
+  EXPECT_NEAR(from_server["branches"]["fast->slow"].get<double>(), branch, 1e-9) << planned;
+  for (const json& stage : from_server["plan"]["stages"]) {
+    if (stage["stage"] != "slow") continue;
+    EXPECT_EQ(stage["variant"], planned_variant) << planned;
+    EXPECT_NEAR(stage["scale_factor"].get<double>(), branch, 1e-9) << planned;
+  }
 
   auto deleted = Send("DELETE", one);
   ASSERT_TRUE(deleted.ok());

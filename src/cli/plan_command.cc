@@ -10,10 +10,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/api_client.h"
+#include "cli/plan_inputs.h"
 #include "core/arrivals.h"
 #include "core/file_util.h"
-#include "core/profile_csv.h"
 #include "core/status_macros.h"
 #include "core/text_table.h"
 #include "core/worker_type.h"
@@ -29,50 +30,9 @@ using nlohmann::json;
 using pipeline::Plan;
 using pipeline::PlanningProblem;
 
-absl::StatusOr<std::map<std::string, ModelSpec>> ReadModels(const std::string& path) {
-  MAITRE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": must be a JSON object of model name -> registration meta"));
-  }
-  std::map<std::string, ModelSpec> models;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    auto spec = ParseModelSpecJson(it.value().dump());
-    if (!spec.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": model \"", it.key(), "\": ", spec.status().message()));
-    }
-    models[it.key()] = *std::move(spec);
-  }
-  return models;
-}
-
-// Model -> hardware name -> profile, refusing a model profiled as several
-// variants (the planner chooses hardware, not variants); `variant_of` gets
-// each model's variant.
-absl::StatusOr<std::map<std::string, std::map<std::string, Profile>>> ReadProfiles(
-    const std::string& path, std::map<std::string, std::string>& variant_of) {
-  MAITRE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  auto records = ParseProfileCsv(text);
-  if (!records.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ",
-                                                                    records.status().message()));
-  std::map<std::string, std::map<std::string, Profile>> profiles;
-  for (const ProfileRecord& r : *records) {
-    auto [it, fresh] = variant_of.emplace(r.key.model, r.key.variant);
-    if (!fresh && it->second != r.key.variant) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": model \"", r.key.model, "\" has profiles for variants \"", it->second,
-          "\" and \"", r.key.variant, "\"; keep one per model"));
-    }
-    profiles[r.key.model][r.worker_type] = r.profile;
-  }
-  return profiles;
-}
-
-absl::StatusOr<std::map<std::string, double>> ParseBranches(
-    const std::vector<std::string>& branches) {
-  std::map<std::string, double> out;
+// --branch flags over `out` (measured ones, from a server): a flag wins.
+absl::Status ParseBranches(const std::vector<std::string>& branches,
+                           std::map<std::string, double>& out) {
   for (const std::string& b : branches) {
     const size_t eq = b.rfind('=');
     double p = 0;
@@ -83,7 +43,46 @@ absl::StatusOr<std::map<std::string, double>> ParseBranches(
     }
     out[b.substr(0, eq)] = p;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseVariants(
+    const std::vector<std::string>& variants) {
+  std::map<std::string, std::string> out;
+  for (const std::string& v : variants) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--variant \"", v, "\": expected model=variant"));
+    }
+    out[v.substr(0, eq)] = v.substr(eq + 1);
+  }
   return out;
+}
+
+// The inputs from a server (--from) or from files.
+absl::StatusOr<PlanInputs> ReadInputs(const PlanArgs& args) {
+  if (args.from.empty()) {
+    if (args.models.empty() || args.profiles.empty()) {
+      return absl::InvalidArgumentError(
+          "--models and --profiles are needed, unless --from names a server to read them from");
+    }
+    if (!args.variants.empty()) {
+      return absl::InvalidArgumentError(
+          "--variant goes with --from: a profile CSV names one variant per model");
+    }
+    return PlanInputsFromFiles(args.pipeline, args.models, args.profiles);
+  }
+  if (args.app.empty()) {
+    return absl::InvalidArgumentError("--from needs --app, the app the pipeline belongs to");
+  }
+  if (!args.models.empty() || !args.profiles.empty()) {
+    return absl::InvalidArgumentError(
+        "--from reads the models and their profiles from the server; drop --models and "
+        "--profiles");
+  }
+  MAITRE_ASSIGN_OR_RETURN(auto variants, ParseVariants(args.variants));
+  return PlanInputsFromServer(args.from, args.app, args.pipeline, variants);
 }
 
 json PlanJson(const PlanningProblem& problem, const Plan& plan, const std::vector<double>& scale,
@@ -141,18 +140,16 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   if (!args.apply.empty() && args.app.empty()) {
     return absl::InvalidArgumentError("--apply needs --app, the app the pipeline belongs to");
   }
-  MAITRE_ASSIGN_OR_RETURN(std::string spec_text, ReadFileToString(args.pipeline));
-  MAITRE_ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
-                          pipeline::ParsePipelineSpecJson(spec_text));
-  MAITRE_ASSIGN_OR_RETURN(auto models, ReadModels(args.models));
-  MAITRE_ASSIGN_OR_RETURN(pipeline::ValidatedPipeline validated,
-                          pipeline::ValidatePipeline(std::move(spec), models));
   if (!(args.stage_overhead_ms >= 0)) {
     return absl::InvalidArgumentError("--stage-overhead-ms must not be negative");
   }
-  std::map<std::string, std::string> variant_of;
-  MAITRE_ASSIGN_OR_RETURN(auto profiles, ReadProfiles(args.profiles, variant_of));
-  MAITRE_ASSIGN_OR_RETURN(auto branches, ParseBranches(args.branches));
+  MAITRE_ASSIGN_OR_RETURN(PlanInputs inputs, ReadInputs(args));
+  MAITRE_ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
+                          pipeline::ParsePipelineSpecJson(inputs.spec_json));
+  MAITRE_ASSIGN_OR_RETURN(pipeline::ValidatedPipeline validated,
+                          pipeline::ValidatePipeline(std::move(spec), inputs.models));
+  std::map<std::string, double> branches = std::move(inputs.branches);
+  MAITRE_RETURN_IF_ERROR(ParseBranches(args.branches, branches));
   WorkerTypeTable types = WorkerTypeTable::Default();
   if (!args.worker_types.empty()) {
     MAITRE_ASSIGN_OR_RETURN(types, WorkerTypeTable::Parse(args.worker_types));
@@ -160,7 +157,8 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   std::vector<pipeline::Hardware> hardware;
   for (const WorkerType& t : types.types()) hardware.push_back({t.name, t.price_per_hour});
   MAITRE_ASSIGN_OR_RETURN(PlanningProblem problem,
-                          pipeline::ProblemFromPipeline(validated, hardware, profiles, branches));
+                          pipeline::ProblemFromPipeline(validated, hardware, inputs.profiles,
+                                                           branches));
   MAITRE_ASSIGN_OR_RETURN(std::string trace_text, ReadFileToString(args.trace));
   std::vector<std::string> apps;
   auto rows = ParseTraceCsvAnyApps(trace_text, &apps);
@@ -191,7 +189,7 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   std::vector<std::string> variants;
   for (const pipeline::PlanningStage& st : problem.stages) {
     const pipeline::Vertex& v = validated.spec.vertices[validated.VertexIndex(st.name)];
-    variants.push_back(variant_of[v.model]);
+    variants.push_back(inputs.variant_of[v.model]);
   }
 
   std::optional<int64_t> refuted;
@@ -237,6 +235,7 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
                 {"slo_ms", args.slo_ms},
                 {"trace", {{"queries", arrivals.size()}, {"seconds", seconds}}},
                 {"stage_overhead_ms", args.stage_overhead_ms},
+                {"branches", branches},
                 {"plan", PlanJson(problem, plan, scale, variants)},
                 {"steps", plan.steps},
                 {"tuner", tuner_json}};
@@ -256,6 +255,11 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
       "pipeline %s: P99 objective %.1f ms; trace of %d queries over %.1f s (%.1f qps)\n\n",
       validated.spec.name.empty() ? "(unnamed)" : validated.spec.name, args.slo_ms,
       arrivals.size(), seconds, (arrivals.size() - 1) / seconds);
+  if (!branches.empty()) {
+    std::vector<std::string> shown;
+    for (const auto& [edge, p] : branches) shown.push_back(absl::StrFormat("%s %.3f", edge, p));
+    absl::StrAppend(&text, "branch probabilities: ", absl::StrJoin(shown, ", "), "\n\n");
+  }
   absl::StrAppend(&text, PlanTable(problem, plan, scale));
   absl::StrAppendFormat(&text, "\nInferLine: $%.4f/h, estimated P99 %.1f ms (%d configurations "
                         "estimated)\n", plan.cost_per_hour, plan.p99_ms, plan.estimates);
@@ -282,18 +286,26 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Plan a pipeline offline: hardware, batch and replicas per stage for a P99 "
               "objective on a sample trace (InferLine's planner)");
-  cmd->add_option("--pipeline", args->pipeline, "Pipeline spec (JSON)")->required();
+  cmd->add_option("--pipeline", args->pipeline,
+                  "Pipeline spec (JSON file); with --from, the pipeline's name on the server")
+      ->required();
   cmd->add_option("--models", args->models,
-                  "JSON object of model name -> registration meta, for the spec's checks")
-      ->required();
-  cmd->add_option("--profiles", args->profiles, "Profile CSV (one variant per model)")
-      ->required();
+                  "JSON object of model name -> registration meta, for the spec's checks");
+  cmd->add_option("--profiles", args->profiles, "Profile CSV (one variant per model)");
+  cmd->add_option("--from", args->from,
+                  "A running server's URL: read the spec, the models, their profiles and the "
+                  "measured branch probabilities there (needs --app; replaces --models and "
+                  "--profiles)");
+  cmd->add_option("--variant", args->variants,
+                  "With --from: model=variant to plan with (repeatable); else the variant the "
+                  "applied plan names, or the model's only profiled one");
   cmd->add_option("--trace", args->trace, "Sample trace CSV (arrival_ms)")->required();
   cmd->add_option("--slo-ms", args->slo_ms, "End-to-end P99 latency objective")->required();
   cmd->add_option("--worker-types", args->worker_types,
                   "Hardware with prices, name:cores:memory_mb:price_per_hour[,...]");
   cmd->add_option("--branch", args->branches,
-                  "Measured probability of a conditional edge, from->to=p (repeatable)");
+                  "Measured probability of a conditional edge, from->to=p (repeatable; over "
+                  "what --from's server measured)");
   cmd->add_option("--max-batch", args->max_batch, "Largest batch IncreaseBatch may reach")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -310,7 +322,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", args->json, "Print JSON");
   cmd->add_option("--apply", args->apply,
                   "A running server's URL: provision the plan there and tune it (needs --app)");
-  cmd->add_option("--app", args->app, "With --apply: the app the pipeline belongs to");
+  cmd->add_option("--app", args->app,
+                  "With --from or --apply: the app the pipeline belongs to");
   cmd->callback([args, exit_code] {
     absl::StatusOr<std::string> report = RunPlan(*args);
     if (!report.ok()) {

@@ -20,9 +20,14 @@ namespace maitre::cli {
 inline constexpr double kDefaultStageOverheadMs = 0.62;
 
 struct PlanArgs {
-  std::string pipeline;  // the spec (JSON file)
+  std::string pipeline;  // the spec (JSON file); with `from`, the pipeline's name
   std::string models;    // {"model": registration meta, ...} (JSON file)
   std::string profiles;  // profile CSV: one variant per model
+  // A running server's URL to read the spec, the models, their profiles
+  // and the measured branch probabilities from, instead of files
+  // (cli/plan_inputs.h); needs `app`.
+  std::string from;
+  std::vector<std::string> variants;  // with `from`: "model=variant" to plan with
   std::string trace;     // trace CSV (arrival_ms; other columns ignored)
   double slo_ms = 0;
   std::string worker_types;           // "name:cores:memory_mb:price,..."; empty: the default
@@ -39,7 +44,7 @@ struct PlanArgs {
   // A running server's URL: the plan is sent there for the pipeline the
   // spec names, of `app`.
   std::string apply;
-  std::string app;
+  std::string app;  // the pipeline's app, for `from` and `apply`
 };
 
 // The report `maitre plan` prints (a table, or JSON with args.json).

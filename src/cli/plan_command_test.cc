@@ -110,6 +110,29 @@ TEST(PlanCommandTest, BadInputGetsClearErrors) {
   EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("--apply needs --app"));
 }
 
+// --from reads from a server what the files give otherwise; mixing the two,
+// or leaving out what either needs, is refused before any request is sent.
+TEST(PlanCommandTest, FromAServerOrFromFilesNotBoth) {
+  PlanArgs args = CascadeArgs();
+  args.variants = {"fmnist-logreg=torch"};
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("--variant goes with --from"));
+  args = CascadeArgs();
+  args.models.clear();
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("--models and --profiles are needed"));
+  args = CascadeArgs();
+  args.from = "http://127.0.0.1:1";
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("--from needs --app"));
+  args.app = "fashion";
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("drop --models and --profiles"));
+  args.models.clear();
+  args.profiles.clear();
+  args.variants = {"fmnist-logreg"};
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("expected model=variant"));
+  args.variants.clear();
+  // Nothing listens on port 1.
+  EXPECT_THAT(RunPlan(args).status().message(), HasSubstr("cannot reach the server"));
+}
+
 // The serving path is added once per stage a query visits: at least once,
 // so a plan costs at least as much with it, and an overhead above the
 // objective leaves no plan.
