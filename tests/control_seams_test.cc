@@ -151,7 +151,7 @@ class InstantWorker : public testing::FakeWorkerApi {
  public:
   explicit InstantWorker(std::atomic<int>* loads) : loads_(loads) {}
   absl::StatusOr<controller::LoadResult> Load(const VariantSpec&, int,
-                                              const std::vector<LatencyPoint>&) override {
+                                              const std::vector<LatencyPoint>&, int32_t) override {
     ++*loads_;
     return controller::LoadResult{};
   }

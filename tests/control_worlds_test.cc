@@ -250,7 +250,7 @@ class FakeWorker : public testing::FakeWorkerApi {
  public:
   explicit FakeWorker(Gate* gate) : gate_(gate) {}
   absl::StatusOr<controller::LoadResult> Load(const VariantSpec&, int,
-                                              const std::vector<LatencyPoint>&) override {
+                                              const std::vector<LatencyPoint>&, int32_t) override {
     absl::MutexLock lock(&gate_->mu);
     gate_->mu.Await(absl::Condition(&gate_->open));
     ++gate_->loads;

@@ -7,6 +7,7 @@
 // deleted while it is registered.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <tuple>
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "core/file_util.h"
 #include "core/valset.h"
@@ -535,6 +537,23 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
   });
   EXPECT_TRUE(tuned.ok()) << tuned << "\n" << server_->Log();
   EXPECT_EQ(slow_variants, std::set<std::string>{planned_variant});
+  // The plan's batch (1) reached the workers serving the slow stage: each
+  // logs the cap it loaded the variant with, or a later load's.
+  const std::string slow_key = "fmnist-cnn-wide:" + planned_variant;
+  int capped = 0, uncapped = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_->path() + "/data/logs")) {
+    auto text = ReadFileToString(entry.path().string());
+    if (!text.ok()) continue;
+    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      if (!absl::StrContains(line, slow_key + " ")) continue;
+      if (absl::StrContains(line, "(") && absl::StrContains(line, "batching")) {
+        (absl::EndsWith(line, " up to 1)") ? capped : uncapped) += 1;
+      } else if (absl::StrContains(line, " now batches up to ")) {
+        (absl::EndsWith(line, " up to 1") ? capped : uncapped) += 1;
+      }
+    }
+  }
+  EXPECT_GE(capped, 1) << uncapped << " loads of " << slow_key << " without the plan's cap";
   // What served traffic says of the branch, as GET shows it.
   auto measured = server_->GetJson(one);
   ASSERT_TRUE(measured.ok()) << measured.status();

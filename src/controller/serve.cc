@@ -331,9 +331,18 @@ class Controller {
     // Pipelines are validated against the catalog, so they are read after it.
     std::vector<std::string> type_names;
     for (const WorkerType& t : types.types()) type_names.push_back(t.name);
-    pipelines_ = std::make_unique<PipelineBook>(
-        PipelineBook::Options{&registry_->pipelines(), &catalog_,
-                              [] { return absl::ToUnixMillis(absl::Now()); }, type_names});
+    PipelineBook::Options book{&registry_->pipelines(), &catalog_,
+                               [] { return absl::ToUnixMillis(absl::Now()); }, type_names};
+    // The instances already serving a stage take the new plan's batch.
+    book.plan_applied = [this](std::shared_ptr<const ServedPipeline> served) {
+      std::shared_ptr<const CatalogSnapshot> catalog = catalog_.Get();
+      for (const pipeline::AppliedStage& stage : served->plan->stages) {
+        const CatalogModel* model = catalog->FindModel(stage.model);
+        const CatalogVariant* variant = model ? model->FindVariant(stage.variant) : nullptr;
+        if (variant != nullptr) placer_->Refresh(*variant);
+      }
+    };
+    pipelines_ = std::make_unique<PipelineBook>(std::move(book));
     const int broken = pipelines_->Load();
     spdlog::info("pipelines: {} registered, {} no longer validate",
                  pipelines_->List("").size(), broken);
@@ -361,7 +370,9 @@ class Controller {
       MAITRE_ASSIGN_OR_RETURN(cost_metrics_,
                               CostMetrics::Create(&metric_set_, cost_.get(), &app_usage_));
     }
-    placer_ = std::make_unique<Placer>(Placer::Options{cluster_.get(), control_.get()});
+    Placer::Options placer{cluster_.get(), control_.get()};
+    placer.planned_batch = [this](const VariantKey& key) { return pipelines_->PlannedBatch(key); };
+    placer_ = std::make_unique<Placer>(std::move(placer));
     Dispatcher::Options dispatcher_options;
     dispatcher_options.catalog = &catalog_;
     dispatcher_options.cluster = cluster_.get();

@@ -50,6 +50,7 @@ Instance::Instance(Options options)
     : key_(std::move(options.key)),
       clock_(options.clock),
       max_queue_(options.max_queue),
+      profile_(std::move(options.profile)),
       max_batch_(options.max_batch),
       policy_(std::move(options.policy)),
       stats_(options.clock->Now()) {
@@ -90,6 +91,18 @@ void Instance::AddReplica(std::unique_ptr<runtime::Executor> executor) {
 int Instance::replicas() const {
   absl::MutexLock lock(&mu_);
   return active_replicas_;
+}
+
+void Instance::SetBatching(int32_t max_batch, std::unique_ptr<policy::BatchingPolicy> policy) {
+  absl::MutexLock lock(&mu_);
+  max_batch_ = max_batch;
+  policy_ = std::move(policy);
+  ++version_;  // waiting replicas decide again under the new policy
+}
+
+int32_t Instance::max_batch() const {
+  absl::MutexLock lock(&mu_);
+  return max_batch_;
 }
 
 void Instance::Submit(InferTask task) {

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/clock.h"
+#include "core/profile.h"
 #include "core/tensor.h"
 #include "core/variant.h"
 #include "policy/batching.h"
@@ -73,6 +74,9 @@ class Instance {
     size_t max_queue = 8192;
     // Largest batch handed to an executor, whatever the policy says.
     int32_t max_batch = 64;
+    // What `policy` plans with (may be empty), kept so that a new batch
+    // limit can rebuild the policy on it (SetBatching).
+    Profile profile;
   };
 
   static absl::StatusOr<std::unique_ptr<Instance>> Create(Options options);
@@ -91,6 +95,13 @@ class Instance {
   void RemoveReplicas(int n);
   // Replicas serving now (retired ones excluded).
   int replicas() const;
+
+  // The batch limit and the policy planning within it, replaced (a
+  // pipeline stage's planned batch set by a later load); queued queries
+  // are decided on afresh by the new policy.
+  void SetBatching(int32_t max_batch, std::unique_ptr<policy::BatchingPolicy> policy);
+  int32_t max_batch() const;
+  const Profile& profile() const { return profile_; }
 
   // Returns this interval's figures and starts a new interval.
   InstanceReport TakeReport();
@@ -139,9 +150,10 @@ class Instance {
   const VariantKey key_;
   const Clock* const clock_;
   const size_t max_queue_;
-  const int32_t max_batch_;
+  const Profile profile_;
 
   mutable absl::Mutex mu_;
+  int32_t max_batch_ ABSL_GUARDED_BY(mu_);
   DeadlineQueue<Pending> queue_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<policy::BatchingPolicy> policy_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<runtime::Executor>> executors_ ABSL_GUARDED_BY(mu_);

@@ -87,8 +87,20 @@ absl::StatusOr<std::unique_ptr<runtime::Executor>> InstanceManager::NewExecutor(
                                           {{path, spec.key.ToString()}}));
 }
 
+policy::BatchingOptions InstanceManager::BatchingFor(const Profile& profile, int32_t max_batch) {
+  policy::BatchingOptions batching = options_.batching;
+  {
+    absl::MutexLock lock(&batching_mu_);
+    batching.policy = batching_policy_;
+  }
+  if (!profile.empty()) batching.max_batch = std::min(batching.max_batch, profile.max_batch());
+  if (max_batch > 0) batching.max_batch = std::min(batching.max_batch, max_batch);
+  return batching;
+}
+
 absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int replicas,
-                                                  std::vector<LatencyPoint> profile_points) {
+                                                  std::vector<LatencyPoint> profile_points,
+                                                  int32_t max_batch) {
   replicas = std::max(1, replicas);
   std::shared_ptr<Instance> existing = Find(spec.key);
   if (existing != nullptr) {
@@ -101,6 +113,13 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
       existing->AddReplica(std::move(executor));
     }
     if (existing->replicas() > replicas) existing->RemoveReplicas(existing->replicas() - replicas);
+    const policy::BatchingOptions batching = BatchingFor(existing->profile(), max_batch);
+    if (batching.max_batch != existing->max_batch()) {
+      MAITRE_ASSIGN_OR_RETURN(auto policy,
+                              policy::CreateBatchingPolicy(batching, existing->profile()));
+      existing->SetBatching(batching.max_batch, std::move(policy));
+      spdlog::info("{} now batches up to {}", spec.key.ToString(), batching.max_batch);
+    }
     outcome.load_ms = ToMillis(options_.clock->Now() - start);
     return outcome;
   }
@@ -116,17 +135,12 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
   LoadOutcome outcome;
   outcome.load_ms = ToMillis(options_.clock->Now() - start);
 
-  policy::BatchingOptions batching = options_.batching;
-  {
-    absl::MutexLock lock(&batching_mu_);
-    batching.policy = batching_policy_;
-  }
   Profile profile;
   if (!profile_points.empty()) {
     auto created = Profile::Create(std::move(profile_points), outcome.load_ms, 0);
     if (created.ok()) profile = *std::move(created);
   }
-  if (profile.empty() && batching.policy != "timeout") {
+  if (profile.empty() && BatchingFor(profile, max_batch).policy != "timeout") {
     // The planning policies need service times; measure a quick profile on
     // the first replica rather than guess.
     runtime::MeasureOptions quick;
@@ -140,7 +154,7 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
     MAITRE_ASSIGN_OR_RETURN(auto points, runtime::MeasureLatencies(*executors[0], row, quick));
     MAITRE_ASSIGN_OR_RETURN(profile, Profile::Create(std::move(points), outcome.load_ms, 0));
   }
-  if (!profile.empty()) batching.max_batch = std::min(batching.max_batch, profile.max_batch());
+  const policy::BatchingOptions batching = BatchingFor(profile, max_batch);
   MAITRE_ASSIGN_OR_RETURN(auto policy, policy::CreateBatchingPolicy(batching, profile));
 
   Instance::Options instance_options;
@@ -149,6 +163,7 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
   instance_options.policy = std::move(policy);
   instance_options.clock = options_.clock;
   instance_options.max_batch = batching.max_batch;
+  instance_options.profile = std::move(profile);
   MAITRE_ASSIGN_OR_RETURN(std::unique_ptr<Instance> instance,
                           Instance::Create(std::move(instance_options)));
   outcome.memory_mb = std::max(0.0, runtime::ResidentMemoryMb() - rss_before);
@@ -160,9 +175,9 @@ absl::StatusOr<LoadOutcome> InstanceManager::Load(const VariantSpec& spec, int r
       return outcome;
     }
   }
-  spdlog::info("loaded {} ({} replica(s), {:.1f} ms, {:.1f} MB, batching {})",
+  spdlog::info("loaded {} ({} replica(s), {:.1f} ms, {:.1f} MB, batching {} up to {})",
                spec.key.ToString(), replicas, outcome.load_ms, outcome.memory_mb,
-               batching.policy);
+               batching.policy, batching.max_batch);
   return outcome;
 }
 

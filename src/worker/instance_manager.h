@@ -87,9 +87,11 @@ class InstanceManager {
   // Loads `spec` with `replicas` replicas, or sets the replica count of an
   // instance already loaded (adding or retiring replicas). `profile` (may be empty) is what the batching policy
   // plans with; without one, a quick profile is measured when the policy
-  // needs one.
+  // needs one. `max_batch` > 0 caps the instance's batches below the
+  // worker's own limit (a pipeline stage's planned batch); a load of a
+  // loaded instance sets its cap too, rebuilding its policy when it changes.
   absl::StatusOr<LoadOutcome> Load(const VariantSpec& spec, int replicas,
-                                   std::vector<LatencyPoint> profile);
+                                   std::vector<LatencyPoint> profile, int32_t max_batch = 0);
   // Takes the instance out of Find() (new queries get NOT_FOUND), lets it
   // run what it holds (at most `unload_drain_limit`), then stops it.
   absl::Status Unload(const VariantKey& key);
@@ -116,6 +118,9 @@ class InstanceManager {
   // The batching policy instances loaded from now on use (the controller
   // says which when the worker registers).
   void SetBatchingPolicy(const std::string& policy);
+  // The batching options for an instance planning with `profile` under a
+  // load's `max_batch` (0: none): the worker's, within both limits.
+  policy::BatchingOptions BatchingFor(const Profile& profile, int32_t max_batch);
 
   void StopAll();
 

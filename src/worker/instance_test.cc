@@ -113,6 +113,21 @@ TEST(InstanceTest, QueriesWaitingBehindABusyExecutorRunAsOneBatch) {
   EXPECT_EQ(report.interval.served, 5);
 }
 
+// A new batch limit (a later load's) applies to what is already queued.
+TEST(InstanceTest, ANewBatchLimitAppliesToTheQueriesWaiting) {
+  Fixture f;
+  f.executor->Close();
+  Answer first, a, b, c, d;
+  f.Submit(first, 1, kSecond);
+  f.executor->AwaitRunning(1);
+  for (Answer* x : {&a, &b, &c, &d}) f.Submit(*x, 1, kSecond);
+  f.instance->SetBatching(2, *policy::CreateBatchingPolicy({"timeout", 2, 0}, Profile()));
+  EXPECT_EQ(f.instance->max_batch(), 2);
+  f.executor->Open();
+  for (Answer* x : {&first, &a, &b, &c, &d}) x->done.WaitForNotification();
+  EXPECT_EQ(f.executor->batches(), (std::vector<int64_t>{1, 2, 2}));
+}
+
 TEST(InstanceTest, RefusesWhenFullOrAlreadyLate) {
   Fixture f(/*max_queue=*/1);
   f.executor->Close();

@@ -213,7 +213,8 @@ void WorkerService::Load(Call<v1::LoadRequest, v1::LoadResponse>* call) {
       call->Finish(rpc::ToGrpc(spec.status()));
       return;
     }
-    auto outcome = manager_->Load(*spec, request.replicas(), rpc::FromProto(request.profile()));
+    auto outcome = manager_->Load(*spec, request.replicas(), rpc::FromProto(request.profile()),
+                                  request.max_batch());
     if (outcome.ok()) {
       call->response()->set_load_ms(outcome->load_ms);
       call->response()->set_memory_mb(outcome->memory_mb);

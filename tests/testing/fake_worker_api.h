@@ -17,7 +17,7 @@ class FakeWorkerApi : public controller::WorkerApi {
     std::move(done)(absl::UnimplementedError("no data path here"));
   }
   absl::StatusOr<controller::LoadResult> Load(const VariantSpec&, int,
-                                              const std::vector<LatencyPoint>&) override {
+                                              const std::vector<LatencyPoint>&, int32_t) override {
     return absl::UnimplementedError("no loading here");
   }
   absl::Status Unload(const VariantKey&) override {

@@ -41,10 +41,11 @@ class HoldingApi final : public testing::ServingOnlyApi {
   }
 
   absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
-                                  const std::vector<LatencyPoint>& profile) override {
+                                  const std::vector<LatencyPoint>& profile,
+                                  int32_t max_batch) override {
     absl::MutexLock lock(&mu_);
     ++loads_;
-    return testing::ServingOnlyApi::Load(spec, replicas, profile);
+    return testing::ServingOnlyApi::Load(spec, replicas, profile, max_batch);
   }
 
   size_t held() {
@@ -134,8 +135,9 @@ class DispatcherAdmissionTest : public ::testing::Test {
       to_->Infer(k, std::move(in), o, std::move(done));
     }
     absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
-                                    const std::vector<LatencyPoint>& profile) override {
-      return to_->Load(spec, replicas, profile);
+                                    const std::vector<LatencyPoint>& profile,
+                                    int32_t max_batch) override {
+      return to_->Load(spec, replicas, profile, max_batch);
     }
 
    private:

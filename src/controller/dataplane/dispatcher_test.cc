@@ -48,7 +48,7 @@ class StandInApi final : public testing::ServingOnlyApi {
     std::move(done)(std::move(reply));
   }
   absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
-                                  const std::vector<LatencyPoint>&) override {
+                                  const std::vector<LatencyPoint>&, int32_t) override {
     ++worker_->loads;
     if (worker_->dead) return absl::UnavailableError("failed to connect to all addresses");
     if (worker_->no_session) {
@@ -238,7 +238,7 @@ class HoldingApi final : public testing::ServingOnlyApi {
     held_.push_back(std::move(done));
   }
   absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
-                                  const std::vector<LatencyPoint>&) override {
+                                  const std::vector<LatencyPoint>&, int32_t) override {
     absl::MutexLock lock(&mu_);
     ++loads_;
     return LoadResult{1, 10};
@@ -333,8 +333,9 @@ class DispatcherUnloadTest : public ::testing::Test {
       to_->Infer(key, std::move(inputs), options, std::move(done));
     }
     absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
-                                    const std::vector<LatencyPoint>& profile) override {
-      return to_->Load(spec, replicas, profile);
+                                    const std::vector<LatencyPoint>& profile,
+                                    int32_t max_batch) override {
+      return to_->Load(spec, replicas, profile, max_batch);
     }
     absl::Status Unload(const VariantKey& key) override { return to_->Unload(key); }
 

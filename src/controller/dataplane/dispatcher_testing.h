@@ -24,7 +24,7 @@ namespace maitre::controller::testing {
 class ServingOnlyApi : public WorkerApi {
  public:
   absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
-                                  const std::vector<LatencyPoint>&) override {
+                                  const std::vector<LatencyPoint>&, int32_t) override {
     return LoadResult{1, 10};
   }
   absl::Status Unload(const VariantKey&) override { return absl::OkStatus(); }

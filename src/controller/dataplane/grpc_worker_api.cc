@@ -156,10 +156,12 @@ class GrpcWorkerApi final : public WorkerApi {
   }
 
   absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
-                                  const std::vector<LatencyPoint>& profile) override {
+                                  const std::vector<LatencyPoint>& profile,
+                                  int32_t max_batch) override {
     v1::LoadRequest request;
     rpc::ToProto(spec, request.mutable_variant());
     request.set_replicas(replicas);
+    request.set_max_batch(max_batch);
     rpc::ToProto(profile, request.mutable_profile());
     v1::LoadResponse response;
     grpc::ClientContext context;

@@ -141,6 +141,16 @@ void Placer::LoadOn(const std::string& worker_id, const CatalogVariant& variant,
   StartLoad(worker_id, variant, replicas);
 }
 
+void Placer::Refresh(const CatalogVariant& variant) {
+  for (const WorkerView& w : options_.cluster->Snapshot()) {
+    for (const InstanceView& inst : w.instances) {
+      if (!(inst.key == variant.spec.key) || inst.phase != InstancePhase::kReady) continue;
+      const HeldReplicas held = HeldBy(inst);
+      LoadOn(w.id, variant, held.ready + held.loading, nullptr);
+    }
+  }
+}
+
 void Placer::StartLoad(const std::string& worker_id, const CatalogVariant& variant,
                        int replicas) {
   std::vector<LatencyPoint> profile;
@@ -149,11 +159,12 @@ void Placer::StartLoad(const std::string& worker_id, const CatalogVariant& varia
     if (const Profile* p = variant.ProfileOn(w.type.name)) profile = p->points();
   }
   VariantSpec spec = variant.spec;
-  options_.control->Post([this, worker_id, spec, replicas, profile] {
+  const int32_t max_batch = options_.planned_batch ? options_.planned_batch(spec.key) : 0;
+  options_.control->Post([this, worker_id, spec, replicas, profile, max_batch] {
     std::shared_ptr<WorkerApi> api = options_.cluster->Api(worker_id);
     absl::Status status = absl::UnavailableError(absl::StrCat("worker ", worker_id, " is gone"));
     if (api != nullptr) {
-      auto result = api->Load(spec, replicas, profile);
+      auto result = api->Load(spec, replicas, profile, max_batch);
       status = result.status();
       if (result.ok()) {
         spdlog::info("{} loaded on {} in {:.0f} ms", spec.key.ToString(), worker_id,

@@ -6,6 +6,7 @@
 // Thread-safety: thread-safe.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ class Placer {
     // After a failed load, queries for that variant fail fast for this long
     // instead of retrying a load that is likely to fail again.
     Nanos failure_backoff = 5 * kSecond;
+    // The batch limit each load of a variant carries: a pipeline stage's
+    // planned batch (PipelineBook::PlannedBatch), 0 for none. Unset: none.
+    std::function<int32_t(const VariantKey&)> planned_batch = nullptr;
   };
 
   explicit Placer(Options options) : options_(options) {}
@@ -42,6 +46,10 @@ class Placer {
   // null.
   void LoadOn(const std::string& worker_id, const CatalogVariant& variant, int replicas,
               LoadWaiter done);
+
+  // Sends each ready instance of `variant` its load again, at the replicas
+  // it has, so that it takes what a load carries now (its planned batch).
+  void Refresh(const CatalogVariant& variant);
 
   // Unloads `key` from a worker and forgets the instance. It drains first:
   // no query is routed there from now on, and the Unload goes to the worker

@@ -1,7 +1,12 @@
 #include "controller/dataplane/placer.h"
 
 #include <map>
+#include <utility>
+#include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "controller/dataplane/dispatcher_testing.h"
+#include "core/work_queue.h"
 #include "gtest/gtest.h"
 
 namespace maitre::controller {
@@ -79,6 +84,72 @@ TEST_F(PlaceReplicasTest, CountsReplicasAlreadyHeldThere) {
   // a holds one replica; one more fits there (best fit: a and b each have
   // one core left; ties go to the earlier worker) and the count to set is 2.
   EXPECT_EQ(Place(1), (std::map<std::string, int>{{a_, 2}}));
+}
+
+// Each load a worker is sent, as (replicas, max_batch).
+struct SentLoads {
+  absl::Mutex mu;
+  std::vector<std::pair<int, int32_t>> sent;
+};
+
+class RecordingApi final : public testing::ServingOnlyApi {
+ public:
+  explicit RecordingApi(std::shared_ptr<SentLoads> loads) : loads_(std::move(loads)) {}
+  absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
+                                  const std::vector<LatencyPoint>& profile,
+                                  int32_t max_batch) override {
+    absl::MutexLock lock(&loads_->mu);
+    loads_->sent.emplace_back(replicas, max_batch);
+    return LoadResult{1, 10};
+  }
+  void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>, const InferOptions&,
+             WorkerReplyCallback) override {}
+
+ private:
+  std::shared_ptr<SentLoads> loads_;
+};
+
+// A load carries the batch a pipeline's plan sets for its variant, and a
+// refresh (a plan just applied) sends each ready instance its load again,
+// at the replicas it has, with the batch now planned.
+TEST(PlacerPlannedBatchTest, LoadsCarryThePlannedBatchAndARefreshResendsThem) {
+  auto loads = std::make_shared<SentLoads>();
+  Cluster::Options cluster_options;
+  cluster_options.connect = [loads](const std::string&, const std::string&) {
+    return std::make_unique<RecordingApi>(loads);
+  };
+  Cluster cluster(cluster_options);
+  WorkQueue control(1);
+  int32_t planned = 4;
+  Placer::Options options;
+  options.cluster = &cluster;
+  options.control = &control;
+  options.planned_batch = [&planned](const VariantKey& key) {
+    return key.model == "m" ? planned : 0;
+  };
+  Placer placer(options);
+  const std::string worker = *cluster.AddWorker("cpu-1", "127.0.0.1:1", 1, "");
+  CatalogVariant variant;
+  variant.spec.key = {"m", "torch"};
+  auto load = [&](auto start) {
+    absl::Notification done;
+    start([&done](absl::Status) { done.Notify(); });
+    done.WaitForNotification();
+  };
+  load([&](LoadWaiter done) { placer.LoadOn(worker, variant, 2, std::move(done)); });
+  WorkerReport report;
+  report.worker_id = worker;
+  report.instances.push_back({variant.spec.key, InstanceStats{2}});
+  ASSERT_TRUE(cluster.ApplyReport(report));
+  planned = 1;
+  placer.Refresh(variant);
+  {
+    auto refreshed = [&loads] { return loads->sent.size() == 2; };
+    absl::MutexLock lock(&loads->mu, absl::Condition(&refreshed));
+  }
+  load([&](LoadWaiter done) { placer.LoadOn(worker, variant, 2, std::move(done)); });
+  absl::MutexLock lock(&loads->mu);
+  EXPECT_EQ(loads->sent, (std::vector<std::pair<int, int32_t>>{{2, 4}, {2, 1}, {2, 1}}));
 }
 
 }  // namespace

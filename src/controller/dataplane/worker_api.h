@@ -72,8 +72,11 @@ class WorkerApi {
                      const InferOptions& options, WorkerReplyCallback done) = 0;
 
   // Control path: these block the calling thread.
+  // `max_batch` > 0 caps the instance's batches (a pipeline stage's planned
+  // batch); 0 leaves the worker's own limit.
   virtual absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
-                                          const std::vector<LatencyPoint>& profile) = 0;
+                                          const std::vector<LatencyPoint>& profile,
+                                          int32_t max_batch) = 0;
   virtual absl::Status Unload(const VariantKey& key) = 0;
   virtual absl::StatusOr<Profile> ProfileVariant(const VariantSpec& spec,
                                                  const ProfileRequest& request) = 0;

@@ -56,7 +56,7 @@ class ScriptedWorker final : public WorkerApi {
     std::move(done)(absl::UnimplementedError("not used by the pipeline"));
   }
   absl::StatusOr<LoadResult> Load(const VariantSpec&, int,
-                                  const std::vector<LatencyPoint>&) override {
+                                  const std::vector<LatencyPoint>&, int32_t) override {
     return absl::UnimplementedError("not used by the pipeline");
   }
   absl::Status Unload(const VariantKey&) override {

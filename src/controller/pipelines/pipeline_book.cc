@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -128,22 +129,27 @@ absl::Status PipelineBook::AttachPlan(ServedPipeline& served, const std::string&
 
 absl::StatusOr<std::shared_ptr<const ServedPipeline>> PipelineBook::ApplyPlan(
     const std::string& app, const std::string& name, const std::string& plan_json) {
-  absl::MutexLock lock(&mu_);
-  auto it = pipelines_.find(name);
-  if (it == pipelines_.end() || it->second->app != app) {
-    return absl::NotFoundError(absl::StrCat("app '", app, "' has no pipeline named '", name,
-                                            "'; GET /v2/apps/", app, "/pipelines lists them"));
+  std::shared_ptr<const ServedPipeline> applied;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pipelines_.find(name);
+    if (it == pipelines_.end() || it->second->app != app) {
+      return absl::NotFoundError(absl::StrCat("app '", app, "' has no pipeline named '", name,
+                                              "'; GET /v2/apps/", app, "/pipelines lists them"));
+    }
+    if (it->second->validated == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "pipeline '", name, "' no longer validates (", it->second->error,
+          "); register it again before planning it"));
+    }
+    auto served = std::make_shared<ServedPipeline>(*it->second);
+    MAITRE_RETURN_IF_ERROR(AttachPlan(*served, plan_json));
+    MAITRE_RETURN_IF_ERROR(options_.store->SetPlan(app, name, plan_json));
+    it->second = served;
+    applied = std::move(served);
   }
-  if (it->second->validated == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "pipeline '", name, "' no longer validates (", it->second->error,
-        "); register it again before planning it"));
-  }
-  auto served = std::make_shared<ServedPipeline>(*it->second);
-  MAITRE_RETURN_IF_ERROR(AttachPlan(*served, plan_json));
-  MAITRE_RETURN_IF_ERROR(options_.store->SetPlan(app, name, plan_json));
-  it->second = served;
-  return std::shared_ptr<const ServedPipeline>(std::move(served));
+  if (options_.plan_applied) options_.plan_applied(applied);
+  return applied;
 }
 
 std::vector<std::string> PipelineBook::PipelinesUsing(const std::string& app,
@@ -164,6 +170,20 @@ std::vector<std::string> PipelineBook::PipelinesUsing(const std::string& app,
     }
   }
   return users;
+}
+
+int32_t PipelineBook::PlannedBatch(const VariantKey& key) const {
+  absl::MutexLock lock(&mu_);
+  int32_t batch = 0;
+  for (const auto& [name, p] : pipelines_) {
+    if (p->plan == nullptr) continue;
+    for (const pipeline::AppliedStage& s : p->plan->stages) {
+      if (s.model == key.model && s.variant == key.variant && s.batch > 0) {
+        batch = batch == 0 ? s.batch : std::min(batch, s.batch);
+      }
+    }
+  }
+  return batch;
 }
 
 std::shared_ptr<const ServedPipeline> PipelineBook::Find(absl::string_view name) const {

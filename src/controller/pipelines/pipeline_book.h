@@ -75,6 +75,9 @@ class PipelineBook {
     std::function<int64_t()> now_unix_ms;
     // The server's worker types, which a plan's stages must name.
     std::vector<std::string> worker_types;
+    // Told of each plan once applied (outside the book's lock), so that
+    // the instances already serving its stages take its batches.
+    std::function<void(std::shared_ptr<const ServedPipeline>)> plan_applied = nullptr;
   };
   explicit PipelineBook(Options options);
 
@@ -104,6 +107,10 @@ class PipelineBook {
   // for a plan that does not parse or fit.
   absl::StatusOr<std::shared_ptr<const ServedPipeline>> ApplyPlan(
       const std::string& app, const std::string& name, const std::string& plan_json);
+  // The batch the applied plans set for `key`: the smallest planned batch
+  // of the stages planned on that variant (docs/pipelines.md, "Applying a
+  // plan"); 0 when none is.
+  int32_t PlannedBatch(const VariantKey& key) const;
   // The names of `app`'s pipelines whose spec names `model`.
   std::vector<std::string> PipelinesUsing(const std::string& app, const std::string& model) const;
   // Forgets every pipeline of a deleted app; returns how many.
