@@ -601,6 +601,18 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
   json from_server = json::parse(planned, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(from_server.is_object()) << planned;
   EXPECT_NEAR(from_server["branches"]["fast->slow"].get<double>(), branch, 1e-9) << planned;
+  // And the serving path per stage the server measured on its answers.
+  auto overhead = server_->GetJson(one);
+  ASSERT_TRUE(overhead.ok()) << overhead.status();
+  ASSERT_TRUE(overhead->at("measured").contains("stage_overhead_ms")) << *overhead;
+  EXPECT_TRUE(from_server["stage_overhead_measured"].get<bool>()) << planned;
+  EXPECT_NEAR(from_server["stage_overhead_ms"].get<double>(),
+              overhead->at("measured")["stage_overhead_ms"].get<double>(), 1e-9)
+      << planned;
+  std::printf("maitre plan --from: branch fast->slow %.3f, stage overhead %.3f ms over %d "
+              "queries\n",
+              branch, from_server["stage_overhead_ms"].get<double>(),
+              overhead->at("measured").value("stage_overhead_queries", 0));
   for (const json& stage : from_server["plan"]["stages"]) {
     if (stage["stage"] != "slow") continue;
     EXPECT_EQ(stage["variant"], planned_variant) << planned;

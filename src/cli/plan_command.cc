@@ -150,6 +150,10 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
                           pipeline::ValidatePipeline(std::move(spec), inputs.models));
   std::map<std::string, double> branches = std::move(inputs.branches);
   MAITRE_RETURN_IF_ERROR(ParseBranches(args.branches, branches));
+  // The flag wins; else what the server measured; else the flag's default.
+  const bool overhead_measured = !args.stage_overhead_given && inputs.stage_overhead_ms.has_value();
+  const double stage_overhead_ms =
+      overhead_measured ? *inputs.stage_overhead_ms : args.stage_overhead_ms;
   WorkerTypeTable types = WorkerTypeTable::Default();
   if (!args.worker_types.empty()) {
     MAITRE_ASSIGN_OR_RETURN(types, WorkerTypeTable::Parse(args.worker_types));
@@ -175,9 +179,9 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   // The planner only asks "feasible?": its estimates stop once the P99 is
   // known to exceed the objective. The baselines' estimates run to the end.
   const pipeline::LatencyOracle oracle =
-      sim::EstimatorOracle(problem, arrivals, args.slo_ms, args.stage_overhead_ms);
+      sim::EstimatorOracle(problem, arrivals, args.slo_ms, stage_overhead_ms);
   const pipeline::LatencyOracle full =
-      sim::EstimatorOracle(problem, arrivals, 0, args.stage_overhead_ms);
+      sim::EstimatorOracle(problem, arrivals, 0, stage_overhead_ms);
   pipeline::PlannerOptions options;
   options.slo_ms = args.slo_ms;
   options.max_batch = args.max_batch;
@@ -234,7 +238,8 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
     json out = {{"pipeline", validated.spec.name},
                 {"slo_ms", args.slo_ms},
                 {"trace", {{"queries", arrivals.size()}, {"seconds", seconds}}},
-                {"stage_overhead_ms", args.stage_overhead_ms},
+                {"stage_overhead_ms", stage_overhead_ms},
+                {"stage_overhead_measured", overhead_measured},
                 {"branches", branches},
                 {"plan", PlanJson(problem, plan, scale, variants)},
                 {"steps", plan.steps},
@@ -258,8 +263,13 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   if (!branches.empty()) {
     std::vector<std::string> shown;
     for (const auto& [edge, p] : branches) shown.push_back(absl::StrFormat("%s %.3f", edge, p));
-    absl::StrAppend(&text, "branch probabilities: ", absl::StrJoin(shown, ", "), "\n\n");
+    absl::StrAppend(&text, "branch probabilities: ", absl::StrJoin(shown, ", "), "\n");
   }
+  absl::StrAppendFormat(&text, "stage overhead: %.3f ms%s\n\n", stage_overhead_ms,
+                        overhead_measured
+                            ? absl::StrCat(" (measured by the server over ",
+                                           inputs.overhead_queries, " queries)")
+                            : "");
   absl::StrAppend(&text, PlanTable(problem, plan, scale));
   absl::StrAppendFormat(&text, "\nInferLine: $%.4f/h, estimated P99 %.1f ms (%d configurations "
                         "estimated)\n", plan.cost_per_hour, plan.p99_ms, plan.estimates);
@@ -312,10 +322,11 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-replicas", args->max_replicas, "Most replicas of one stage")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--stage-overhead-ms", args->stage_overhead_ms,
-                  "The serving path around each stage's batch, added per stage a query visits "
-                  "(the server's pipeline answers show it)")
-      ->capture_default_str();
+  CLI::Option* overhead =
+      cmd->add_option("--stage-overhead-ms", args->stage_overhead_ms,
+                      "The serving path around each stage's batch, added per stage a query "
+                      "visits (with --from, the server's measured figure unless given)")
+          ->capture_default_str();
   cmd->add_flag("--baselines", args->baselines, "Also plan CG-Mean and CG-Peak");
   cmd->add_flag("--check", args->check,
                 "Confirm by brute force that no single action lowers the plan's cost");
@@ -324,7 +335,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "A running server's URL: provision the plan there and tune it (needs --app)");
   cmd->add_option("--app", args->app,
                   "With --from or --apply: the app the pipeline belongs to");
-  cmd->callback([args, exit_code] {
+  cmd->callback([args, exit_code, overhead] {
+    args->stage_overhead_given = overhead->count() > 0;
     absl::StatusOr<std::string> report = RunPlan(*args);
     if (!report.ok()) {
       std::cerr << "maitre: " << report.status().message() << "\n";

@@ -38,6 +38,9 @@ struct PlanArgs {
   // the default is what the real run measured (docs/pipelines.md, "The
   // estimator").
   double stage_overhead_ms = kDefaultStageOverheadMs;
+  // Whether --stage-overhead-ms was given: without it, --from plans with
+  // the figure the server measured, when it has one.
+  bool stage_overhead_given = false;
   bool baselines = false;
   bool check = false;
   bool json = false;

@@ -174,12 +174,18 @@ absl::StatusOr<PlanInputs> PlanInputsFromServer(const std::string& url, const st
   }
   KeepChosen(records, inputs);
 
-  // The branch probabilities measured on served queries.
+  // The branch probabilities and the serving path measured on served
+  // queries.
   const json& measured = (*served)["measured"];
-  if (measured.is_object() && measured.contains("branches") && measured["branches"].is_object()) {
+  if (!measured.is_object()) return inputs;
+  if (measured.contains("branches") && measured["branches"].is_object()) {
     for (auto it = measured["branches"].begin(); it != measured["branches"].end(); ++it) {
       if (it.value().is_number()) inputs.branches[it.key()] = it.value().get<double>();
     }
+  }
+  if (measured.contains("stage_overhead_ms") && measured["stage_overhead_ms"].is_number()) {
+    inputs.stage_overhead_ms = measured["stage_overhead_ms"].get<double>();
+    inputs.overhead_queries = measured.value("stage_overhead_queries", int64_t{0});
   }
   return inputs;
 }

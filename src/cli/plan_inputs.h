@@ -3,10 +3,13 @@
 // model, and the branch probabilities of its conditional edges. Either from
 // files, or from a running server (docs/pipelines.md, "maitre plan"): the
 // spec as registered, each model's metadata, the app's profile CSV, and the
-// branch probabilities the server measured on served queries.
+// branch probabilities and serving path per stage the server measured on
+// served queries.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,10 @@ struct PlanInputs {
   // "from->to" -> probability; from a server, what it measured (empty
   // until it has served the pipeline).
   std::map<std::string, double> branches;
+  // From a server: the serving path per stage it measured on answered
+  // queries, and over how many (unset until it has enough).
+  std::optional<double> stage_overhead_ms;
+  int64_t overhead_queries = 0;
 };
 
 // From files: the spec (JSON), the models' meta (a JSON object of model

@@ -48,7 +48,12 @@ json MeasuredJson(const pipeline::ValidatedPipeline& pipeline, const StageRows::
     branches[absl::StrCat(e.from, "->", e.to)] =
         static_cast<double>(rows_of(e.to)) / rows_of(e.from);
   }
-  return {{"rows", counts.rows}, {"stages", stages}, {"branches", branches}};
+  json measured = {{"rows", counts.rows}, {"stages", stages}, {"branches", branches}};
+  if (counts.stage_overhead_ms.has_value()) {
+    measured["stage_overhead_ms"] = *counts.stage_overhead_ms;
+    measured["stage_overhead_queries"] = counts.overhead_queries;
+  }
+  return measured;
 }
 
 json PipelineJson(const ServedPipeline& p) {

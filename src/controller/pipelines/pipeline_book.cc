@@ -99,7 +99,7 @@ absl::StatusOr<PipelineBook::Put> PipelineBook::Register(const std::string& app,
                                                          : options_.now_unix_ms();
   served->validated = std::make_shared<const pipeline::ValidatedPipeline>(std::move(validated));
   MAITRE_RETURN_IF_ERROR(options_.store->PutPipeline(
-      registry::PipelineRecord{name, app, spec_json, served->created_unix_ms}));
+      registry::PipelineRecord{name, app, spec_json, served->created_unix_ms, /*plan_json=*/""}));
   Put put{served, existing == pipelines_.end()};
   pipelines_[name] = std::move(served);
   return put;
