@@ -339,7 +339,7 @@ class Controller {
       for (const pipeline::AppliedStage& stage : served->plan->stages) {
         const CatalogModel* model = catalog->FindModel(stage.model);
         const CatalogVariant* variant = model ? model->FindVariant(stage.variant) : nullptr;
-        if (variant != nullptr) placer_->Refresh(*variant);
+        if (variant != nullptr && placer_ != nullptr) placer_->Refresh(*variant);
       }
     };
     pipelines_ = std::make_unique<PipelineBook>(std::move(book));
@@ -371,7 +371,9 @@ class Controller {
                               CostMetrics::Create(&metric_set_, cost_.get(), &app_usage_));
     }
     Placer::Options placer{cluster_.get(), control_.get()};
-    placer.planned_batch = [this](const VariantKey& key) { return pipelines_->PlannedBatch(key); };
+    placer.planned_batch = [this](const VariantKey& key) {
+      return pipelines_ != nullptr ? pipelines_->PlannedBatch(key) : 0;
+    };
     placer_ = std::make_unique<Placer>(std::move(placer));
     Dispatcher::Options dispatcher_options;
     dispatcher_options.catalog = &catalog_;
