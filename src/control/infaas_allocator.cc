@@ -110,11 +110,15 @@ void InfaasAllocator::ShareRefusedDemand(const Observation& observation) {
   refused_taken_at_ = observation.now;
   refused_share_.clear();
   const double seconds = ToSeconds(observation.now - since);
-  if (observation.refused_rows.empty() || !(seconds > 0)) return;
-  std::map<std::string, double> qps;
-  for (const auto& [app, rows] : observation.refused_rows) {
-    qps[app] = static_cast<double>(rows) / seconds;
+  // What leaving workers are offered is shared out the same way: the
+  // instances that stay take it once those workers drain.
+  std::map<std::string, double> qps = observation.leaving_qps;
+  if (seconds > 0) {
+    for (const auto& [app, rows] : observation.refused_rows) {
+      qps[app] += static_cast<double>(rows) / seconds;
+    }
   }
+  if (qps.empty()) return;
   std::vector<ServingInstance> serving;
   std::vector<Where> where;
   for (const ObservedWorker& w : observation.workers) {

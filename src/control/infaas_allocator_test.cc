@@ -116,6 +116,23 @@ TEST_F(InfaasAllocatorTest, RefusedRowsCountAsLoadOfTheInstancesServingTheApp) {
   EXPECT_GE(sink.loads[0].add, 2);
 }
 
+// A worker under an interruption notice is left out of the observation, yet
+// serves its share until shortly before it stops; what it is offered
+// (Observation::leaving_qps) is load of the instances that stay, which take
+// it then (docs/operations.md, "Spot interruptions").
+TEST_F(InfaasAllocatorTest, WhatALeavingWorkerIsOfferedCountsAsLoadOfTheInstancesThatStay) {
+  auto allocator = Make();
+  RecordingSink sink;
+  ASSERT_TRUE(allocator->ModelRound(At(kSecond, {Worker("w1", 1, 100)}), sink).ok());
+  EXPECT_TRUE(sink.loads.empty());
+
+  Observation leaving = At(2 * kSecond, {Worker("w1", 1, 100)});
+  leaving.leaving_qps["fashion"] = 300;
+  ASSERT_TRUE(allocator->ModelRound(leaving, sink).ok());
+  ASSERT_EQ(sink.loads.size(), 1u);
+  EXPECT_GE(sink.loads[0].add, 2);
+}
+
 TEST_F(InfaasAllocatorTest, AnOverloadedInstanceIsJudgedByWhatItServed) {
   auto allocator = Make();
   RecordingSink sink;

@@ -282,6 +282,27 @@ TEST_F(MarkAllocatorTest, AWorkerTheWorldStartedIsTakenInsteadOfALaunch) {
   EXPECT_EQ(sink.loads[0].worker, "w9");
 }
 
+// A worker under an interruption notice is left out of the observation, yet
+// serves until shortly before it stops: what it is offered
+// (Observation::leaving_qps) is the app's demand, which the plan provisions
+// for among the workers that stay (docs/operations.md, "Spot interruptions").
+TEST_F(MarkAllocatorTest, WhatALeavingWorkerIsOfferedIsDemand) {
+  auto allocator = Make();
+  RecordingSink sink;
+  auto at = [&](Nanos t, int64_t rows) {
+    Observation o = At(t, {Worker("w1", "c1", 1, 200)}, rows);
+    o.leaving_qps["fashion"] = 300;
+    return o;
+  };
+  Offer(*allocator, sink, 0, 10 * kSecond, 0, at);
+  ASSERT_TRUE(allocator->ClusterRound(at(10 * kSecond, 0), sink).ok());
+  const MarkAllocator::AppPlan* plan = allocator->PlanFor("fashion");
+  ASSERT_NE(plan, nullptr);
+  EXPECT_DOUBLE_EQ(plan->forecast_qps[0], 500);
+  EXPECT_GE(plan->capacity_qps, 500);
+  EXPECT_FALSE(sink.added.empty());  // w1 alone carries 200
+}
+
 TEST_F(MarkAllocatorTest, AWorkerHoldingAnotherVariantUnloadsItFirst) {
   auto allocator = Make();
   RecordingSink sink;

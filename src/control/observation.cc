@@ -44,6 +44,7 @@ std::map<std::string, double> OfferedByApp(const Observation& observation,
       if (model != nullptr) qps[model->app] += inst.arrival_qps;
     }
   }
+  for (const auto& [app, leaving] : observation.leaving_qps) qps[app] += leaving;
   if (refused_over_s > 0) {
     for (const auto& [app, rows] : observation.refused_rows) qps[app] += rows / refused_over_s;
   }

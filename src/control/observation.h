@@ -124,6 +124,11 @@ struct Observation {
   std::map<std::string, int64_t> refused_rows;
   // Queries resolved by app since the last model round (model rounds only).
   std::map<std::string, ServiceCount> service;
+  // Queries/s offered to the instances of workers left out of `workers`
+  // because they are leaving (under an interruption notice), by app, from
+  // their last reports: they serve until shortly before they stop, and then
+  // this demand is the others' (docs/operations.md, "Spot interruptions").
+  std::map<std::string, double> leaving_qps;
   std::vector<ObservedPipeline> pipelines;
 
   const ModelOption* FindModel(const std::string& name) const;
@@ -131,9 +136,10 @@ struct Observation {
   const ObservedWorker* FindWorker(const std::string& id) const;
 };
 
-// What each app was offered: its instances' last reported arrivals plus the
-// rows turned away, spread over `refused_over_s` seconds (the time since the
-// last model round; 0 leaves them out). Every app with a model is present.
+// What each app was offered: its instances' last reported arrivals, those
+// of leaving workers' instances, and the rows turned away, spread over
+// `refused_over_s` seconds (the time since the last model round; 0 leaves
+// them out). Every app with a model is present.
 std::map<std::string, double> OfferedByApp(const Observation& observation,
                                            double refused_over_s);
 

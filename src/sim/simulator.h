@@ -183,11 +183,13 @@ struct WorkerLoss {
 // operations.md, "Spot interruptions"): each worker of a spot type, from
 // when it is up, gets a notice after an exponential time of mean
 // `mean_between` (a Poisson process per worker, drawn from the setup's seed),
-// `lead` before it stops. On the notice, as the controller does on a real
-// provider's (WorkerEvent::kInterrupted, Cluster::BeginLeaving): the worker
-// takes no new query or load, answers what it holds, is left out of what
-// the allocator is shown, and a replacement of its type is launched at once
-// (as the local provider starts one). At the stop what is still queued or
+// `lead` before it stops. On the notice, much as the controller does on a
+// real provider's (WorkerEvent::kInterrupted, Cluster::BeginLeaving): the
+// worker takes no new load, answers what it holds, is left out of what the
+// allocator is shown, and a replacement of its type is launched at once (as
+// the local provider starts one). It takes no new query either, where the
+// controller's serves its share until its leaving margin
+// (docs/architecture.md, "The simulator's spot interruptions"). At the stop what is still queued or
 // running there is lost, counted in
 // ControlCounters::queries_lost_to_interruptions; the worker is paid for
 // until then.

@@ -246,23 +246,27 @@ bool Cluster::BeginLeaving(const std::string& worker_id, Nanos stops_at) {
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) return false;
   Worker& w = it->second;
-  // A worker already unreachable (a call to it failed) is no last resort;
-  // a second notice changes only when it stops.
-  if (!w.view.leaving_at.has_value()) w.last_resort = !w.view.unreachable;
+  // A worker already unreachable (a call to it failed) serves no more; a
+  // second notice changes only when it stops.
+  if (!w.view.leaving_at.has_value()) w.serves_while_leaving = !w.view.unreachable;
   w.view.leaving_at = stops_at;
   if (!w.view.unreachable) {
     w.view.unreachable = true;
     if (w.live != policy::kNoId) live_.SetAccepting(w.live, false);
   }
+  // It has no room for a load from now on (FreeMemoryLocked).
+  if (w.live != policy::kNoId) {
+    live_.UpdateWorker(w.live, w.view.cpu_utilisation, FreeMemoryLocked(w));
+  }
   spdlog::warn(
-      "worker {} leaves in {} s: no new loads go there, and queries only when no other "
-      "instance can take them, until {} s before it stops",
+      "worker {} leaves in {} s: no new loads go there, and it takes queries as before until "
+      "{} s before it stops",
       worker_id, ToSeconds(stops_at - options_.clock->Now()), ToSeconds(options_.leaving_margin));
   return true;
 }
 
-bool Cluster::LastResortAt(const Worker& worker, Nanos now, Nanos margin) {
-  return worker.last_resort && worker.view.leaving_at.has_value() &&
+bool Cluster::ServesWhileLeaving(const Worker& worker, Nanos now, Nanos margin) {
+  return worker.serves_while_leaving && worker.view.leaving_at.has_value() &&
          now + margin <= *worker.view.leaving_at;
 }
 
@@ -272,8 +276,8 @@ Nanos Cluster::LeavingMargin(std::optional<double> latency_ms) const {
 }
 
 void Cluster::MarkUnreachableLocked(Worker& worker) {
-  if (worker.last_resort) {
-    worker.last_resort = false;  // a call to it failed: not even a last resort now
+  if (worker.serves_while_leaving) {
+    worker.serves_while_leaving = false;  // a call to it failed: it serves no more
     spdlog::warn("worker {} is leaving and a call to it failed: no queries go there",
                  worker.view.id);
   }
@@ -289,27 +293,24 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
   Worker* best = nullptr;
   InstanceRecord* best_instance = nullptr;
   const Nanos now = options_.clock->Now();
-  // Workers that stay first; a leaving one only if none of them can.
-  for (bool last_resort : {false, true}) {
-    for (auto& [id, w] : workers_) {
-      const bool usable = last_resort ? LastResortAt(w, now, options_.leaving_margin)
-                                      : !w.view.unreachable;
-      if (!usable || std::find(avoid.begin(), avoid.end(), id) != avoid.end()) continue;
-      auto it = w.instances.find(key);
-      if (it == w.instances.end() || it->second.phase != InstancePhase::kReady) continue;
-      // Fewest in flight per replica; the worker's reported queue breaks ties.
-      InstanceRecord& inst = it->second;
-      auto load = [](const InstanceRecord& i) {
-        return static_cast<double>(i.outstanding) / std::max(1, i.stats.replicas);
-      };
-      if (best_instance == nullptr || load(inst) < load(*best_instance) ||
-          (load(inst) == load(*best_instance) &&
-           inst.stats.queue_length < best_instance->stats.queue_length)) {
-        best = &w;
-        best_instance = &inst;
-      }
+  for (auto& [id, w] : workers_) {
+    // A leaving worker serves like any other until its margin (BeginLeaving).
+    const bool usable =
+        !w.view.unreachable || ServesWhileLeaving(w, now, options_.leaving_margin);
+    if (!usable || std::find(avoid.begin(), avoid.end(), id) != avoid.end()) continue;
+    auto it = w.instances.find(key);
+    if (it == w.instances.end() || it->second.phase != InstancePhase::kReady) continue;
+    // Fewest in flight per replica; the worker's reported queue breaks ties.
+    InstanceRecord& inst = it->second;
+    auto load = [](const InstanceRecord& i) {
+      return static_cast<double>(i.outstanding) / std::max(1, i.stats.replicas);
+    };
+    if (best_instance == nullptr || load(inst) < load(*best_instance) ||
+        (load(inst) == load(*best_instance) &&
+         inst.stats.queue_length < best_instance->stats.queue_length)) {
+      best = &w;
+      best_instance = &inst;
     }
-    if (best != nullptr) break;
   }
   if (best == nullptr) return std::nullopt;
   ++best_instance->outstanding;

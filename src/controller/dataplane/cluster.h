@@ -85,8 +85,7 @@ struct WorkerView {
   // An interruption notice said it stops then (Cluster::BeginLeaving): it
   // stays unreachable, whatever it reports, until it is gone (so the
   // allocator and placement count it gone), while its ready instances
-  // still serve queries nothing else can take (a last resort) until
-  // shortly before then.
+  // still take their share of queries until shortly before then.
   std::optional<Nanos> leaving_at;
   std::vector<InstanceView> instances;
 };
@@ -177,9 +176,9 @@ class Cluster {
     // it to be answered (BeginUnload), at most this long: each has a
     // deadline, 30 s by default for queries without a latency objective.
     Nanos unload_drain_limit = 35 * kSecond;
-    // A worker under an interruption notice takes a query as a last resort
-    // only while at least this long, or the query's latency objective if
-    // longer, is left before it stops (BeginLeaving).
+    // A worker under an interruption notice takes a query only while at
+    // least this long, or the query's latency objective if longer, is left
+    // before it stops (BeginLeaving).
     Nanos leaving_margin = 1 * kSecond;
     // What chooses each query's instance from the live view (null: the
     // selection policy, "infaas").
@@ -214,14 +213,15 @@ class Cluster {
   // An interruption notice: the worker stops at `stops_at`. From now on it
   // is unreachable for good (no load is placed there, it is left out of
   // reachable_worker_count and of what the allocator sees, and its reports
-  // do not bring it back), while the queries it holds are answered. It
-  // still serves as a last resort: a query that no instance on another
-  // worker can take now (Select, PickReady) goes to its ready instance of
-  // the variant, as long as max(leaving_margin, the query's latency
-  // objective) is left before `stops_at`; a query that another ready
-  // instance can take never goes there. A call to it failing ends that
-  // (MarkUnreachable). It goes with RemoveWorker when its process ends
-  // (docs/operations.md, "Spot interruptions"). False when it is unknown.
+  // do not bring it back), while the queries it holds are answered. Its
+  // ready instances go on serving like any other (Select, PickReady) as
+  // long as max(leaving_margin, the query's latency objective) is left
+  // before `stops_at`; then it drains. While it serves and nothing in a
+  // query's scope is on a worker that stays, the load the router would
+  // place without it (its replacement) is started. A call to it failing
+  // ends its service at once (MarkUnreachable). It goes with RemoveWorker
+  // when its process ends (docs/operations.md, "Spot interruptions").
+  // False when it is unknown.
   bool BeginLeaving(const std::string& worker_id, Nanos stops_at);
   // Removes workers silent for longer than the limit; returns their ids.
   std::vector<std::string> RemoveSilentWorkers();
@@ -230,9 +230,9 @@ class Cluster {
 
   // ---- data path ----
   // The ready instance of `key` with the fewest queries in flight, counting
-  // this query, on a reachable worker not in `avoid` (those the query was
-  // already lost on); failing that, one on a leaving worker with more than
-  // the leaving margin left (BeginLeaving); nullopt when none is ready.
+  // this query, on a worker not in `avoid` (those the query was already
+  // lost on) that is reachable or leaving with more than the leaving margin
+  // left (BeginLeaving); nullopt when none is ready.
   std::optional<Route> PickReady(const VariantKey& key, const std::vector<std::string>& avoid = {});
   // Moving means of the overhead, and of the compute time over what the
   // profile says for that batch, are kept per instance.
@@ -290,7 +290,9 @@ class Cluster {
                          std::map<std::string, double> slo_ms);
   std::shared_ptr<const policy::SelectionIndex> selection_index() const;
   // The allocator's query assignment, for the weighted router: replaces
-  // every weight; unknown workers and variants are skipped.
+  // every weight but those of leaving workers' instances, which the
+  // allocator does not see (BeginLeaving); unknown workers and variants are
+  // skipped.
   void SetRouteWeights(const std::vector<control::RouteWeight>& weights);
   // Runs the selection policy for one query. When the query must wait for a
   // load (an instance still loading, or one the decision starts), `waiter`
@@ -306,9 +308,9 @@ class Cluster {
 
   // The ready and loading instances of `key.model` (only of `key.variant`
   // when it is set) on reachable workers, and the ready ones on leaving
-  // workers with more than the leaving margin left (their last-resort
-  // service), as admission control sees them; only the one on `worker_id`
-  // when that is set.
+  // workers with more than the leaving margin left (they still serve), as
+  // admission control sees them; only the one on `worker_id` when that is
+  // set.
   AdmissionView AdmissionCandidates(const VariantKey& key,
                                     const std::string& worker_id = "") const;
 
@@ -350,8 +352,8 @@ class Cluster {
     WorkerView view;  // instances are kept in `instances` below
     std::shared_ptr<WorkerApi> api;
     // Under an interruption notice and not (yet) failed a call: its ready
-    // instances serve queries nothing else can take (BeginLeaving).
-    bool last_resort = false;
+    // instances still serve until the leaving margin (BeginLeaving).
+    bool serves_while_leaving = false;
     std::map<VariantKey, InstanceRecord> instances;
     policy::WorkerId live = policy::kNoId;
   };
@@ -367,20 +369,23 @@ class Cluster {
   void LiveApplyReportLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double FreeMemoryLocked(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkUnreachableLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether a leaving worker still takes a query as a last resort at `now`,
-  // `margin` or more before it stops.
-  static bool LastResortAt(const Worker& worker, Nanos now, Nanos margin);
+  // Whether a leaving worker still takes a query at `now`, `margin` or more
+  // before it stops.
+  static bool ServesWhileLeaving(const Worker& worker, Nanos now, Nanos margin);
   // The margin for a query with latency objective `latency_ms` (if any).
   Nanos LeavingMargin(std::optional<double> latency_ms) const;
-  // Select's second pass, when the first (leaving workers hidden) found no
-  // instance that can take the query: the router again with the leaving
-  // workers still in their margin accepting; the decision if it sends the
-  // query to a ready instance on one of them, with `first`'s load (on a
-  // worker that stays) kept unless the query's scope is loading there
-  // already, and any load of its own dropped.
-  std::optional<policy::SelectionDecision> LastResortLocked(
-      const policy::SelectionRequest& request, const std::vector<std::string>& avoid,
-      const policy::SelectionDecision& first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The router's decision for `request` with the leaving workers that
+  // still serve it accepting like any other, and no load on them
+  // (BeginLeaving). The workers in `avoid` are hidden already.
+  policy::SelectionDecision RouteLocked(const policy::SelectionRequest& request,
+                                        const std::vector<std::string>& avoid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the live view's instance `id` is a ready one.
+  bool ReadyLocked(policy::InstanceId id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an instance in the query's scope (ready or loading) is on an
+  // accepting worker of the live view as it stands.
+  bool ScopeHeldLocked(const policy::SelectionRequest& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerView ViewOf(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the worker and returns what is left to do outside the lock.

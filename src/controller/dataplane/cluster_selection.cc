@@ -17,6 +17,10 @@ constexpr double kDefaultSloMs = 100;
 }  // namespace
 
 double Cluster::FreeMemoryLocked(const Worker& worker) const {
+  // A leaving worker takes no new load, whichever router decides: less
+  // than no room keeps every option (of any memory) off it, while its ready
+  // instances still serve (BeginLeaving).
+  if (worker.view.leaving_at.has_value()) return -1;
   double free = static_cast<double>(worker.view.type.memory_mb) - worker.view.memory_mb;
   // A load in progress will take its variant's memory: count it now, so the
   // next decision does not place a second load into the same room.
@@ -149,6 +153,22 @@ void Cluster::SetRouteWeights(const std::vector<control::RouteWeight>& weights) 
     }
     live.push_back({worker->second.live, variant, w.weight});
   }
+  // The allocator is not shown leaving workers (BeginLeaving), so its
+  // weights say nothing of them: each keeps the weight it had, and with it
+  // its share of the queries until it drains.
+  for (const auto& [id, w] : workers_) {
+    if (!w.view.leaving_at.has_value() || w.live == policy::kNoId) continue;
+    for (const auto& [key, inst] : w.instances) {
+      if (inst.live == policy::kNoId || live_.route_weight(inst.live) <= 0) continue;
+      const policy::VariantId variant = live_.instance(inst.live).variant;
+      auto named = [&](const policy::LiveState::RouteWeight& r) {
+        return r.worker == w.live && r.variant == variant;
+      };
+      if (std::none_of(live.begin(), live.end(), named)) {
+        live.push_back({w.live, variant, live_.route_weight(inst.live)});
+      }
+    }
+  }
   live_.SetRouteWeights(live);
 }
 
@@ -171,17 +191,7 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
     live_.SetAccepting(w->second.live, false);
     hidden.push_back(w->second.live);
   }
-  result.decision = router_->Route(*index_, live_, request);
-  // Nothing on a worker that stays can take the query now (none at all, or
-  // only a load it would wait for): a leaving worker's ready instance
-  // serves it if there is one, while the load goes ahead where it stays.
-  if (result.decision.outcome == policy::SelectionOutcome::kUnavailable ||
-      result.decision.outcome == policy::SelectionOutcome::kLoadAndServe) {
-    if (std::optional<policy::SelectionDecision> fallback =
-            LastResortLocked(request, avoid, result.decision)) {
-      result.decision = *fallback;
-    }
-  }
+  result.decision = RouteLocked(request, avoid);
   for (policy::WorkerId id : hidden) live_.SetAccepting(id, true);
   const policy::SelectionDecision& d = result.decision;
   if (d.serving != policy::kNoId) {
@@ -248,44 +258,59 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
   return result;
 }
 
-std::optional<policy::SelectionDecision> Cluster::LastResortLocked(
-    const policy::SelectionRequest& request, const std::vector<std::string>& avoid,
-    const policy::SelectionDecision& first) {
+policy::SelectionDecision Cluster::RouteLocked(const policy::SelectionRequest& request,
+                                               const std::vector<std::string>& avoid) {
+  // A leaving worker serves like any other while more than the query's
+  // margin is left, as MArk's spot instances serve through their notice
+  // (docs/operations.md, "Spot interruptions"): taking its share away at
+  // the notice would leave the others short while the replacement starts.
   const Nanos margin = LeavingMargin(request.requirements.latency_ms);
   std::vector<policy::WorkerId> opened;
   for (auto& [id, w] : workers_) {
-    if (w.live == policy::kNoId || !LastResortAt(w, request.now, margin) ||
+    if (w.live == policy::kNoId || !ServesWhileLeaving(w, request.now, margin) ||
         std::find(avoid.begin(), avoid.end(), id) != avoid.end()) {
       continue;
     }
     live_.SetAccepting(w.live, true);
     opened.push_back(w.live);
   }
-  if (opened.empty()) return std::nullopt;
   policy::SelectionDecision d = router_->Route(*index_, live_, request);
   for (policy::WorkerId id : opened) live_.SetAccepting(id, false);
-  if (d.outcome != policy::SelectionOutcome::kUseInstance &&
-      d.outcome != policy::SelectionOutcome::kServeAndLoad) {
-    return std::nullopt;
+  if (opened.empty()) return d;
+  auto leaving = [&opened](policy::WorkerId id) {
+    return std::find(opened.begin(), opened.end(), id) != opened.end();
+  };
+  const bool there = d.instance != policy::kNoId && leaving(live_.instance(d.instance).worker);
+  // No room is left there for a load (FreeMemoryLocked); a query that would
+  // wait on one there (begun before the notice) is routed as if the leaving
+  // workers were gone.
+  if ((d.load.valid() && leaving(d.load.worker)) || (there && !ReadyLocked(d.instance))) {
+    return router_->Route(*index_, live_, request);
   }
-  // Only a ready instance on one of the leaving workers: this pass may not
-  // send the query to a load, nor place one on a leaving worker.
-  auto where = instance_by_live_.find(d.instance);
-  if (where == instance_by_live_.end()) return std::nullopt;
+  // Nothing in the query's scope is on a worker that stays: the load the
+  // router would start without the leaving workers is their replacement,
+  // started now so that it serves before they drain. Once it is under way
+  // the scope is held, so one query starts it.
+  if (!there || d.load.valid() || ScopeHeldLocked(request)) return d;
+  const policy::SelectionDecision without = router_->Route(*index_, live_, request);
+  if (without.load.valid()) {
+    d.load = without.load;
+    d.load_rule = without.load_rule;
+    d.outcome = policy::SelectionOutcome::kServeAndLoad;
+  }
+  return d;
+}
+
+bool Cluster::ReadyLocked(policy::InstanceId id) const {
+  auto where = instance_by_live_.find(id);
+  if (where == instance_by_live_.end()) return false;
   auto w = workers_.find(where->second.first);
-  if (w == workers_.end() ||
-      std::find(opened.begin(), opened.end(), w->second.live) == opened.end()) {
-    return std::nullopt;
-  }
+  if (w == workers_.end()) return false;
   auto inst = w->second.instances.find(where->second.second);
-  if (inst == w->second.instances.end() || inst->second.phase != InstancePhase::kReady) {
-    return std::nullopt;
-  }
-  // One replacement at a time: the first pass's load goes ahead only while
-  // nothing in the query's scope is loading where it stays already, or each
-  // query served here would start another (a load slower than the
-  // objective never takes a query, so the first pass asks again).
-  bool loading = false;
+  return inst != w->second.instances.end() && inst->second.phase == InstancePhase::kReady;
+}
+
+bool Cluster::ScopeHeldLocked(const policy::SelectionRequest& request) const {
   const policy::AppId app = request.model != policy::kNoId ? index_->model(request.model).app
                                                            : request.app;
   absl::Span<const policy::InstanceId> scope = request.pinned != policy::kNoId
@@ -293,16 +318,12 @@ std::optional<policy::SelectionDecision> Cluster::LastResortLocked(
                                                    : live_.instances_of_app(app);
   for (policy::InstanceId id : scope) {
     const policy::LiveInstance& in = live_.instance(id);
-    loading |= in.state == policy::InstanceState::kInactive && live_.has_worker(in.worker) &&
-               live_.worker(in.worker).accepting &&
-               (request.model == policy::kNoId || live_.instance_model(id) == request.model);
+    if (live_.has_worker(in.worker) && live_.worker(in.worker).accepting &&
+        (request.model == policy::kNoId || live_.instance_model(id) == request.model)) {
+      return true;
+    }
   }
-  d.load = loading ? policy::LoadPlan{} : first.load;
-  d.load_rule = loading ? policy::LoadRule::kNone : first.load_rule;
-  d.outcome = d.load.valid() ? policy::SelectionOutcome::kServeAndLoad
-                             : policy::SelectionOutcome::kUseInstance;
-  d.unavailable = policy::UnavailableReason::kNone;
-  return d;
+  return false;
 }
 
 std::map<std::pair<std::string, std::string>, int64_t> Cluster::SelectionLoadCounts() const {
@@ -325,14 +346,14 @@ AdmissionView Cluster::AdmissionCandidates(const VariantKey& key,
   const Nanos now = options_.clock->Now();
   for (const auto& [id, w] : workers_) {
     if (!worker_id.empty() && id != worker_id) continue;
-    // A leaving worker's ready instances count while it serves as a last
-    // resort (BeginLeaving): routing sends a query there if nothing else can.
-    const bool last_resort = w.view.unreachable && LastResortAt(w, now, options_.leaving_margin);
-    if (w.view.unreachable && !last_resort) continue;
+    // A leaving worker's ready instances count while it serves
+    // (BeginLeaving): routing sends queries there as to any other.
+    const bool leaving = w.view.unreachable && ServesWhileLeaving(w, now, options_.leaving_margin);
+    if (w.view.unreachable && !leaving) continue;
     for (const auto& [k, inst] : w.instances) {
       if (k.model != key.model || (!key.variant.empty() && k.variant != key.variant)) continue;
       if (inst.phase != InstancePhase::kReady &&
-          (last_resort || inst.phase != InstancePhase::kLoading)) {
+          (leaving || inst.phase != InstancePhase::kLoading)) {
         continue;
       }
       policy::AdmissionCandidate c;

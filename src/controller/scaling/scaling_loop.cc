@@ -165,7 +165,15 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
     // A worker under an interruption notice is leaving: the allocator plans
     // without it (its replacement shows as starting), and nothing it
     // decides can land there (docs/operations.md, "Spot interruptions").
-    if (w.leaving_at.has_value()) continue;
+    // What it is still offered is the app's demand all the same.
+    if (w.leaving_at.has_value()) {
+      for (const InstanceView& inst : w.instances) {
+        auto model = catalog.models.find(inst.key.model);
+        if (model == catalog.models.end()) continue;
+        o.leaving_qps[model->second.app] += inst.stats.arrival_qps;
+      }
+      continue;
+    }
     control::ObservedWorker ow;
     ow.id = w.id;
     ow.type = w.type.name;
