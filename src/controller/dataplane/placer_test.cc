@@ -119,11 +119,11 @@ TEST(PlacerPlannedBatchTest, LoadsCarryThePlannedBatchAndARefreshResendsThem) {
     return std::make_unique<RecordingApi>(loads);
   };
   Cluster cluster(cluster_options);
-  WorkQueue control(1);
+  auto control = std::make_unique<WorkQueue>(1);
   int32_t planned = 4;
   Placer::Options options;
   options.cluster = &cluster;
-  options.control = &control;
+  options.control = control.get();
   options.planned_batch = [&planned](const VariantKey& key) {
     return key.model == "m" ? planned : 0;
   };
@@ -131,23 +131,26 @@ TEST(PlacerPlannedBatchTest, LoadsCarryThePlannedBatchAndARefreshResendsThem) {
   const std::string worker = *cluster.AddWorker("cpu-1", "127.0.0.1:1", 1, "");
   CatalogVariant variant;
   variant.spec.key = {"m", "torch"};
-  auto load = [&](auto start) {
-    absl::Notification done;
-    start([&done](absl::Status) { done.Notify(); });
-    done.WaitForNotification();
+  // The first load ends before the refresh reads the instance as ready;
+  // the later ones are waited for as the worker sees them, since a load's
+  // waiter may be told by an earlier load of the instance finishing.
+  absl::Notification loaded;
+  placer.LoadOn(worker, variant, 2, [&loaded](absl::Status) { loaded.Notify(); });
+  loaded.WaitForNotification();
+  auto sent = [&loads](size_t n) {
+    auto reached = [&loads, n] { return loads->sent.size() >= n; };
+    absl::MutexLock lock(&loads->mu, absl::Condition(&reached));
   };
-  load([&](LoadWaiter done) { placer.LoadOn(worker, variant, 2, std::move(done)); });
   WorkerReport report;
   report.worker_id = worker;
   report.instances.push_back({variant.spec.key, InstanceStats{2}});
   ASSERT_TRUE(cluster.ApplyReport(report));
   planned = 1;
   placer.Refresh(variant);
-  {
-    auto refreshed = [&loads] { return loads->sent.size() == 2; };
-    absl::MutexLock lock(&loads->mu, absl::Condition(&refreshed));
-  }
-  load([&](LoadWaiter done) { placer.LoadOn(worker, variant, 2, std::move(done)); });
+  sent(2);
+  placer.LoadOn(worker, variant, 2, nullptr);
+  sent(3);
+  control.reset();  // the loads' last steps run while the placer is there
   absl::MutexLock lock(&loads->mu);
   EXPECT_EQ(loads->sent, (std::vector<std::pair<int, int32_t>>{{2, 4}, {2, 1}, {2, 1}}));
 }
