@@ -544,10 +544,18 @@ void InfaasAllocator::Migrate(const Observation& observation, ActionSink& sink) 
   policy::MigrationDecision decision =
       policy::DecideMigrations(workers, migration_state_, observation.now, options_.migration);
   migration_state_ = std::move(decision.state);
-  std::set<std::string> held(decision.held.begin(), decision.held.end());
-  for (const std::string& line : held) {
-    if (held_migrations_.count(line) == 0) {
+  // Logged every round, a hold would flood the log while it lasts (minutes,
+  // on a host whose copies flip between Interfered and Active); logged once,
+  // its changing reasons would be lost, and they are what explains it.
+  constexpr Nanos kHeldLogEvery = 30 * kSecond;
+  std::map<std::string, Nanos> held;
+  for (const auto& [where, line] : decision.held) {
+    auto logged = held_migrations_.find(where);
+    if (logged == held_migrations_.end() || observation.now - logged->second >= kHeldLogEvery) {
       sink.Record({observation.now, "migrate-held", "", "", 0, line});
+      held[where] = observation.now;
+    } else {
+      held[where] = logged->second;
     }
   }
   held_migrations_ = std::move(held);

@@ -123,7 +123,10 @@ class InfaasAllocator : public Allocator {
   std::map<Where, double> refused_share_;  // qps, by (worker, variant key)
   std::set<std::string> asked_placement_;  // workers whose last ask found no room
   policy::MigrationState migration_state_;
-  std::set<std::string> held_migrations_;  // the last round's "cannot move" lines, logged once
+  // When each instance still held from the last round ("cannot move") was
+  // last logged: its line is logged when it is first held and then every
+  // `kHeldLogEvery` while it stays held, with the reasons of that round.
+  std::map<std::string, Nanos> held_migrations_;
   struct PendingMove {
     std::string from, to;
     VariantKey key;

@@ -5,7 +5,8 @@
 maitre_library(maitre_policy_autoscaling
   SRCS autoscaling_model.cc autoscaling_consolidation.cc autoscaling_cluster.cc placement.cc
        provisioning.cc migration.cc mark_provisioning.cc
-  DEPS maitre_core absl::status absl::statusor absl::strings absl::str_format absl::span)
+  DEPS maitre_core maitre_selection absl::status absl::statusor absl::strings absl::str_format
+       absl::span)
 
 maitre_library(maitre_policy_autoscaling_ilp
   SRCS autoscaling_ilp.cc

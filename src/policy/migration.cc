@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace maitre::policy {
 namespace {
@@ -27,27 +28,45 @@ bool HoldsUnhealthy(const MigrationWorker& worker, const std::string& model) {
 // yet, however it reads now: on the real server both retires that selection
 // undid within seconds were for copies back from Interfered for under a
 // second and, left with the whole load, Interfered again within seconds.
+// When there is none, `why_not` says what the other copies were, for the
+// held line: a retire held for minutes is otherwise impossible to explain.
 const MigrationWorker* CarriedElsewhere(const std::vector<MigrationWorker>& workers,
                                         const MigrationWorker& source,
                                         const MigrationInstance& inst,
                                         const MigrationState& state,
-                                        const MigrationOptions& options) {
+                                        const MigrationOptions& options, std::string* why_not) {
   const MigrationWorker* first = nullptr;
   double spare = 0;
+  std::vector<std::string> others;
   for (const MigrationWorker& w : workers) {
     if (w.id == source.id || w.starting) continue;
     for (const MigrationInstance& i : w.instances) {
-      if (i.model != inst.model || i.variant != inst.variant || i.replicas <= 0 ||
-          i.state != InstanceState::kActive ||
-          state.spells.count({w.id, absl::StrCat(i.model, ":", i.variant)}) > 0) {
+      if (i.model != inst.model || i.variant != inst.variant || i.replicas <= 0) continue;
+      if (i.state != InstanceState::kActive) {
+        others.push_back(absl::StrCat(w.id, " ", InstanceStateName(i.state)));
         continue;
       }
-      if (i.capacity_qps <= 0) return nullptr;  // unknown capacity: nothing to judge by
+      if (state.spells.count({w.id, absl::StrCat(i.model, ":", i.variant)}) > 0) {
+        others.push_back(absl::StrCat(w.id, " active within its own spell"));
+        continue;
+      }
+      if (i.capacity_qps <= 0) {  // unknown capacity: nothing to judge by
+        *why_not = absl::StrCat("the copy on ", w.id, " has no capacity figure");
+        return nullptr;
+      }
       spare += options.retire_utilisation * i.capacity_qps - i.offered_qps;
+      others.push_back(absl::StrFormat("%s active, offered %.0f of %.0f qps", w.id,
+                                       i.offered_qps, i.capacity_qps));
       if (first == nullptr) first = &w;
     }
   }
-  return first != nullptr && spare >= inst.offered_qps ? first : nullptr;
+  if (first != nullptr && spare >= inst.offered_qps) return first;
+  *why_not = others.empty()
+                 ? std::string("no other copy")
+                 : absl::StrFormat("other copies: %s; spare %.0f qps at %.0f%% against its %.0f",
+                                   absl::StrJoin(others, ", "), std::max(0.0, spare),
+                                   100 * options.retire_utilisation, inst.offered_qps);
+  return nullptr;
 }
 
 }  // namespace
@@ -86,8 +105,9 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
       if (acted.count(inst.model) > 0 || state.last_moved.count(inst.model) > 0) continue;
       const std::string name = spell_key.second;
 
+      std::string no_retire;
       if (const MigrationWorker* serving =
-              CarriedElsewhere(workers, source, inst, state, options)) {
+              CarriedElsewhere(workers, source, inst, state, options, &no_retire)) {
         decision.actions.push_back(
             {MigrationAction::Kind::kRetire, inst.model, inst.variant, source.id, serving->id,
              inst.replicas,
@@ -115,10 +135,11 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
         }
       }
       if (best == nullptr) {
-        decision.held.push_back(absl::StrFormat(
+        decision.held[absl::StrCat(name, " on ", source.id)] = absl::StrFormat(
             "%s on %s is Interfered but no other %s worker is up, under %.0f%% CPU and has room "
-            "for %d replica(s)",
-            name, source.id, source.type, 100 * options.max_target_utilisation, inst.replicas));
+            "for %d replica(s), and no retire (%s)",
+            name, source.id, source.type, 100 * options.max_target_utilisation, inst.replicas,
+            no_retire);
         continue;
       }
       promised[best->id].first += cores;

@@ -121,8 +121,8 @@ struct MigrationAction {
 struct MigrationDecision {
   std::vector<MigrationAction> actions;
   // Interfered instances due to move that could not, with why (one line
-  // each), for logs.
-  std::vector<std::string> held;
+  // each), for logs: by "model:variant on worker".
+  std::map<std::string, std::string> held;
   MigrationState state;
 };
 
