@@ -51,6 +51,12 @@ std::map<std::string, double> OfferedByApp(const Observation& observation,
   return qps;
 }
 
+void CountLeaving(Observation& observation, const std::string& model, double arrival_qps) {
+  if (const ModelOption* m = observation.FindModel(model); m != nullptr) {
+    observation.leaving_qps[m->app] += arrival_qps;
+  }
+}
+
 std::string DecisionLine(const Decision& d) {
   std::string line = absl::StrCat(d.kind, " ", d.worker);
   if (!d.target.empty()) absl::StrAppend(&line, " ", d.target);

@@ -143,4 +143,9 @@ struct Observation {
 std::map<std::string, double> OfferedByApp(const Observation& observation,
                                            double refused_over_s);
 
+// Adds what an instance of `model` on a leaving worker was offered (its
+// last report's arrivals) to its app's `leaving_qps`; `models` must be
+// filled. Both worlds fill leaving_qps through it.
+void CountLeaving(Observation& observation, const std::string& model, double arrival_qps);
+
 }  // namespace maitre::control

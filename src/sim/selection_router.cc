@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "control/leaving.h"
 #include "sim/simulator.h"
 
 namespace maitre::sim {
@@ -65,6 +66,7 @@ absl::StatusOr<std::unique_ptr<SelectionRouter>> SelectionRouter::Create(
   auto query_router = control::CreateQueryRouter(setup.control.router, setup.control.selection);
   if (!query_router.ok()) return query_router.status();
   router->router_ = *std::move(query_router);
+  router->leaving_margin_ = setup.control.leaving_margin;
   for (const SimApp& app : setup.apps) router->app_ids_.push_back(router->index_.FindApp(app.name));
   for (const SimWorkerType& t : setup.worker_types) {
     router->type_ids_.push_back(router->index_.FindType(t.type.name));
@@ -81,14 +83,28 @@ absl::StatusOr<std::unique_ptr<SelectionRouter>> SelectionRouter::Create(
   return router;
 }
 
-SelectionRouter::Route SelectionRouter::Decide(const RouteRequest& query) {
+SelectionRouter::Route SelectionRouter::Decide(const RouteRequest& query,
+                                               absl::FunctionRef<bool(int32_t instance)> ready) {
   policy::SelectionRequest request;
   request.app = app_ids_[query.app];
   request.requirements.latency_ms = ToMillis(query.deadline - query.arrival);
   if (query.min_accuracy > 0) request.requirements.min_accuracy = query.min_accuracy;
   request.now = query.arrival;
   request.deadline = query.deadline;
-  policy::SelectionDecision d = router_->Route(index_, live_, request);
+  // The leaving workers that still serve this query (the controller's rule,
+  // control/leaving.h).
+  const Nanos margin = control::LeavingMargin(leaving_margin_, request.requirements.latency_ms);
+  std::vector<policy::WorkerId> serving;
+  for (const Leaving& l : leaving_) {
+    if (control::ServesWhileLeaving(l.stops_at, request.now, margin)) {
+      serving.push_back(At(worker_live_, l.worker));
+    }
+  }
+  policy::SelectionDecision d = control::RouteBesideLeaving(
+      *router_, index_, live_, request, serving, [&](policy::InstanceId id) {
+        const int32_t sim = At(instance_sim_, id);
+        return sim >= 0 && ready(sim);
+      });
 
   Route route;
   route.outcome = d.outcome;
@@ -133,6 +149,22 @@ void SelectionRouter::RemoveWorker(int32_t worker) {
   live_.RemoveWorker(id);
   worker_live_[worker] = policy::kNoId;
   worker_sim_[id] = -1;
+  leaving_.erase(std::remove_if(leaving_.begin(), leaving_.end(),
+                                [worker](const Leaving& l) { return l.worker == worker; }),
+                 leaving_.end());
+}
+
+void SelectionRouter::SetLeaving(int32_t worker, Nanos stops_at) {
+  policy::WorkerId id = At(worker_live_, worker);
+  if (id == policy::kNoId) return;
+  live_.SetAccepting(id, false);
+  for (Leaving& l : leaving_) {
+    if (l.worker == worker) {
+      l.stops_at = stops_at;
+      return;
+    }
+  }
+  leaving_.push_back({worker, stops_at});
 }
 
 void SelectionRouter::UpdateWorker(int32_t worker, double utilisation, double free_memory_mb) {
@@ -193,6 +225,9 @@ void SelectionRouter::SetRouteWeights(const std::vector<RouteWeight>& weights) {
       live.push_back({worker, variant, w.weight});
     }
   }
+  std::vector<policy::WorkerId> leaving;
+  for (const Leaving& l : leaving_) leaving.push_back(At(worker_live_, l.worker));
+  control::KeepLeavingWeights(live_, leaving, live);
   live_.SetRouteWeights(live);
 }
 

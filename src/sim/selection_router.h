@@ -13,7 +13,12 @@
 //    replica is ready → SetState(kActive); the instance is unloaded →
 //    RemoveInstance;
 //  - a query is sent to an instance → AddWaiting(+1); answered or dropped →
-//    AddWaiting(-1).
+//    AddWaiting(-1);
+//  - an interruption notice        → SetLeaving: the worker stays, not
+//    accepting, and the simulator reports it with no room for a load; each
+//    query goes through control::RouteBesideLeaving with the leaving
+//    workers that still serve it, as the controller's Cluster::RouteLocked
+//    does, and the allocator's route weights leave theirs alone.
 // The simulator names workers, instances and variants by its own indices;
 // this class maps them to the policy's ids.
 //
@@ -24,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "control/query_router.h"
@@ -56,11 +62,16 @@ class SelectionRouter {
   // (SimApp::models) with their profiles on the worker types.
   static absl::StatusOr<std::unique_ptr<SelectionRouter>> Create(const SimulationSetup& setup);
 
-  Route Decide(const RouteRequest& query);
+  // `ready` says whether a simulator instance has a ready replica (a query
+  // must not wait on a load on a leaving worker).
+  Route Decide(const RouteRequest& query, absl::FunctionRef<bool(int32_t instance)> ready);
 
   // Cluster events, named by simulator indices.
   void AddWorker(int32_t worker, int32_t type, double utilisation, double free_memory_mb);
   void RemoveWorker(int32_t worker);
+  // An interruption notice: the worker stops at `stops_at`
+  // (control/leaving.h says how it serves until then).
+  void SetLeaving(int32_t worker, Nanos stops_at);
   void UpdateWorker(int32_t worker, double utilisation, double free_memory_mb);
   // A load was asked for: the instance is Inactive until `ready_at`.
   absl::Status AddInstance(int32_t instance, int32_t variant, int32_t worker, Nanos ready_at);
@@ -94,6 +105,12 @@ class SelectionRouter {
   policy::SelectionIndex index_;
   policy::LiveState live_;
   std::unique_ptr<const control::QueryRouter> router_;
+  Nanos leaving_margin_ = 0;  // ControlSetup::leaving_margin
+  struct Leaving {
+    int32_t worker = -1;  // a simulator worker
+    Nanos stops_at = 0;
+  };
+  std::vector<Leaving> leaving_;
   std::vector<int32_t> app_ids_;        // simulator app → AppId
   std::vector<int32_t> type_ids_;       // simulator worker type → WorkerTypeId
   std::vector<int32_t> variant_ids_;    // simulator variant → VariantId (kNoId: not in any app)

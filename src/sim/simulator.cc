@@ -396,7 +396,12 @@ void Simulator::Enqueue(int32_t target, const QueuedQuery& q, const Tag& tag) {
   if (managed()) {
     ++inst.interval_arrivals;
     ++in_system_;
-    workers_[inst.worker].active_this_interval = true;
+    Worker& worker = workers_[inst.worker];
+    worker.active_this_interval = true;
+    if (worker.stops_at.has_value()) {
+      ++worker.queries_under_notice;
+      worker.last_query_under_notice = now_;
+    }
   }
   if (inst.idle > 0) {
     RunDecisions(target);

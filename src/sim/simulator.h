@@ -55,6 +55,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "control/allocator.h"
+#include "control/leaving.h"
 #include "core/profile.h"
 #include "core/variant.h"
 #include "core/worker_type.h"
@@ -166,6 +167,10 @@ struct ControlSetup {
   bool cluster_autoscaling = false;
   // `types` and `max_workers` are filled from the worker types.
   policy::ClusterAutoscalerOptions cluster_autoscaler;
+  // A worker under an interruption notice takes a query only while at
+  // least this long, or the query's objective if longer, is left before it
+  // stops (control/leaving.h; the controller's Cluster::Options').
+  Nanos leaving_margin = control::kLeavingMarginFloor;
   Nanos report_interval = kSecond;
   Nanos model_interval = kSecond;
   Nanos cluster_interval = 2 * kSecond;
@@ -183,14 +188,17 @@ struct WorkerLoss {
 // operations.md, "Spot interruptions"): each worker of a spot type, from
 // when it is up, gets a notice after an exponential time of mean
 // `mean_between` (a Poisson process per worker, drawn from the setup's seed),
-// `lead` before it stops. On the notice, much as the controller does on a
-// real provider's (WorkerEvent::kInterrupted, Cluster::BeginLeaving): the
-// worker takes no new load, answers what it holds, is left out of what the
-// allocator is shown, and a replacement of its type is launched at once (as
-// the local provider starts one). It takes no new query either, where the
-// controller's serves its share until its leaving margin
-// (docs/architecture.md, "The simulator's spot interruptions"). At the stop what is still queued or
-// running there is lost, counted in
+// `lead` before it stops. On the notice the simulator does what the
+// controller does on a real provider's (WorkerEvent::kInterrupted,
+// Cluster::BeginLeaving), by the same rules (control/leaving.h): the worker
+// takes no new load; it keeps taking its share of the queries, under any
+// router and with its route weights kept, until max(the control setup's
+// leaving_margin, the query's objective) before it stops, then drains; it is
+// left out of the workers the allocator is shown, which sees what it is
+// still offered in Observation::leaving_qps; and a replacement of its type
+// is launched at once (as the local provider starts one)
+// (docs/architecture.md, "The simulator's spot interruptions"). At the stop
+// what is still queued or running there is lost, counted in
 // ControlCounters::queries_lost_to_interruptions; the worker is paid for
 // until then.
 struct SpotInterruptions {
@@ -383,6 +391,11 @@ class Simulator {
     bool removed = false;  // given back
     Nanos paid_from = 0;
     Nanos paid_until = kInfiniteFuture;
+    // Under a spot interruption notice: when it stops, the queries sent to
+    // it since the notice and when the last of them came (-1: none).
+    std::optional<Nanos> stops_at;
+    int64_t queries_under_notice = 0;
+    Nanos last_query_under_notice = -1;
   };
   struct InstanceInfo {
     int32_t app = 0;
@@ -501,9 +514,12 @@ class Simulator {
     double utilisation = 0;          // the last report's
     std::optional<Nanos> idle_since;
     bool active_this_interval = false;  // a query arrived or was served here
-    // Under a spot interruption notice: when it stops. It takes no query or
-    // load and the allocator no longer sees it.
+    // Under a spot interruption notice: when it stops. It takes no load,
+    // takes queries only until their leaving margin (control/leaving.h),
+    // and the allocator no longer sees it.
     std::optional<Nanos> stops_at;
+    int64_t queries_under_notice = 0;  // sent here since the notice
+    Nanos last_query_under_notice = -1;
   };
   // A load the allocator asked for: once its replicas are ready, its
   // removals happen (make before break) and the allocator is told.

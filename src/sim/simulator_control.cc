@@ -85,7 +85,8 @@ void Simulator::Log(std::string line) {
 // ---- routing ----
 
 int32_t Simulator::Route(const RouteRequest& request) {
-  SelectionRouter::Route route = selection_->Decide(request);
+  SelectionRouter::Route route =
+      selection_->Decide(request, [this](int32_t i) { return instances_[i].ready > 0; });
   int32_t target = route.instance;
   if (route.load_variant >= 0 && route.load_worker >= 0) {
     // Selection judges room by memory only; a simulated worker also refuses
@@ -220,8 +221,7 @@ void Simulator::LoseWorker(int32_t w) {
     inst.alive = false;
   }
   worker.instances.clear();
-  // A worker under notice left the selection policy's view at the notice.
-  if (!worker.stops_at.has_value()) selection_->RemoveWorker(w);
+  selection_->RemoveWorker(w);
 }
 
 double Simulator::UsedCores(const Worker& w) const {
@@ -245,6 +245,10 @@ double Simulator::UsedMemory(const Worker& w) const {
 }
 
 double Simulator::FreeMemoryForSelection(const Worker& w) const {
+  // A leaving worker takes no new load, whichever router decides: less
+  // than no room keeps every option (of any memory) off it, as the
+  // controller's Cluster reports it (control/leaving.h).
+  if (w.stops_at.has_value()) return -1;
   if (!setup_.control.selection_loads) return 0;
   const WorkerType& type = setup_.worker_types[w.type].type;
   // A worker without a free core for even the smallest replica has no room
@@ -426,7 +430,7 @@ void Simulator::MaybeFinishDraining(int32_t i) {
   auto& list = workers_[inst.worker].instances;
   list.erase(std::find(list.begin(), list.end(), i));
   Worker& worker = workers_[inst.worker];
-  if (!worker.removed && !worker.stops_at.has_value()) {
+  if (!worker.removed) {
     selection_->UpdateWorker(inst.worker, worker.utilisation, FreeMemoryForSelection(worker));
   }
 }
@@ -529,9 +533,7 @@ void Simulator::Report(int32_t w, Nanos interval) {
     worker.idle_since = last_report_;
   }
   worker.active_this_interval = false;
-  if (!worker.stops_at.has_value()) {
-    selection_->UpdateWorker(w, worker.utilisation, FreeMemoryForSelection(worker));
-  }
+  selection_->UpdateWorker(w, worker.utilisation, FreeMemoryForSelection(worker));
 }
 
 }  // namespace maitre::sim

@@ -54,9 +54,17 @@ control::Observation Simulator::Observe(bool take_refused) {
   for (const SimWorkerType& t : setup_.worker_types) o.types.push_back(t.type);
   o.models = models_;
   for (const Worker& worker : workers_) {
+    if (worker.removed) continue;
     // One under an interruption notice is not shown: plans count only the
-    // workers that stay (as the controller's scaling loop does).
-    if (worker.removed || worker.stops_at.has_value()) continue;
+    // workers that stay. What it is still offered is the app's demand all
+    // the same (as the controller's scaling loop reports it).
+    if (worker.stops_at.has_value()) {
+      for (int32_t i : worker.instances) {
+        const SimInstance& inst = instances_[i];
+        control::CountLeaving(o, setup_.variants[inst.variant].key.model, inst.arrival_qps);
+      }
+      continue;
+    }
     control::ObservedWorker ow;
     ow.id = worker.id;
     ow.type = setup_.worker_types[worker.type].type.name;

@@ -31,12 +31,13 @@ void Simulator::OnInterruptionNotice(int32_t w) {
   ++control_.workers_interrupted;
   Log(absl::StrFormat("%s interrupted: it stops in %.0f s; a replacement starts now", worker.id,
                       ToSeconds(setup_.interruptions.lead)));
-  // Nothing new goes there; what it holds is answered meanwhile.
-  for (int32_t i : std::vector<int32_t>(worker.instances)) {
-    CancelLoads(i);
-    if (instances_[i].alive && !instances_[i].draining) UnloadInstance(i);
-  }
-  selection_->RemoveWorker(w);
+  // No new load goes there, and it serves its share of the queries until
+  // the leaving margin of each, as the controller's does
+  // (control/leaving.h): it stays in the selection policy's view, not
+  // accepting but for the queries it still serves, with no room. Loads
+  // under way there go on, as the controller's do.
+  selection_->SetLeaving(w, *worker.stops_at);
+  selection_->UpdateWorker(w, worker.utilisation, FreeMemoryForSelection(worker));
   events_.Push(*worker.stops_at, kInterruptionStop, static_cast<uint32_t>(w));
   // The provider no longer counts it towards its type: a replacement.
   const SimWorkerType& type = setup_.worker_types[worker.type];

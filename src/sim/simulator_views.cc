@@ -47,8 +47,10 @@ std::vector<double> Simulator::WorkerSeconds() const {
 
 std::vector<Simulator::WorkerInfo> Simulator::Workers() const {
   std::vector<WorkerInfo> out;
-  for (const Worker& w : workers_)
-    out.push_back({w.type, w.up, w.removed, w.paid_from, w.paid_until});
+  for (const Worker& w : workers_) {
+    out.push_back({w.type, w.up, w.removed, w.paid_from, w.paid_until, w.stops_at,
+                   w.queries_under_notice, w.last_query_under_notice});
+  }
   return out;
 }
 
@@ -74,11 +76,18 @@ std::vector<Simulator::InstanceInfo> Simulator::Instances() const {
 absl::Status Simulator::CheckLiveState() const {
   if (selection_ == nullptr) return absl::OkStatus();
   for (size_t w = 0; w < workers_.size(); ++w) {
-    const bool serving =
-        workers_[w].up && !workers_[w].removed && !workers_[w].stops_at.has_value();
+    // A worker under notice stays registered, not accepting, until it stops.
+    const bool serving = workers_[w].up && !workers_[w].removed;
     if (serving != selection_->HasWorker(static_cast<int32_t>(w))) {
       return absl::InternalError(absl::StrCat("worker ", workers_[w].id, " registered: ", !serving,
                                               ", serving: ", serving));
+    }
+    const policy::WorkerId live = selection_->LiveWorkerOf(static_cast<int32_t>(w));
+    if (serving && selection_->live().worker(live).accepting == workers_[w].stops_at.has_value()) {
+      return absl::InternalError(absl::StrCat("worker ", workers_[w].id, " accepting: ",
+                                              !workers_[w].stops_at.has_value() ? "no" : "yes",
+                                              " under notice: ",
+                                              workers_[w].stops_at.has_value() ? "yes" : "no"));
     }
   }
   int32_t expected = 0;

@@ -267,12 +267,7 @@ bool Cluster::BeginLeaving(const std::string& worker_id, Nanos stops_at) {
 
 bool Cluster::ServesWhileLeaving(const Worker& worker, Nanos now, Nanos margin) {
   return worker.serves_while_leaving && worker.view.leaving_at.has_value() &&
-         now + margin <= *worker.view.leaving_at;
-}
-
-Nanos Cluster::LeavingMargin(std::optional<double> latency_ms) const {
-  return std::max(options_.leaving_margin,
-                  latency_ms.has_value() && *latency_ms > 0 ? FromMillis(*latency_ms) : 0);
+         control::ServesWhileLeaving(*worker.view.leaving_at, now, margin);
 }
 
 void Cluster::MarkUnreachableLocked(Worker& worker) {

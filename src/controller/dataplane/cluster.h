@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "control/action_sink.h"
+#include "control/leaving.h"
 #include "control/query_router.h"
 #include "controller/dataplane/worker_api.h"
 #include "core/clock.h"
@@ -179,7 +180,7 @@ class Cluster {
     // A worker under an interruption notice takes a query only while at
     // least this long, or the query's latency objective if longer, is left
     // before it stops (BeginLeaving).
-    Nanos leaving_margin = 1 * kSecond;
+    Nanos leaving_margin = control::kLeavingMarginFloor;
     // What chooses each query's instance from the live view (null: the
     // selection policy, "infaas").
     std::shared_ptr<const control::QueryRouter> router;
@@ -372,20 +373,15 @@ class Cluster {
   // Whether a leaving worker still takes a query at `now`, `margin` or more
   // before it stops.
   static bool ServesWhileLeaving(const Worker& worker, Nanos now, Nanos margin);
-  // The margin for a query with latency objective `latency_ms` (if any).
-  Nanos LeavingMargin(std::optional<double> latency_ms) const;
   // The router's decision for `request` with the leaving workers that
   // still serve it accepting like any other, and no load on them
-  // (BeginLeaving). The workers in `avoid` are hidden already.
+  // (BeginLeaving; control::RouteBesideLeaving). The workers in `avoid`
+  // are hidden already.
   policy::SelectionDecision RouteLocked(const policy::SelectionRequest& request,
                                         const std::vector<std::string>& avoid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the live view's instance `id` is a ready one.
   bool ReadyLocked(policy::InstanceId id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether an instance in the query's scope (ready or loading) is on an
-  // accepting worker of the live view as it stands.
-  bool ScopeHeldLocked(const policy::SelectionRequest& request) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerView ViewOf(const Worker& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the worker and returns what is left to do outside the lock.

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "control/leaving.h"
 #include "controller/dataplane/cluster.h"
 #include "core/logging.h"
 
@@ -153,22 +154,14 @@ void Cluster::SetRouteWeights(const std::vector<control::RouteWeight>& weights) 
     }
     live.push_back({worker->second.live, variant, w.weight});
   }
-  // The allocator is not shown leaving workers (BeginLeaving), so its
-  // weights say nothing of them: each keeps the weight it had, and with it
-  // its share of the queries until it drains.
+  // The allocator is not shown leaving workers (BeginLeaving): each keeps
+  // the weights it had, and with them its share of the queries until it
+  // drains.
+  std::vector<policy::WorkerId> leaving;
   for (const auto& [id, w] : workers_) {
-    if (!w.view.leaving_at.has_value() || w.live == policy::kNoId) continue;
-    for (const auto& [key, inst] : w.instances) {
-      if (inst.live == policy::kNoId || live_.route_weight(inst.live) <= 0) continue;
-      const policy::VariantId variant = live_.instance(inst.live).variant;
-      auto named = [&](const policy::LiveState::RouteWeight& r) {
-        return r.worker == w.live && r.variant == variant;
-      };
-      if (std::none_of(live.begin(), live.end(), named)) {
-        live.push_back({w.live, variant, live_.route_weight(inst.live)});
-      }
-    }
+    if (w.view.leaving_at.has_value() && w.live != policy::kNoId) leaving.push_back(w.live);
   }
+  control::KeepLeavingWeights(live_, leaving, live);
   live_.SetRouteWeights(live);
 }
 
@@ -264,41 +257,18 @@ policy::SelectionDecision Cluster::RouteLocked(const policy::SelectionRequest& r
   // margin is left, as MArk's spot instances serve through their notice
   // (docs/operations.md, "Spot interruptions"): taking its share away at
   // the notice would leave the others short while the replacement starts.
-  const Nanos margin = LeavingMargin(request.requirements.latency_ms);
-  std::vector<policy::WorkerId> opened;
+  const Nanos margin = control::LeavingMargin(options_.leaving_margin,
+                                              request.requirements.latency_ms);
+  std::vector<policy::WorkerId> serving;
   for (auto& [id, w] : workers_) {
     if (w.live == policy::kNoId || !ServesWhileLeaving(w, request.now, margin) ||
         std::find(avoid.begin(), avoid.end(), id) != avoid.end()) {
       continue;
     }
-    live_.SetAccepting(w.live, true);
-    opened.push_back(w.live);
+    serving.push_back(w.live);
   }
-  policy::SelectionDecision d = router_->Route(*index_, live_, request);
-  for (policy::WorkerId id : opened) live_.SetAccepting(id, false);
-  if (opened.empty()) return d;
-  auto leaving = [&opened](policy::WorkerId id) {
-    return std::find(opened.begin(), opened.end(), id) != opened.end();
-  };
-  const bool there = d.instance != policy::kNoId && leaving(live_.instance(d.instance).worker);
-  // No room is left there for a load (FreeMemoryLocked); a query that would
-  // wait on one there (begun before the notice) is routed as if the leaving
-  // workers were gone.
-  if ((d.load.valid() && leaving(d.load.worker)) || (there && !ReadyLocked(d.instance))) {
-    return router_->Route(*index_, live_, request);
-  }
-  // Nothing in the query's scope is on a worker that stays: the load the
-  // router would start without the leaving workers is their replacement,
-  // started now so that it serves before they drain. Once it is under way
-  // the scope is held, so one query starts it.
-  if (!there || d.load.valid() || ScopeHeldLocked(request)) return d;
-  const policy::SelectionDecision without = router_->Route(*index_, live_, request);
-  if (without.load.valid()) {
-    d.load = without.load;
-    d.load_rule = without.load_rule;
-    d.outcome = policy::SelectionOutcome::kServeAndLoad;
-  }
-  return d;
+  return control::RouteBesideLeaving(*router_, *index_, live_, request, serving,
+                                     [this](policy::InstanceId id) { return ReadyLocked(id); });
 }
 
 bool Cluster::ReadyLocked(policy::InstanceId id) const {
@@ -308,22 +278,6 @@ bool Cluster::ReadyLocked(policy::InstanceId id) const {
   if (w == workers_.end()) return false;
   auto inst = w->second.instances.find(where->second.second);
   return inst != w->second.instances.end() && inst->second.phase == InstancePhase::kReady;
-}
-
-bool Cluster::ScopeHeldLocked(const policy::SelectionRequest& request) const {
-  const policy::AppId app = request.model != policy::kNoId ? index_->model(request.model).app
-                                                           : request.app;
-  absl::Span<const policy::InstanceId> scope = request.pinned != policy::kNoId
-                                                   ? live_.instances_of_variant(request.pinned)
-                                                   : live_.instances_of_app(app);
-  for (policy::InstanceId id : scope) {
-    const policy::LiveInstance& in = live_.instance(id);
-    if (live_.has_worker(in.worker) && live_.worker(in.worker).accepting &&
-        (request.model == policy::kNoId || live_.instance_model(id) == request.model)) {
-      return true;
-    }
-  }
-  return false;
 }
 
 std::map<std::pair<std::string, std::string>, int64_t> Cluster::SelectionLoadCounts() const {

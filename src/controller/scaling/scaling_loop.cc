@@ -168,9 +168,7 @@ control::Observation ScalingLoop::Observe(const CatalogSnapshot& catalog, bool t
     // What it is still offered is the app's demand all the same.
     if (w.leaving_at.has_value()) {
       for (const InstanceView& inst : w.instances) {
-        auto model = catalog.models.find(inst.key.model);
-        if (model == catalog.models.end()) continue;
-        o.leaving_qps[model->second.app] += inst.stats.arrival_qps;
+        control::CountLeaving(o, inst.key.model, inst.stats.arrival_qps);
       }
       continue;
     }
