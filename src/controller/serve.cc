@@ -1,12 +1,8 @@
 #include "controller/serve.h"
 
-#include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -48,6 +44,7 @@
 #include "controller/provision/membership_service.h"
 #include "controller/scaling/scaling_loop.h"
 #include "controller/dataplane/selection_catalogue.h"
+#include "controller/serve_flags.h"
 #include "controller/serving_metrics.h"
 #include "core/stop_signal.h"
 #include "controller/models/variant_pipeline.h"
@@ -55,7 +52,6 @@
 #include "core/sandbox.h"
 #include "core/secret_token.h"
 #include "core/clock.h"
-#include "core/price_trace.h"
 #include "core/status_macros.h"
 #include "core/work_queue.h"
 #include "http/server.h"
@@ -67,82 +63,6 @@ namespace {
 constexpr Nanos kReportInterval = 500 * kMillisecond;
 constexpr Nanos kCostSaveInterval = 60 * kSecond;
 constexpr char kVersion[] = "0.1.0";
-
-// The mark allocator's options from the command line.
-control::MarkOptions MarkOf(const ServeOptions& options) {
-  control::MarkOptions mark;
-  mark.predictor = options.mark_predictor;
-  // Out of range, -1, which ValidateMarkOptions refuses.
-  const bool sane = options.mark_launch_s >= 0 && options.mark_launch_s < 86400;
-  mark.default_launch_time = sane ? FromSeconds(options.mark_launch_s) : -1;
-  mark.sl_min = options.mark_sl_min;
-  return mark;
-}
-
-std::string DefaultDataDir() {
-  if (const char* dir = std::getenv("MAITRE_DATA_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home != nullptr ? home : "/tmp", "/.local/share/maitre");
-}
-
-std::string SelfExecutable() {
-  std::error_code ec;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "maitre" : path.string();
-}
-
-absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseWorkerCounts(
-    absl::string_view spec, const WorkerTypeTable& types) {
-  std::vector<std::pair<std::string, int>> counts;
-  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
-    std::vector<absl::string_view> f = absl::StrSplit(item, ':');
-    int count = 0;
-    if (f.size() != 2 || !absl::SimpleAtoi(f[1], &count) || count < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad --workers entry \"", item, "\"; expected type:count, e.g. cpu-1:2"));
-    }
-    if (types.Find(f[0]) == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--workers names unknown worker type \"", f[0], "\""));
-    }
-    counts.push_back({std::string(f[0]), count});
-  }
-  return counts;
-}
-
-// --price-traces TYPE=FILE,...: each named spot type's price follows its
-// trace from now (docs/operations.md, "Spot prices").
-absl::StatusOr<WorkerTypeTable> WithPriceTraces(absl::string_view spec,
-                                                const WorkerTypeTable& types, Nanos origin) {
-  std::vector<WorkerType> priced = types.types();
-  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
-    const size_t eq = item.find('=');
-    if (eq == absl::string_view::npos || eq == 0 || eq + 1 == item.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad --price-traces entry \"", item,
-                       "\"; expected TYPE=FILE, e.g. c5.large=spot.csv"));
-    }
-    const absl::string_view name = item.substr(0, eq);
-    auto type = std::find_if(priced.begin(), priced.end(),
-                             [&](const WorkerType& t) { return t.name == name; });
-    if (type == priced.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--price-traces names unknown worker type \"", name, "\""));
-    }
-    if (type->market != WorkerType::Market::kSpot) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--price-traces: worker type \"", name,
-                       "\" is on-demand; only a spot type's price follows a trace"));
-    }
-    const std::string file(item.substr(eq + 1));
-    MAITRE_ASSIGN_OR_RETURN(PriceTrace trace, PriceTrace::Load(file));
-    type->price_trace = std::make_shared<const PriceTrace>(std::move(trace));
-    type->price_trace_origin = origin;
-  }
-  return WorkerTypeTable(std::move(priced));
-}
 
 }  // namespace
 
@@ -769,74 +689,6 @@ absl::StatusOr<std::unique_ptr<ControllerHandle>> StartController(const ServeOpt
   auto controller = std::make_unique<Controller>();
   MAITRE_RETURN_IF_ERROR(controller->Start(options));
   return std::make_unique<ControllerHandle>(std::move(controller));
-}
-
-namespace {
-
-// Raises the soft descriptor limit to the hard one: each HTTP connection,
-// worker channel and registry file takes a descriptor, and the HTTP
-// connection cap is half of what this allows.
-void RaiseDescriptorLimit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
-  limit.rlim_cur = limit.rlim_max;
-  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    spdlog::warn("maitre serve: cannot raise the descriptor limit to {}", limit.rlim_max);
-  }
-}
-
-// After the first SIGTERM or SIGINT: no new requests, and up to the grace
-// period for those already received (docs/architecture.md, "Shutting
-// down"). Waiting on the signals between checks lets a second one cut the
-// drain short.
-void Drain(ControllerHandle& controller, const sigset_t& signals, double grace_s) {
-  controller.BeginDrain();
-  const Clock* clock = SteadyClock::Get();
-  const Nanos give_up = clock->Now() + FromSeconds(grace_s);
-  for (int left = controller.Unanswered(); left > 0; left = controller.Unanswered()) {
-    const Nanos now = clock->Now();
-    if (now >= give_up) {
-      spdlog::warn(
-          "maitre serve: the drain grace of {} s passed with {} request(s) unanswered; "
-          "stopping anyway",
-          grace_s, left);
-      return;
-    }
-    const Nanos wait = std::min<Nanos>(give_up - now, 10 * kMillisecond);
-    const timespec timeout{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
-    if (const int sig = sigtimedwait(&signals, nullptr, &timeout); sig > 0) {
-      spdlog::warn("maitre serve: signal {} again, stopping now with {} request(s) unanswered", sig,
-                   left);
-      return;
-    }
-  }
-  spdlog::info("maitre serve: every request received was answered");
-}
-
-}  // namespace
-
-int RunServe(const ServeOptions& options) {
-  // Signals are taken synchronously; block them before any thread starts so
-  // that every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  RaiseDescriptorLimit();
-  auto controller = StartController(options);
-  if (!controller.ok()) {
-    spdlog::error("maitre serve: {}", controller.status().message());
-    return 1;
-  }
-  int sig = 0;
-  sigwait(&signals, &sig);
-  spdlog::info("maitre serve: signal {}, draining: no new requests, up to {} s for those in flight",
-               sig, options.drain_grace_s);
-  Drain(**controller, signals, options.drain_grace_s);
-  controller->reset();
-  spdlog::info("maitre serve: stopped");
-  return 0;
 }
 
 }  // namespace maitre::controller
