@@ -253,10 +253,11 @@ class Controller {
     for (const WorkerType& t : types.types()) type_names.push_back(t.name);
     PipelineBook::Options book{&registry_->pipelines(), &catalog_,
                                [] { return absl::ToUnixMillis(absl::Now()); }, type_names};
-    // The instances already serving a stage take the new plan's batch.
-    book.plan_applied = [this](std::shared_ptr<const ServedPipeline> served) {
+    // The instances already serving a stage take the batch in force now:
+    // an applied plan's, or none once the plan is removed.
+    book.plan_changed = [this](std::shared_ptr<const pipeline::AppliedPlan> plan) {
       std::shared_ptr<const CatalogSnapshot> catalog = catalog_.Get();
-      for (const pipeline::AppliedStage& stage : served->plan->stages) {
+      for (const pipeline::AppliedStage& stage : plan->stages) {
         const CatalogModel* model = catalog->FindModel(stage.model);
         const CatalogVariant* variant = model ? model->FindVariant(stage.variant) : nullptr;
         if (variant != nullptr && placer_ != nullptr) placer_->Refresh(*variant);

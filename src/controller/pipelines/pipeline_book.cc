@@ -82,6 +82,15 @@ int PipelineBook::Load() {
 absl::StatusOr<PipelineBook::Put> PipelineBook::Register(const std::string& app,
                                                          const std::string& name,
                                                          const std::string& spec_json) {
+  std::vector<std::shared_ptr<const pipeline::AppliedPlan>> removed;
+  absl::StatusOr<Put> put = PutSpec(app, name, spec_json, removed);
+  PlansChanged(removed);
+  return put;
+}
+
+absl::StatusOr<PipelineBook::Put> PipelineBook::PutSpec(
+    const std::string& app, const std::string& name, const std::string& spec_json,
+    std::vector<std::shared_ptr<const pipeline::AppliedPlan>>& removed) {
   // One registration at a time: the name checks and the write go together.
   absl::MutexLock lock(&mu_);
   auto existing = pipelines_.find(name);
@@ -101,8 +110,18 @@ absl::StatusOr<PipelineBook::Put> PipelineBook::Register(const std::string& app,
   MAITRE_RETURN_IF_ERROR(options_.store->PutPipeline(
       registry::PipelineRecord{name, app, spec_json, served->created_unix_ms, /*plan_json=*/""}));
   Put put{served, existing == pipelines_.end()};
+  // The plan was made for the spec this one replaces.
+  if (existing != pipelines_.end() && existing->second->plan != nullptr) {
+    removed.push_back(existing->second->plan);
+  }
   pipelines_[name] = std::move(served);
   return put;
+}
+
+void PipelineBook::PlansChanged(
+    const std::vector<std::shared_ptr<const pipeline::AppliedPlan>>& plans) const {
+  if (!options_.plan_changed) return;
+  for (const auto& plan : plans) options_.plan_changed(plan);
 }
 
 absl::Status PipelineBook::AttachPlan(ServedPipeline& served, const std::string& plan_json) {
@@ -148,7 +167,7 @@ absl::StatusOr<std::shared_ptr<const ServedPipeline>> PipelineBook::ApplyPlan(
     it->second = served;
     applied = std::move(served);
   }
-  if (options_.plan_applied) options_.plan_applied(applied);
+  PlansChanged({applied->plan});
   return applied;
 }
 
@@ -203,18 +222,34 @@ std::vector<std::shared_ptr<const ServedPipeline>> PipelineBook::List(
 }
 
 absl::Status PipelineBook::Delete(const std::string& app, const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  MAITRE_RETURN_IF_ERROR(options_.store->DeletePipeline(app, name));
-  pipelines_.erase(name);
+  std::vector<std::shared_ptr<const pipeline::AppliedPlan>> removed;
+  {
+    absl::MutexLock lock(&mu_);
+    MAITRE_RETURN_IF_ERROR(options_.store->DeletePipeline(app, name));
+    auto it = pipelines_.find(name);
+    if (it != pipelines_.end() && it->second->plan != nullptr) removed.push_back(it->second->plan);
+    pipelines_.erase(name);
+  }
+  PlansChanged(removed);
   return absl::OkStatus();
 }
 
 absl::StatusOr<int> PipelineBook::DeleteApp(const std::string& app) {
-  absl::MutexLock lock(&mu_);
-  MAITRE_ASSIGN_OR_RETURN(int removed, options_.store->DeleteAppPipelines(app));
-  for (auto it = pipelines_.begin(); it != pipelines_.end();) {
-    it = it->second->app == app ? pipelines_.erase(it) : std::next(it);
+  std::vector<std::shared_ptr<const pipeline::AppliedPlan>> plans;
+  int removed = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    MAITRE_ASSIGN_OR_RETURN(removed, options_.store->DeleteAppPipelines(app));
+    for (auto it = pipelines_.begin(); it != pipelines_.end();) {
+      if (it->second->app != app) {
+        ++it;
+        continue;
+      }
+      if (it->second->plan != nullptr) plans.push_back(it->second->plan);
+      it = pipelines_.erase(it);
+    }
   }
+  PlansChanged(plans);
   return removed;
 }
 

@@ -75,9 +75,11 @@ class PipelineBook {
     std::function<int64_t()> now_unix_ms;
     // The server's worker types, which a plan's stages must name.
     std::vector<std::string> worker_types;
-    // Told of each plan once applied (outside the book's lock), so that
-    // the instances already serving its stages take its batches.
-    std::function<void(std::shared_ptr<const ServedPipeline>)> plan_applied = nullptr;
+    // Told of each plan once applied, and of each one removed with its
+    // pipeline (a replaced spec, a deleted pipeline or app), outside the
+    // book's lock, so that the instances already serving its stages take
+    // the batches in force now (PlannedBatch): the new plan's, or no cap.
+    std::function<void(std::shared_ptr<const pipeline::AppliedPlan>)> plan_changed = nullptr;
   };
   explicit PipelineBook(Options options);
 
@@ -121,6 +123,17 @@ class PipelineBook {
   absl::StatusOr<pipeline::ValidatedPipeline> Validate(const std::string& app,
                                                        const std::string& name,
                                                        const std::string& spec_json) const;
+
+  // Register's work, under the lock: a plan it removes (made for the spec
+  // it replaces) is added to `removed`, to be told of once the lock is off.
+  absl::StatusOr<Put> PutSpec(
+      const std::string& app, const std::string& name, const std::string& spec_json,
+      std::vector<std::shared_ptr<const pipeline::AppliedPlan>>& removed)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Tells options_.plan_changed of each plan; called outside the lock.
+  void PlansChanged(const std::vector<std::shared_ptr<const pipeline::AppliedPlan>>& plans) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // `served` with `plan_json` as its plan, or why it does not fit.
   absl::Status AttachPlan(ServedPipeline& served, const std::string& plan_json)

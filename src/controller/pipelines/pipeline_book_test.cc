@@ -44,8 +44,13 @@ class PipelineBookTest : public ::testing::Test {
     ASSERT_TRUE(book_->Register("fashion", "cascade", kSpec).ok());
   }
   void Open() {
-    book_ = std::make_unique<PipelineBook>(PipelineBook::Options{
-        &registry_->pipelines(), &catalog_, [] { return 1; }, {"cpu-1", "cpu-2"}});
+    PipelineBook::Options options{
+        &registry_->pipelines(), &catalog_, [] { return 1; }, {"cpu-1", "cpu-2"}};
+    options.plan_changed = [this](std::shared_ptr<const pipeline::AppliedPlan> plan) {
+      // The batch in force for the plan's first stage once the book is told.
+      changes_.push_back(book_->PlannedBatch({plan->stages[0].model, plan->stages[0].variant}));
+    };
+    book_ = std::make_unique<PipelineBook>(std::move(options));
     book_->Load();
   }
   static std::string Plan(const std::string& from, const std::string& to) {
@@ -56,6 +61,7 @@ class PipelineBookTest : public ::testing::Test {
   std::unique_ptr<registry::Registry> registry_;
   Catalog catalog_;
   std::unique_ptr<PipelineBook> book_;
+  std::vector<int32_t> changes_;  // PlannedBatch of the first stage, at each plan_changed
 };
 
 TEST_F(PipelineBookTest, APlanIsCheckedAppliedAndKeptAcrossARestart) {
@@ -105,6 +111,28 @@ TEST_F(PipelineBookTest, PipelinesUsingNamesThoseOfTheAppThatNameTheModel) {
   EXPECT_THAT(book_->PipelinesUsing("fashion", "b"), ElementsAre("cascade"));
   EXPECT_TRUE(book_->PipelinesUsing("other", "b").empty());
   EXPECT_TRUE(book_->PipelinesUsing("fashion", "c").empty());
+}
+
+TEST_F(PipelineBookTest, APlansBatchesLiftWhenThePlanGoesWithItsSpecPipelineOrApp) {
+  // The instances serving a stage are capped at the plan's batch; each way
+  // the plan can go tells the server, by then with no cap in force, so
+  // that it lifts the caps of the instances already loaded.
+  const std::string planned = Plan("\"stage\": \"fast\", \"hardware\": \"cpu-1\"",
+                                   "\"stage\": \"fast\", \"variant\": \"v\", "
+                                   "\"hardware\": \"cpu-1\"");
+  ASSERT_TRUE(book_->ApplyPlan("fashion", "cascade", planned).ok());
+  EXPECT_THAT(changes_, ElementsAre(4));
+  ASSERT_TRUE(book_->Register("fashion", "cascade", kSpec).ok());  // a replaced spec
+  EXPECT_THAT(changes_, ElementsAre(4, 0));
+  ASSERT_TRUE(book_->Register("fashion", "cascade", kSpec).ok());  // no plan to lose
+  EXPECT_THAT(changes_, ElementsAre(4, 0));
+  ASSERT_TRUE(book_->ApplyPlan("fashion", "cascade", planned).ok());
+  ASSERT_TRUE(book_->Delete("fashion", "cascade").ok());
+  EXPECT_THAT(changes_, ElementsAre(4, 0, 4, 0));
+  ASSERT_TRUE(book_->Register("fashion", "cascade", kSpec).ok());
+  ASSERT_TRUE(book_->ApplyPlan("fashion", "cascade", planned).ok());
+  ASSERT_TRUE(book_->DeleteApp("fashion").ok());
+  EXPECT_THAT(changes_, ElementsAre(4, 0, 4, 0, 4, 0));
 }
 
 }  // namespace
