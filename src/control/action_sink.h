@@ -26,7 +26,7 @@ struct Decision {
   std::string target;  // the variant key or model, when there is one
   int replicas = 0;
   std::string reason;
-  std::string for_worker;  // placement: the worker whose load it takes
+  std::string for_worker = {};  // placement: the worker whose load it takes
   // Why the model autoscaler chose the variant it loads ("headroom",
   // "capacity", "savings": policy::ModelScaleCauseName); empty for
   // decisions that choose no variant. The variant-choice metric's label.
