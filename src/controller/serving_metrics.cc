@@ -1,8 +1,11 @@
 #include "controller/serving_metrics.h"
 
+#include <iterator>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "policy/admission.h"
 
 namespace maitre::controller {
 namespace {
@@ -61,6 +64,22 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
                                          {1, 2, 4, 8, 12, 16}};
   MAITRE_ASSIGN_OR_RETURN(auto* call_queries_family, metric_set->AddHistogram(call_queries));
   m->call_queries_ = call_queries_family->With();
+  metrics::HistogramOptions bouncer{
+      "maitre_bouncer_answer_over_estimate",
+      "For each query the Bouncer admitted with the burst pool on: the time to its answer "
+      "(or its deadline) over the Bouncer's estimate",
+      {},
+      std::vector<double>(std::begin(policy::EstimateTally::kBounds),
+                          std::end(policy::EstimateTally::kBounds))};
+  MAITRE_ASSIGN_OR_RETURN(auto* bouncer_family, metric_set->AddHistogram(bouncer));
+  m->bouncer_ratio_ = bouncer_family->With();
+  MAITRE_ASSIGN_OR_RETURN(
+      auto* bouncer_late,
+      metric_set->AddCounter({"maitre_bouncer_admitted_late_total",
+                              "Queries the Bouncer admitted that were not answered by their "
+                              "deadline",
+                              {}}));
+  m->bouncer_late_ = bouncer_late->With();
   MAITRE_ASSIGN_OR_RETURN(
       m->pipeline_requests_,
       metric_set->AddCounter({"maitre_pipeline_requests_total",
@@ -224,6 +243,11 @@ void ServingMetrics::RecordPipelineQuery(const std::string& pipeline, const absl
 
 void ServingMetrics::RecordExpiry(Nanos lateness) {
   expiry_lateness_.Observe(std::max<Nanos>(lateness, 0) * 1e-9);
+}
+
+void ServingMetrics::RecordBouncerEstimate(Nanos estimate, Nanos answered_after, bool in_time) {
+  bouncer_ratio_.Observe(policy::EstimateTally::Ratio(estimate, answered_after));
+  if (!in_time) bouncer_late_.Increment();
 }
 
 void ServingMetrics::RecordAutoscalerAction(absl::string_view action) {

@@ -49,6 +49,11 @@ class ServingMetrics {
   // less when it was refused before the deadline: it could not make it).
   void RecordExpiry(Nanos lateness);
 
+  // A query the Bouncer admitted on `estimate`, answered `answered_after`
+  // it (or, not in time, at its deadline): the same figure the simulator
+  // reports (policy::EstimateTally), as a histogram of answer ÷ estimate.
+  void RecordBouncerEstimate(Nanos estimate, Nanos answered_after, bool in_time);
+
   // One Infer call to a worker carrying `queries` queries (the call
   // coalescer's grouping: docs/architecture.md, "How a query travels").
   void RecordWorkerCall(int queries) { call_queries_.Observe(queries); }
@@ -87,6 +92,8 @@ class ServingMetrics {
   metrics::HistogramFamily* pipeline_seconds_ = nullptr;
   metrics::Histogram expiry_lateness_;
   metrics::Histogram call_queries_;
+  metrics::Histogram bouncer_ratio_;
+  metrics::Counter bouncer_late_;
   metrics::CollectedFamily* instances_ = nullptr;
   metrics::CollectedFamily* workers_ = nullptr;
   metrics::CollectedFamily* utilisation_ = nullptr;

@@ -50,6 +50,37 @@ AdmissionVerdict Admit(const std::vector<AdmissionCandidate>& candidates, Nanos 
   return verdict;
 }
 
+double EstimateTally::Ratio(Nanos estimate, Nanos answered_after) {
+  return static_cast<double>(std::max<Nanos>(0, answered_after)) /
+         static_cast<double>(std::max<Nanos>(1, estimate));
+}
+
+void EstimateTally::Add(Nanos estimate, Nanos answered_after, bool in_time) {
+  const double ratio = Ratio(estimate, answered_after);
+  int bucket = 0;
+  while (bucket < kBuckets - 1 && ratio > kBounds[bucket]) ++bucket;
+  ++counts_[bucket];
+  ++count_;
+  late_ += in_time ? 0 : 1;
+  sum_ += ratio;
+}
+
+double EstimateTally::Quantile(double q) const {
+  if (count_ == 0) return 0;
+  const double rank = std::clamp(q, 0.0, 1.0) * static_cast<double>(count_);
+  double below = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    const double lower = b == 0 ? 0 : kBounds[b - 1];
+    if (b == kBuckets - 1) return lower;
+    if (below + static_cast<double>(counts_[b]) >= rank) {
+      const double within = counts_[b] > 0 ? (rank - below) / static_cast<double>(counts_[b]) : 0;
+      return lower + within * (kBounds[b] - lower);
+    }
+    below += static_cast<double>(counts_[b]);
+  }
+  return kBounds[kBuckets - 2];
+}
+
 std::string RefusalMessage(absl::string_view model, Nanos best_finish, Nanos time_left) {
   return absl::StrCat("model '", model, "' is overloaded: the earliest estimated answer is in ",
                       best_finish / kMillisecond, " ms, but the query allows ",

@@ -69,6 +69,43 @@ std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t
 // the same queries to the burst pool.
 bool AnswersInTime(const AdmissionCandidate& candidate, Nanos time_left, int64_t rows = 1);
 
+// How the Bouncer's estimates compare with what happened, the same in both
+// worlds: for each query admitted on an estimate, the time it took to be
+// answered (or until its deadline, if it was not) over the estimate, in
+// fixed buckets. Below 1 the estimate was cautious (a query it would have
+// sent to the burst pool at a smaller time left was answered in time);
+// above 1 it was optimistic. The controller exports it as a histogram
+// (docs/operations.md, "Metrics"), the simulator in summary.json.
+//
+// Thread-safety: not synchronised.
+class EstimateTally {
+ public:
+  // Upper bounds of the buckets of answer ÷ estimate; the last is open.
+  static constexpr double kBounds[] = {0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 4};
+  static constexpr int kBuckets = sizeof(kBounds) / sizeof(kBounds[0]) + 1;
+
+  // answer ÷ estimate, the figure each bucket counts.
+  static double Ratio(Nanos estimate, Nanos answered_after);
+
+  // `answered_after`: from the estimate to the answer (or to the deadline
+  // when none came in time: then `in_time` is false).
+  void Add(Nanos estimate, Nanos answered_after, bool in_time);
+
+  int64_t count() const { return count_; }
+  int64_t late() const { return late_; }
+  double sum() const { return sum_; }
+  const int64_t* counts() const { return counts_; }
+  // The q-quantile of answer ÷ estimate, linear within its bucket (the
+  // open one reports its lower bound); 0 with nothing added.
+  double Quantile(double q) const;
+
+ private:
+  int64_t counts_[kBuckets] = {};
+  int64_t count_ = 0;
+  int64_t late_ = 0;
+  double sum_ = 0;
+};
+
 struct AdmissionVerdict {
   bool admit = true;
   // When refused: the earliest estimated answer among the candidates.

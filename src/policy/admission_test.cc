@@ -136,5 +136,27 @@ TEST(RefusalMessageTest, NamesTheModelTheWaitAndTheAllowance) {
   EXPECT_THAT(m, HasSubstr("21 ms"));
 }
 
+TEST(EstimateTallyTest, BucketsTheAnswerOverTheEstimateAndCountsTheLate) {
+  EstimateTally tally;
+  EXPECT_EQ(tally.Quantile(0.5), 0);
+  // Answered in half the estimate (cautious), twice, and in 3x (optimistic,
+  // and past the deadline).
+  tally.Add(10 * kMillisecond, 5 * kMillisecond, true);
+  tally.Add(10 * kMillisecond, 5 * kMillisecond, true);
+  tally.Add(10 * kMillisecond, 30 * kMillisecond, false);
+  EXPECT_EQ(tally.count(), 3);
+  EXPECT_EQ(tally.late(), 1);
+  EXPECT_DOUBLE_EQ(tally.sum(), 0.5 + 0.5 + 3);
+  EXPECT_EQ(tally.counts()[1], 2);  // (0.25, 0.5]
+  EXPECT_EQ(tally.counts()[7], 1);  // (2, 4]
+  // The median falls in (0.25, 0.5]: 1.5 of its 2 ranks in.
+  EXPECT_DOUBLE_EQ(tally.Quantile(0.5), 0.25 + 0.75 * 0.25);
+  EXPECT_DOUBLE_EQ(tally.Quantile(1), 4);
+  // Beyond the last bound the open bucket reports its lower bound.
+  tally.Add(kMillisecond, 100 * kMillisecond, false);
+  EXPECT_EQ(tally.counts()[EstimateTally::kBuckets - 1], 1);
+  EXPECT_DOUBLE_EQ(tally.Quantile(1), 4);
+}
+
 }  // namespace
 }  // namespace maitre::policy

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/time.h"
+#include "policy/admission.h"
 
 namespace maitre::sim {
 
@@ -72,6 +73,9 @@ struct SimMetrics {
   int64_t burst_requests = 0;
   int64_t burst_cold_starts = 0;
   double burst_cost = 0;
+  // The Bouncer's estimates against the answers of the queries it admitted
+  // on one (with the burst pool on).
+  policy::EstimateTally bouncer;
   Nanos end_time = 0;  // when the last query arrived or was answered
 };
 

@@ -139,6 +139,16 @@ std::string SummaryJson(const Simulator& sim, const std::string& name) {
         {"cold_starts", m.burst_cold_starts},
         {"cost_dollars", Round(m.burst_cost, 1e8)},
         {"share_of_cost", Round(cost > 0 ? m.burst_cost / cost : 0)}};
+    // How the Bouncer's estimates compared with the answers of the
+    // queries it admitted (policy::EstimateTally): answer ÷ estimate.
+    const policy::EstimateTally& b = m.bouncer;
+    j["burst_pool"]["bouncer"] = {
+        {"admitted_on_estimate", b.count()},
+        {"answer_over_estimate_p10", Round(b.Quantile(0.1))},
+        {"answer_over_estimate_p50", Round(b.Quantile(0.5))},
+        {"answer_over_estimate_p90", Round(b.Quantile(0.9))},
+        {"answer_over_estimate_p99", Round(b.Quantile(0.99))},
+        {"late", b.late()}};
   }
   j["cost_per_hour"] = Round(duration_s > 0 ? cost / duration_s * 3600 : 0, 1e6);
   if (setup.interruptions.enabled) {

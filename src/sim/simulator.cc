@@ -359,13 +359,14 @@ void Simulator::OnArrival(const Arrival& a) {
   request.rows = app.rows_per_query;
   request.min_accuracy = a.min_accuracy >= 0 ? a.min_accuracy : app.min_accuracy;
   int32_t target = -1;
+  Nanos estimate = 0;
   if (router_ != nullptr) {
     if (!by_app_[a.app].empty()) {
       target = router_->Route(request, ClusterSnapshot(views_, by_app_, now_));
     }
   } else {
     bool bounced = false;
-    target = RouteWithBouncer(request, &bounced);
+    target = RouteWithBouncer(request, &bounced, &estimate);
     if (bounced) return;
   }
   if (target < 0 || target >= static_cast<int32_t>(instances_.size())) {
@@ -373,6 +374,7 @@ void Simulator::OnArrival(const Arrival& a) {
     return;
   }
   Tag tag{a.app, views_[target].accuracy < request.min_accuracy};
+  tag.bouncer_estimate = estimate;
   Enqueue(target, QueuedQuery{now_, request.deadline, request.rows}, tag);
 }
 
@@ -574,8 +576,12 @@ void Simulator::OnBatchDone(int32_t r) {
       job_rows += q.tag.job_rows;
       continue;
     }
-    missed += !Complete(q.tag.app, q.arrival, q.deadline, accuracy, q.tag.below_min_accuracy,
-                        second);
+    const bool on_time =
+        Complete(q.tag.app, q.arrival, q.deadline, accuracy, q.tag.below_min_accuracy, second);
+    missed += !on_time;
+    if (q.tag.bouncer_estimate > 0) {
+      metrics_.bouncer.Add(q.tag.bouncer_estimate, now_ - q.arrival, on_time);
+    }
   }
   inst.policy->Observe({rep.batch_rows, rep.batch_start, now_, missed});
   rep.busy = false;
@@ -630,6 +636,10 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
     ++metrics_.total.dropped;
     ++metrics_.per_app[tag.app].dropped;
     ++second.dropped;
+    if (tag.bouncer_estimate > 0) {  // unanswered: counted at its deadline
+      const QueuedQuery& q = inst.queue[inst.head + k];
+      metrics_.bouncer.Add(tag.bouncer_estimate, std::max(now_, q.deadline) - q.arrival, false);
+    }
   }
   Pop(inst, count);
   views_[i].queued_rows -= rows;

@@ -439,6 +439,10 @@ class Simulator {
     bool best_effort = false;
     // A chunk of an offline job (its rows), not an online query.
     int32_t job_rows = 0;
+    // The Bouncer's estimate of its answer, from its arrival, when the
+    // Bouncer judged it (0: not judged): compared with the answer in
+    // SimMetrics::bouncer.
+    Nanos bouncer_estimate = 0;
   };
   struct InFlight {
     Nanos arrival;
@@ -572,13 +576,15 @@ class Simulator {
 
   // The burst pool (simulator_burst.cc).
   // The Bouncer: whether instance i can answer `request` within its deadline.
-  bool Admits(int32_t i, const RouteRequest& request) const;
+  // Whether the Bouncer admits `request` to instance `i`; `*estimate` is
+  // its estimate of the answer when it could make one (0 otherwise).
+  bool Admits(int32_t i, const RouteRequest& request, Nanos* estimate) const;
   // Sends `request` to the pool; false when it is at its concurrency limit.
   bool SendToBurstPool(const RouteRequest& request);
   void OnBurstDone(int32_t slot);
   // Routes a managed cluster's query through the Bouncer: the instance, or
   // -1 when the pool took it or nothing did (`*bounced` says which).
-  int32_t RouteWithBouncer(const RouteRequest& request, bool* bounced);
+  int32_t RouteWithBouncer(const RouteRequest& request, bool* bounced, Nanos* estimate);
 
   // The simulated control-plane mechanism (simulator_control.cc).
   absl::Status SetUpControl();

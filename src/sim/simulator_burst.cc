@@ -11,7 +11,8 @@
 
 namespace maitre::sim {
 
-bool Simulator::Admits(int32_t i, const RouteRequest& request) const {
+bool Simulator::Admits(int32_t i, const RouteRequest& request, Nanos* estimate) const {
+  *estimate = 0;
   const SimInstance& inst = instances_[i];
   // The controller's router sends a query only to an instance that can
   // start it now: not one still loading, nor one draining.
@@ -27,14 +28,22 @@ bool Simulator::Admits(int32_t i, const RouteRequest& request) const {
     if (replicas_[id].busy) candidate.waiting += static_cast<int64_t>(replicas_[id].batch.size());
   }
   candidate.replicas = inst.ready;
+  const std::optional<Nanos> finish = policy::EstimateFinish(candidate, request.rows);
+  if (!finish.has_value()) return true;  // no profile: it cannot be judged
+  *estimate = std::max<Nanos>(1, *finish);
   return policy::AnswersInTime(candidate, request.deadline - now_, request.rows);
 }
 
-int32_t Simulator::RouteWithBouncer(const RouteRequest& request, bool* bounced) {
+int32_t Simulator::RouteWithBouncer(const RouteRequest& request, bool* bounced,
+                                    Nanos* estimate) {
   *bounced = false;
+  *estimate = 0;
   const int64_t refused_before = refused_[request.app];
   const int32_t target = Route(request);
-  if (!setup_.burst_pool.enabled || (target >= 0 && Admits(target, request))) return target;
+  if (!setup_.burst_pool.enabled || (target >= 0 && Admits(target, request, estimate))) {
+    return target;
+  }
+  *estimate = 0;
   if (!SendToBurstPool(request)) return target;  // full: where the router sent it
   *bounced = true;
   if (target >= 0) selection_->AddWaiting(target, -1);  // Route counted it there

@@ -34,6 +34,10 @@ struct Dispatcher::Query {
   bool waited_for_load = false;
   // Sent to the burst pool by the Bouncer: its routes are the pool's.
   bool in_burst_pool = false;
+  // The Bouncer's estimate of the answer when it last admitted the query to
+  // a worker, and when (0: not judged), compared with the answer at Finish.
+  Nanos bouncer_estimate = 0;
+  Nanos bouncer_at = 0;
   // Workers this query was lost on (their call failed as unreachable): it
   // is never sent, nor waits for a load, there again.
   std::vector<std::string> lost_on;
@@ -302,19 +306,28 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
   if (!result.route.has_value()) {
     return Finish(query, absl::UnavailableError("no instance could take the query"));
   }
-  if (options_.burst_pool != nullptr && Late(*query, *result.route, result.variant) &&
-      Bounce(query)) {
-    options_.cluster->Release(result.route->worker_id, result.variant);
-    return AttemptBurst(std::move(query));
+  if (options_.burst_pool != nullptr) {
+    Nanos estimate = 0;
+    if (Late(*query, *result.route, result.variant, &estimate) && Bounce(query)) {
+      options_.cluster->Release(result.route->worker_id, result.variant);
+      return AttemptBurst(std::move(query));
+    }
+    query->bouncer_estimate = estimate;
+    query->bouncer_at = options_.clock->Now();
   }
   Send(std::move(query), *std::move(result.route));
 }
 
-bool Dispatcher::Late(const Query& query, const Route& route, const VariantKey& key) const {
+bool Dispatcher::Late(const Query& query, const Route& route, const VariantKey& key,
+                      Nanos* estimate) const {
+  *estimate = 0;
   AdmissionView view = options_.cluster->AdmissionCandidates(key, route.worker_id);
   if (view.candidates.empty()) return false;
   policy::AdmissionCandidate& candidate = view.candidates.front();
   candidate.waiting = std::max<int64_t>(0, candidate.waiting - 1);  // the route counted it
+  const std::optional<Nanos> finish = policy::EstimateFinish(candidate, RowsOf(query));
+  if (!finish.has_value()) return false;  // no profile: it cannot be judged
+  *estimate = std::max<Nanos>(1, *finish);
   return !policy::AnswersInTime(candidate, query.deadline - options_.clock->Now(), RowsOf(query));
 }
 
@@ -588,8 +601,15 @@ void Dispatcher::Finish(std::shared_ptr<Query> query, absl::StatusOr<InferRespon
     if (app != nullptr) options_.service_level->Add(*app, result.ok());
   }
   if (options_.metrics != nullptr) {
-    if (result.status().code() == absl::StatusCode::kDeadlineExceeded) {
-      options_.metrics->RecordExpiry(options_.clock->Now() - query->deadline);
+    const bool expired = result.status().code() == absl::StatusCode::kDeadlineExceeded;
+    if (expired) options_.metrics->RecordExpiry(options_.clock->Now() - query->deadline);
+    // Only an answer or an expiry says how good the estimate was; a query
+    // moved to the pool since (a retry) was judged again there.
+    if (query->bouncer_estimate > 0 && !query->in_burst_pool && (result.ok() || expired)) {
+      const Nanos answered = result.ok() ? options_.clock->Now()
+                                         : std::min(options_.clock->Now(), query->deadline);
+      options_.metrics->RecordBouncerEstimate(query->bouncer_estimate,
+                                              answered - query->bouncer_at, result.ok());
     }
     // Only registered names become label values.
     options_.metrics->RecordQuery(query->model != nullptr ? query->model->name : "",

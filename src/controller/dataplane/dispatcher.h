@@ -123,8 +123,10 @@ class Dispatcher {
   // for the pool to load it if need be.
   void AttemptBurst(std::shared_ptr<Query> query);
   // Whether the instance `route` chose for `query` is estimated to answer
-  // after its deadline (the route counts the query already).
-  bool Late(const Query& query, const Route& route, const VariantKey& key) const;
+  // after its deadline (the route counts the query already); `*estimate`
+  // is the estimate, 0 when there is none (no profile: not late).
+  bool Late(const Query& query, const Route& route, const VariantKey& key,
+            Nanos* estimate) const;
   // The cluster a query's route belongs to: the burst pool's or the main one.
   Cluster& ClusterOf(const Query& query) const;
   // The query's answer (`answered`) or failure came back from `worker`.

@@ -22,6 +22,8 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/dataplane/dispatcher.h"
 #include "controller/dataplane/dispatcher_testing.h"
+#include "controller/serving_metrics.h"
+#include "metrics/metric_set.h"
 #include "core/work_queue.h"
 
 namespace maitre::controller {
@@ -111,6 +113,9 @@ class DispatcherAdmissionTest : public ::testing::Test {
     ASSERT_TRUE(id.ok()) << id.status();
     ASSERT_TRUE(world_.cluster->BeginLoad(*id, kKey, nullptr).ok());
     world_.cluster->FinishLoad(*id, kKey, absl::OkStatus());
+    auto metrics = ServingMetrics::Create(&metric_set_, world_.cluster.get());
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    metrics_ = *std::move(metrics);
     MakeDispatcher(nullptr);
   }
 
@@ -122,6 +127,7 @@ class DispatcherAdmissionTest : public ::testing::Test {
     options.refused = &refused_;
     options.burst_pool = pool;
     options.app_usage = &usage_;
+    options.metrics = metrics_.get();
     dispatcher_ = std::make_unique<Dispatcher>(options);
   }
 
@@ -171,6 +177,8 @@ class DispatcherAdmissionTest : public ::testing::Test {
   std::unique_ptr<Placer> placer_;
   RefusedDemand refused_;
   AppUsage usage_;
+  metrics::MetricSet metric_set_;
+  std::unique_ptr<ServingMetrics> metrics_;
   std::unique_ptr<Dispatcher> dispatcher_;
 };
 
@@ -334,8 +342,20 @@ TEST_F(DispatcherBurstTest, WhatTheInstanceCannotAnswerInTimeGoesToThePool) {
     EXPECT_TRUE(o->status.ok()) << o->status;
     EXPECT_EQ(o->worker, "w1");
   }
-  absl::MutexLock lock(&later->mu);
-  EXPECT_TRUE(later->status.ok()) << later->status;
+  {
+    absl::MutexLock lock(&later->mu);
+    EXPECT_TRUE(later->status.ok()) << later->status;
+  }
+  // Each query the Bouncer admitted to the instance is tallied, answer
+  // against estimate (policy::EstimateTally): all answered at once here,
+  // against estimates of 5 s and more, so all under a quarter of it. The
+  // pool's are not.
+  const std::string scrape = metric_set_.Render();
+  const std::string admitted = std::to_string(provisioned.size());
+  EXPECT_THAT(scrape, HasSubstr("maitre_bouncer_answer_over_estimate_count " + admitted));
+  EXPECT_THAT(scrape,
+              HasSubstr("maitre_bouncer_answer_over_estimate_bucket{le=\"0.25\"} " + admitted));
+  EXPECT_THAT(scrape, HasSubstr("maitre_bouncer_admitted_late_total 0"));
 }
 
 }  // namespace
