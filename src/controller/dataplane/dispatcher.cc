@@ -308,11 +308,14 @@ void Dispatcher::Attempt(std::shared_ptr<Query> query) {
   }
   if (options_.burst_pool != nullptr) {
     Nanos estimate = 0;
-    if (Late(*query, *result.route, result.variant, &estimate) && Bounce(query)) {
+    const bool late = Late(*query, *result.route, result.variant, &estimate);
+    if (late && Bounce(query)) {
       options_.cluster->Release(result.route->worker_id, result.variant);
       return AttemptBurst(std::move(query));
     }
-    query->bouncer_estimate = estimate;
+    // Only what the Bouncer admitted is tallied: a late query the full
+    // pool could not take goes to the instance all the same.
+    query->bouncer_estimate = late ? 0 : estimate;
     query->bouncer_at = options_.clock->Now();
   }
   Send(std::move(query), *std::move(result.route));
