@@ -594,13 +594,35 @@ class Controller {
       Nanos next_save = clock->Now() + kCostSaveInterval;
       while (!clock->SleepUntil(clock->Now() + kReportInterval, &stopping_)) {
         cluster_->RemoveSilentWorkers();
-        if (burst_pool_ != nullptr) burst_pool_->Maintain();
+        if (burst_pool_ != nullptr) {
+          burst_pool_->Maintain();
+          PrewarmBurstPool();
+        }
         if (clock->Now() >= next_save) {
           SaveCost();
           next_save = clock->Now() + kCostSaveInterval;
         }
       }
     });
+  }
+
+  // The burst pool holds what the provisioned cluster serves now, so that a
+  // step's overflow does not wait for its load (BurstPool::Prewarm).
+  void PrewarmBurstPool() {
+    std::shared_ptr<const CatalogSnapshot> catalog = catalog_.Get();
+    std::vector<const CatalogVariant*> served;
+    for (const WorkerView& w : cluster_->Snapshot()) {
+      for (const InstanceView& inst : w.instances) {
+        if (inst.phase != InstancePhase::kReady) continue;
+        const CatalogModel* model = catalog->FindModel(inst.key.model);
+        const CatalogVariant* variant = model ? model->FindVariant(inst.key.variant) : nullptr;
+        if (variant != nullptr &&
+            std::find(served.begin(), served.end(), variant) == served.end()) {
+          served.push_back(variant);
+        }
+      }
+    }
+    burst_pool_->Prewarm(served);
   }
 
   // Saves this run's cost by worker type (registry/cost_store.h), so that

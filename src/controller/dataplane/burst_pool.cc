@@ -1,6 +1,7 @@
 #include "controller/dataplane/burst_pool.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -118,6 +119,26 @@ void BurstPool::Maintain() {
     spdlog::info("burst pool: {} idle for {:.0f} s; giving it back", w.id,
                  ToSeconds(now - *w.idle_since));
     if (provider->Retire(w.id)) --extra;
+  }
+}
+
+void BurstPool::Prewarm(const std::vector<const CatalogVariant*>& variants) {
+  if (variants.empty() || cluster_->reachable_worker_count() == 0) return;
+  std::set<VariantKey> held;
+  for (const WorkerView& w : cluster_->Snapshot()) {
+    for (const InstanceView& inst : w.instances) {
+      if (inst.phase == InstancePhase::kReady || inst.phase == InstancePhase::kLoading) {
+        held.insert(inst.key);
+      }
+    }
+  }
+  for (const CatalogVariant* variant : variants) {
+    if (variant == nullptr || held.count(variant->spec.key) > 0) continue;
+    LoadWaiter nobody = [](absl::Status) {};
+    if (placer_->EnsureLoaded(*variant, nobody)) {
+      spdlog::info("burst pool: loading {} ahead of the overflow, as the cluster serves it",
+                   variant->spec.key.ToString());
+    }
   }
 }
 

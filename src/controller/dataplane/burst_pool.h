@@ -101,6 +101,14 @@ class BurstPool {
   // the warm ones idle for `keep_warm`. Called once per report interval.
   void Maintain();
 
+  // Loads on a pool worker each of `variants` (those the provisioned
+  // cluster serves now) that no pool worker holds or is loading, so that
+  // the overflow of a step finds them ready: MArk's Lambda functions are
+  // deployed ahead of the bursts they absorb (§4.1). Within the joined
+  // workers' memory only; it starts no worker. Called once per report
+  // interval.
+  void Prewarm(const std::vector<const CatalogVariant*>& variants);
+
   struct Stats {
     int64_t queries = 0;      // sent to a pool worker
     int64_t answered = 0;     // of those, answered by it

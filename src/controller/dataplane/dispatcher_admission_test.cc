@@ -358,5 +358,42 @@ TEST_F(DispatcherBurstTest, WhatTheInstanceCannotAnswerInTimeGoesToThePool) {
   EXPECT_THAT(scrape, HasSubstr("maitre_bouncer_admitted_late_total 0"));
 }
 
+TEST_F(DispatcherBurstTest, APrewarmedPoolTakesTheOverflowWithoutALoad) {
+  // What the cluster serves is loaded on the pool ahead of any overflow,
+  // once: asked again while it loads or is ready, the pool loads nothing.
+  const CatalogVariant* variant = world_.catalog.Get()->FindModel(kKey.model)->FindVariant(
+      kKey.variant);
+  ASSERT_NE(variant, nullptr);
+  pool_->Prewarm({variant});
+  pool_->Prewarm({variant});
+  auto ready = [this] {
+    for (const WorkerView& w : pool_->cluster().Snapshot()) {
+      for (const InstanceView& inst : w.instances) {
+        if (inst.key == kKey && inst.phase == InstancePhase::kReady) return true;
+      }
+    }
+    return false;
+  };
+  while (!ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  pool_->Prewarm({variant});
+  EXPECT_EQ(pool_worker_->loads(), 1);
+  // The first query the instance cannot take goes to the pool's ready
+  // instance at once: no cold start.
+  std::shared_ptr<Outcome> bounced;
+  for (int i = 0; i < 20 && bounced == nullptr; ++i) {
+    const size_t before = worker_->held();
+    std::shared_ptr<Outcome> o = Send();
+    if (worker_->held() == before) bounced = o;
+  }
+  ASSERT_NE(bounced, nullptr) << "every query went to the provisioned instance";
+  pool_worker_->AwaitHeld(1);
+  EXPECT_EQ(pool_->stats().cold_starts, 0);
+  EXPECT_EQ(pool_worker_->loads(), 1);
+  pool_worker_->Answer();
+  worker_->Answer();
+  absl::MutexLock lock(&bounced->mu);
+  EXPECT_TRUE(bounced->status.ok()) << bounced->status;
+}
+
 }  // namespace
 }  // namespace maitre::controller
