@@ -1,5 +1,6 @@
 #include "policy/migration.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
