@@ -547,18 +547,18 @@ void InfaasAllocator::Migrate(const Observation& observation, ActionSink& sink) 
   // Logged every round, a hold would flood the log while it lasts (minutes,
   // on a host whose copies flip between Interfered and Active); logged once,
   // its changing reasons would be lost, and they are what explains it.
+  // A copy that flips between Interfered and Active leaves the held lines
+  // for a round now and then; it is remembered until its next line is due.
   constexpr Nanos kHeldLogEvery = 30 * kSecond;
-  std::map<std::string, Nanos> held;
+  for (auto it = held_migrations_.begin(); it != held_migrations_.end();) {
+    it = observation.now - it->second >= kHeldLogEvery ? held_migrations_.erase(it)
+                                                       : std::next(it);
+  }
   for (const auto& [where, line] : decision.held) {
-    auto logged = held_migrations_.find(where);
-    if (logged == held_migrations_.end() || observation.now - logged->second >= kHeldLogEvery) {
+    if (held_migrations_.emplace(where, observation.now).second) {
       sink.Record({observation.now, "migrate-held", "", "", 0, line});
-      held[where] = observation.now;
-    } else {
-      held[where] = logged->second;
     }
   }
-  held_migrations_ = std::move(held);
   for (const policy::MigrationAction& action : decision.actions) {
     const VariantKey key{action.model, action.variant};
     if (action.kind == policy::MigrationAction::Kind::kRetire) {

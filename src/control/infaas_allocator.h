@@ -123,9 +123,8 @@ class InfaasAllocator : public Allocator {
   std::map<Where, double> refused_share_;  // qps, by (worker, variant key)
   std::set<std::string> asked_placement_;  // workers whose last ask found no room
   policy::MigrationState migration_state_;
-  // When each instance still held from the last round ("cannot move") was
-  // last logged: its line is logged when it is first held and then every
-  // `kHeldLogEvery` while it stays held, with the reasons of that round.
+  // When each held instance's "cannot move" line was last logged: at most
+  // one line per `kHeldLogEvery` each, with the reasons of its round.
   std::map<std::string, Nanos> held_migrations_;
   struct PendingMove {
     std::string from, to;

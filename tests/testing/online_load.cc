@@ -1,6 +1,7 @@
 #include "testing/online_load.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/tensor.h"
 #include "http/client.h"
 #include "nlohmann/json.hpp"
@@ -10,7 +11,7 @@ namespace maitre::testing {
 using nlohmann::json;
 
 OnlineLoad::OnlineLoad(const std::string& url, const std::string& model, const Valset& valset,
-                       int threads, int rows) {
+                       int threads, int rows, absl::Duration pause) {
   Tensor images = *SliceRows(valset.inputs, 0, rows);
   std::string body = absl::StrCat(R"({"inputs":[{"name":"input","datatype":"FP32","shape":[)",
                                   rows, R"(,1,28,28],"data":[)");
@@ -19,7 +20,7 @@ OnlineLoad::OnlineLoad(const std::string& url, const std::string& model, const V
   }
   body.append("]}]}");
   for (int t = 0; t < threads; ++t) {
-    threads_.emplace_back([this, url, model, body] {
+    threads_.emplace_back([this, url, model, body, pause] {
       http::ClientOptions options;
       options.base_url = url;
       auto client = *http::Client::Create(options);
@@ -34,6 +35,7 @@ OnlineLoad::OnlineLoad(const std::string& url, const std::string& model, const V
             absl::MutexLock lock(&mu_);
             ++served_by_[answer["parameters"]["worker"].get<std::string>()];
           }
+          if (pause > absl::ZeroDuration()) absl::SleepFor(pause);
           continue;
         }
         failed_.fetch_add(1);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/valset.h"
 
 namespace maitre::testing {
@@ -21,9 +22,11 @@ namespace maitre::testing {
 class OnlineLoad {
  public:
   // Posts to /v2/models/`model`/infer (`model` may pin a variant,
-  // "name:variant") from `threads` threads, back to back.
+  // "name:variant") from `threads` threads, each waiting `pause` after
+  // each answer: back to back with none (a closed loop that keeps every
+  // instance at its limit), paced below the workers' capacity with one.
   OnlineLoad(const std::string& url, const std::string& model, const Valset& valset,
-             int threads, int rows);
+             int threads, int rows, absl::Duration pause = absl::ZeroDuration());
   ~OnlineLoad() { Stop(); }
   void Stop();
   int64_t served() const { return served_.load(); }
