@@ -30,8 +30,10 @@ std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t
          overhead;
 }
 
-bool AnswersInTime(const AdmissionCandidate& candidate, Nanos time_left, int64_t rows) {
+bool AnswersInTime(const AdmissionCandidate& candidate, Nanos time_left, int64_t rows,
+                   Nanos* estimate) {
   const std::optional<Nanos> finish = EstimateFinish(candidate, rows);
+  if (estimate != nullptr) *estimate = finish.has_value() ? std::max<Nanos>(1, *finish) : 0;
   return !finish.has_value() || *finish <= time_left;
 }
 

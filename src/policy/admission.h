@@ -67,7 +67,10 @@ std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t
 // judged and is taken to. The controller's dispatcher and the simulator
 // both ask it of the instance their router chose, so the two worlds send
 // the same queries to the burst pool.
-bool AnswersInTime(const AdmissionCandidate& candidate, Nanos time_left, int64_t rows = 1);
+// `estimate`, if given, is set to the estimate it judged by (at least 1 ns),
+// or 0 when there was none, for EstimateTally.
+bool AnswersInTime(const AdmissionCandidate& candidate, Nanos time_left, int64_t rows = 1,
+                   Nanos* estimate = nullptr);
 
 // How the Bouncer's estimates compare with what happened, the same in both
 // worlds: for each query admitted on an estimate, the time it took to be

@@ -28,10 +28,7 @@ bool Simulator::Admits(int32_t i, const RouteRequest& request, Nanos* estimate) 
     if (replicas_[id].busy) candidate.waiting += static_cast<int64_t>(replicas_[id].batch.size());
   }
   candidate.replicas = inst.ready;
-  const std::optional<Nanos> finish = policy::EstimateFinish(candidate, request.rows);
-  if (!finish.has_value()) return true;  // no profile: it cannot be judged
-  *estimate = std::max<Nanos>(1, *finish);
-  return policy::AnswersInTime(candidate, request.deadline - now_, request.rows);
+  return policy::AnswersInTime(candidate, request.deadline - now_, request.rows, estimate);
 }
 
 int32_t Simulator::RouteWithBouncer(const RouteRequest& request, bool* bounced,

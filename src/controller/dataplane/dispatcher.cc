@@ -328,10 +328,8 @@ bool Dispatcher::Late(const Query& query, const Route& route, const VariantKey& 
   if (view.candidates.empty()) return false;
   policy::AdmissionCandidate& candidate = view.candidates.front();
   candidate.waiting = std::max<int64_t>(0, candidate.waiting - 1);  // the route counted it
-  const std::optional<Nanos> finish = policy::EstimateFinish(candidate, RowsOf(query));
-  if (!finish.has_value()) return false;  // no profile: it cannot be judged
-  *estimate = std::max<Nanos>(1, *finish);
-  return !policy::AnswersInTime(candidate, query.deadline - options_.clock->Now(), RowsOf(query));
+  return !policy::AnswersInTime(candidate, query.deadline - options_.clock->Now(), RowsOf(query),
+                                estimate);
 }
 
 bool Dispatcher::Bounce(const std::shared_ptr<Query>& query) {
