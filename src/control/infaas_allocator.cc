@@ -97,9 +97,6 @@ void InfaasAllocator::ForgetGoneWorkers(const Observation& observation) {
   for (auto it = model_state_.begin(); it != model_state_.end();) {
     it = gone(it->first) ? model_state_.erase(it) : std::next(it);
   }
-  for (auto it = observed_.begin(); it != observed_.end();) {
-    it = gone(it->first.first) ? observed_.erase(it) : std::next(it);
-  }
   for (auto it = asked_placement_.begin(); it != asked_placement_.end();) {
     it = gone(*it) ? asked_placement_.erase(it) : std::next(it);
   }
@@ -138,142 +135,6 @@ double InfaasAllocator::Offered(const ObservedWorker& worker, const ObservedInst
   return inst.arrival_qps + (share != refused_share_.end() ? share->second : 0);
 }
 
-std::optional<double> InfaasAllocator::ObservedCapacity::At(Nanos now) const {
-  if (latest_until > now) return latest;
-  if (held_until > now) return held;
-  return std::nullopt;
-}
-
-void InfaasAllocator::RememberObservedCapacity(const Observation& observation) {
-  // Profiles are measured alone; on a busy host an instance sustains less.
-  // When monitoring says an instance is past its limit, its capacity is
-  // taken from what it does: an Overloaded instance can do what it served;
-  // an Interfered one, its profiled capacity slowed by the ratio of its
-  // observed batch time to its profiled one.
-  //
-  // The latest figure is believed for `observed_capacity_memory`; after
-  // that, until a spread mark would lapse (`spread_memory`), the most any
-  // figure of the hold said, rather than the profile. Relief is not
-  // evidence of more capacity: had the figures lapsed back to the profile
-  // after 30 s, the replica or worker added for the overload would be given
-  // up under the same load and added back at the next overload (on the
-  // 2-core host, six times in 15 minutes at 70% of capacity). The most, not
-  // the latest, because one report of an instance at its limit can show
-  // little served (a burst at low load, a replica starting): held for
-  // 30 minutes, 19 qps against a profile of 400 wanted 15 replicas. Nor is
-  // an instance serving more below its limit evidence: on a host whose
-  // cores the workers share, a worker left alone serves more than it can
-  // beside its neighbour, and raising the figure on that made each give-up
-  // look safer than the last (17 cycles in 15 minutes).
-  const Nanos hold =
-      std::max(options_.observed_capacity_memory, options_.consolidation.spread_memory);
-  auto remember = [&](ObservedCapacity& seen, double capacity) {
-    seen.held = seen.held_until > observation.now ? std::max(seen.held, capacity) : capacity;
-    seen.held_until = observation.now + hold;
-    seen.latest = capacity;
-    seen.latest_until = observation.now + options_.observed_capacity_memory;
-  };
-  for (const ObservedWorker& w : observation.workers) {
-    for (const ObservedInstance& inst : w.instances) {
-      double capacity = 0;
-      if (inst.state == policy::InstanceState::kOverloaded && inst.served_qps > 0) {
-        capacity = inst.served_qps / std::max(1, inst.ready);
-      } else if (inst.state == policy::InstanceState::kInterfered && inst.compute_p50_ms > 0) {
-        const ModelOption* m = observation.FindModel(inst.key.model);
-        const VariantOption* v = m != nullptr ? m->Find(inst.key.variant, w.type) : nullptr;
-        if (v != nullptr && v->profile != nullptr) {
-          const int batch = std::max(1, static_cast<int>(inst.mean_batch + 0.5));
-          const double slowdown =
-              std::max(1.0, inst.compute_p50_ms / v->profile->LatencyAt(batch));
-          capacity = v->profile->ThroughputAt(batch) / slowdown;
-        }
-      }
-      if (std::optional<double> limit = AtCpuLimit(observation, w, inst)) {
-        remember(type_limit_[{w.type, inst.key.ToString()}], *limit);
-        capacity = capacity > 0 ? std::min(capacity, *limit) : *limit;
-      }
-      if (capacity <= 0) continue;
-      remember(observed_[{w.id, inst.key.ToString()}], capacity);
-    }
-  }
-}
-
-std::optional<double> InfaasAllocator::AtCpuLimit(const Observation& observation,
-                                                  const ObservedWorker& worker,
-                                                  const ObservedInstance& inst) const {
-  // The state machine judges each instance against its profile, and a
-  // worker whose data path (receiving, decoding and answering queries) is
-  // its limit shows no queue and no slow batch: on the 2-core host on
-  // 2026-11-27 the worker carrying a steady 4,335 qps was never Overloaded,
-  // so consolidation took torch-opt's profile, 40,112 qps, and gave the
-  // other worker up at 70% of capacity, five times in 15 minutes. Its CPU
-  // shows the limit. The instance serving most of the worker's queries is
-  // credited with what it served (one serving little beside it shows nothing
-  // of its own limit). Not what it served over the CPU share: on the real
-  // server that said 6,534 qps (5,500 served at 85% during a load step, with
-  // 18% of queries late or failed, since the controller's half of the data
-  // path is not in the worker's CPU), and a worker was given up at a peak
-  // of 5,039. Not while a replica loads or winds down, nor within two rounds
-  // of a load's end: a load's CPU would read as the queries'.
-  if (!(worker.cpu_utilisation >= options_.saturated_cpu_utilisation) ||
-      !inst.takes_queries || inst.ready < 1 || !(inst.served_qps > 0)) {
-    return std::nullopt;
-  }
-  double served = 0;
-  for (const ObservedInstance& other : worker.instances) {
-    if (other.loading > 0 || other.winding_down > 0 ||
-        observation.now - other.ready_since < 2 * options_.model_period) {
-      return std::nullopt;
-    }
-    served += other.served_qps;
-  }
-  if (inst.served_qps < served / 2) return std::nullopt;
-  return inst.served_qps / inst.ready;
-}
-
-std::optional<double> InfaasAllocator::Observed(const ObservedWorker& worker,
-                                                const VariantKey& key, Nanos now) const {
-  std::optional<double> least;
-  auto take = [&](const std::map<Where, ObservedCapacity>& seen, const std::string& where) {
-    auto it = seen.find({where, key.ToString()});
-    if (it == seen.end()) return;
-    if (std::optional<double> at = it->second.At(now)) least = std::min(least.value_or(*at), *at);
-  };
-  take(observed_, worker.id);
-  take(type_limit_, worker.type);
-  return least;
-}
-
-double InfaasAllocator::DeliveredPerReplica(const ObservedWorker& worker,
-                                            const ModelOption& model,
-                                            const VariantOption& variant, Nanos now) const {
-  // What an observed instance delivers is what this worker delivers: the
-  // data path, the neighbours and the shared cores slow every variant, not
-  // only the one that showed it. So the variants not observed here get the
-  // same share of their profiles as the least observed one, and the
-  // autoscaler does not take a variant it has seen at its limit for slower
-  // than one it has not (on the 2-core host, torch-opt served at 13% of
-  // its profile and was switched to torch, whose profile said more).
-  double share = 1;
-  for (const VariantOption& v : model.variants) {
-    if (v.worker_type != worker.type || v.profile == nullptr) continue;
-    const double profiled = v.profile->SaturationQps(model.slo_ms);
-    std::optional<double> seen = Observed(worker, VariantKey{model.name, v.variant}, now);
-    if (seen.has_value() && profiled > 0) share = std::min(share, *seen / profiled);
-  }
-  // A variant's own figure caps it too, but does not lift it above the
-  // least share: a figure held from an earlier load (another worker of
-  // the type, another moment) is not evidence that this worker now
-  // delivers more of that variant's profile. On the real server an old
-  // figure for opencv beside torch-opt's latest, lower one switched the
-  // worker to opencv and, 30 s later, back, a dozen times in 15 minutes.
-  double delivered = share * variant.profile->SaturationQps(model.slo_ms);
-  if (std::optional<double> seen = Observed(worker, VariantKey{model.name, variant.variant}, now)) {
-    delivered = std::min(delivered, *seen);
-  }
-  return delivered;
-}
-
 policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& observation,
                                                              const ObservedWorker& worker) const {
   const WorkerType* type = observation.FindType(worker.type);
@@ -303,7 +164,7 @@ policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& 
       if (v.worker_type != worker.type || v.profile == nullptr) continue;
       policy::ScalingVariant sv = policy::MakeScalingVariant(
           v.variant, v.accuracy, *v.profile, model->slo_ms, *type, v.cores_per_replica);
-      sv.saturation_qps = DeliveredPerReplica(worker, *model, v, observation.now);
+      sv.saturation_qps = delivered_.PerReplica(worker, *model, v, observation.now);
       const VariantKey key{model_name, v.variant};
       if (const ObservedInstance* inst = FindInstance(worker, key)) {
         sv.replicas = inst->ready;
@@ -333,7 +194,7 @@ bool InfaasAllocator::Young(const Observation& observation, const ObservedWorker
 absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionSink& sink) {
   ForgetGoneWorkers(observation);
   ShareRefusedDemand(observation);
-  RememberObservedCapacity(observation);
+  delivered_.Remember(observation);
   if (options_.migrate_interfered) {
     FinishMoves(observation, sink);
     Migrate(observation, sink);
@@ -535,7 +396,7 @@ void InfaasAllocator::Migrate(const Observation& observation, ActionSink& sink) 
       // loaded it back 2 s later.
       const VariantOption* v = model != nullptr ? model->Find(inst.key.variant, w.type) : nullptr;
       if (v != nullptr && v->profile != nullptr) {
-        mi.capacity_qps = inst.ready * DeliveredPerReplica(w, *model, *v, observation.now);
+        mi.capacity_qps = inst.ready * delivered_.PerReplica(w, *model, *v, observation.now);
       }
       mw.instances.push_back(std::move(mi));
     }

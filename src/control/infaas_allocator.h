@@ -35,6 +35,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "control/allocator.h"
+#include "control/delivered_capacity.h"
 #include "policy/autoscaling_cluster.h"
 #include "policy/autoscaling_consolidation.h"
 #include "policy/autoscaling_model.h"
@@ -50,28 +51,14 @@ class InfaasAllocator : public Allocator {
   absl::Status ClusterRound(const Observation& observation, ActionSink& sink) override;
 
  private:
-  explicit InfaasAllocator(AllocatorOptions options) : options_(std::move(options)) {}
+  explicit InfaasAllocator(AllocatorOptions options)
+      : options_(std::move(options)), delivered_(DeliveredCapacityOptions(options_)) {}
   // (worker id, model name), or (worker id, variant key) for per-instance maps.
   using Where = std::pair<std::string, std::string>;
 
   // Drops what is remembered about workers the observation no longer has.
   void ForgetGoneWorkers(const Observation& observation);
   void ShareRefusedDemand(const Observation& observation);
-  void RememberObservedCapacity(const Observation& observation);
-  // The capacity per replica of the instance carrying most of the queries
-  // of a worker at its CPU limit: what it served.
-  std::optional<double> AtCpuLimit(const Observation& observation, const ObservedWorker& worker,
-                                   const ObservedInstance& inst) const;
-  // The least capacity per replica remembered for the variant on the
-  // worker: its own figure or its type's.
-  std::optional<double> Observed(const ObservedWorker& worker, const VariantKey& key,
-                                 Nanos now) const;
-  // What one replica of the variant delivers on the worker at the model's
-  // objective: its profile, times the least share of their profiles the
-  // variants observed on the worker delivered, and at most its own figure.
-  // The model autoscaler and the interference migration both judge by it.
-  double DeliveredPerReplica(const ObservedWorker& worker, const ModelOption& model,
-                             const VariantOption& variant, Nanos now) const;
   // What the instance was offered: its arrivals plus its refused share.
   double Offered(const ObservedWorker& worker, const ObservedInstance& inst) const;
   policy::ModelScalingSnapshot WorkerSnapshot(const Observation& observation,
@@ -106,19 +93,7 @@ class InfaasAllocator : public Allocator {
   std::map<std::string, policy::ModelAutoscalerState> model_state_;  // by worker
   policy::ConsolidationState consolidation_state_;
   policy::ClusterAutoscalerState cluster_state_;
-  // Per replica: the latest figure, believed for observed_capacity_memory;
-  // after it, the most any figure of the hold said (RememberObservedCapacity).
-  struct ObservedCapacity {
-    double latest = 0;
-    Nanos latest_until = 0;
-    double held = 0;
-    Nanos held_until = 0;
-    std::optional<double> At(Nanos now) const;
-  };
-  std::map<Where, ObservedCapacity> observed_;  // by (worker, variant key)
-  // What workers at their CPU limit served, by (worker type, variant key):
-  // the data path's cost per query is the type's, not one worker's.
-  std::map<Where, ObservedCapacity> type_limit_;
+  DeliveredCapacity delivered_;
   std::optional<Nanos> refused_taken_at_;
   std::map<Where, double> refused_share_;  // qps, by (worker, variant key)
   std::set<std::string> asked_placement_;  // workers whose last ask found no room
