@@ -3,7 +3,7 @@
 # reference ILP in its own library so that only its users link CBC.
 
 maitre_library(maitre_policy_autoscaling
-  SRCS autoscaling_model.cc autoscaling_consolidation.cc autoscaling_cluster.cc placement.cc
+  SRCS autoscaling_model.cc autoscaling_model_snapshot.cc autoscaling_consolidation.cc autoscaling_cluster.cc placement.cc
        provisioning.cc migration.cc mark_provisioning.cc
   DEPS maitre_core maitre_selection absl::status absl::statusor absl::strings absl::str_format
        absl::span)
