@@ -169,16 +169,18 @@ TunerDecision Tuner::Decide(Nanos now) {
   double live_count = 0, planned_count = 0;
   for (size_t i = 0; i < rates.size(); ++i) {
     const double seconds = ToSeconds(plan_.windows[i]);
-    const double live_i = std::round(rates[i] * seconds);
-    const double planned_i = std::round(plan_.planned_rates[i] * seconds);
     const double deviation = plan_.planned_deviations.empty() ? -1 : plan_.planned_deviations[i];
-    if (planned_i <= 0 || !Exceeds(live_i, planned_i, deviation, options_.noise_sigmas)) continue;
-    const double rate = mean_qps * live_i / planned_i;
+    if (!(plan_.planned_rates[i] > 0) ||
+        !Exceeds(rates[i] * seconds, plan_.planned_rates[i] * seconds, deviation,
+                 options_.noise_sigmas)) {
+      continue;
+    }
+    const double rate = rates[i] * mean_qps / plan_.planned_rates[i];
     if (rate > d.rate_qps) {
       d.rate_qps = rate;
       d.window = plan_.windows[i];
-      live_count = live_i;
-      planned_count = planned_i;
+      live_count = rates[i] * seconds;
+      planned_count = plan_.planned_rates[i] * seconds;
     }
   }
   // While the live envelope exceeds the plan, r_max's replicas are also the
