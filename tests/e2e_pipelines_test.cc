@@ -472,7 +472,9 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
   ASSERT_FALSE(planned_variant.empty()) << *app;
   // The planning trace's envelope is far below the queries this test
   // sends (one every poll: 10 qps in a 0.1 s window, beyond the planned
-  // count's noise), so the tuner scales up: fast to
+  // count's noise), so the tuner scales up. Its envelope is as flat as
+  // the mean (no bursts planned for), so r_max, the live rate over the
+  // plan's burst at that window times its mean, is the live 10 qps: fast to
   // ceil(10 · 1 / (500 · 0.04)) = 1, slow to
   // ceil(10 · 0.3 / (50 · 0.03)) = 2 replicas of one core each on cpu-1,
   // whose one worker holds one core: the slow stage's second replica needs
@@ -480,7 +482,7 @@ TEST_F(PipelinesTest, APlanIsProvisionedAndThePipelinesModelsAreKept) {
   json plan = json::parse(R"({
     "plan": {"stages": [{"stage": "fast", "hardware": "cpu-1", "batch": 1, "replicas": 1},
                         {"stage": "slow", "hardware": "cpu-1", "batch": 1, "replicas": 1}]},
-    "tuner": {"windows_s": [0.1, 60], "planned_rates_qps": [0.001, 0.0001],
+    "tuner": {"windows_s": [0.1, 60], "planned_rates_qps": [0.0001, 0.0001],
               "stages": [{"stage": "fast", "mu_qps": 500, "scale_factor": 1, "rho": 0.04},
                          {"stage": "slow", "mu_qps": 50, "scale_factor": 0.3, "rho": 0.03}]}})");
   plan["plan"]["stages"][1]["variant"] = planned_variant;

@@ -227,7 +227,9 @@ absl::StatusOr<std::string> RunPlan(const PlanArgs& args) {
   const double seconds = ToSeconds(arrivals.back() - arrivals.front());
   std::string applied;
   if (args.json || !args.apply.empty()) {
-    json tuner_json = {{"windows_s", json::array()}, {"planned_rates_qps", tuner.planned_rates},
+    json tuner_json = {{"windows_s", json::array()},
+                       {"planned_rates_qps", tuner.planned_rates},
+                       {"planned_count_deviations", tuner.planned_deviations},
                        {"stages", json::array()}};
     for (Nanos w : tuner.windows) tuner_json["windows_s"].push_back(ToSeconds(w));
     for (const pipeline::TunerStage& t : tuner.stages) {

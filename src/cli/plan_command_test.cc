@@ -67,6 +67,7 @@ TEST(PlanCommandTest, PlansTheCascadeChecksItAndComparesTheBaselines) {
   // The tuner's starting point: one rate per window, µ, s and ρ per stage.
   const nlohmann::json& tuner = j["tuner"];
   EXPECT_EQ(tuner["windows_s"].size(), tuner["planned_rates_qps"].size());
+  EXPECT_EQ(tuner["windows_s"].size(), tuner["planned_count_deviations"].size());
   // The envelope stops at the trace's length, 30 s.
   EXPECT_NEAR(tuner["windows_s"].back().get<double>(), 30, 0.1);
   ASSERT_EQ(tuner["stages"].size(), 2u);

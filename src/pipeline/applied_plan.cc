@@ -134,6 +134,21 @@ absl::StatusOr<AppliedPlan> ParseAppliedPlanJson(absl::string_view text) {
     plan.tuner.windows.push_back(FromSeconds(w.get<double>()));
     plan.tuner.planned_rates.push_back(r.get<double>());
   }
+  // Optional (plans from before it lack it; the tuner then takes a Poisson
+  // count's noise): per window, the busiest count's deviation.
+  if (tuner_it->contains("planned_count_deviations")) {
+    auto deviations = Array(*tuner_it, "planned_count_deviations", "tuner");
+    if (!deviations.ok()) return deviations.status();
+    if ((*deviations)->size() != (*windows)->size()) {
+      return Bad("tuner.planned_count_deviations", "needs one deviation per window");
+    }
+    for (const json& d : **deviations) {
+      if (!d.is_number() || !(d.get<double>() >= 0) || !std::isfinite(d.get<double>())) {
+        return Bad("tuner.planned_count_deviations", "must be numbers, none negative");
+      }
+      plan.tuner.planned_deviations.push_back(d.get<double>());
+    }
+  }
   if (!std::is_sorted(plan.tuner.windows.begin(), plan.tuner.windows.end())) {
     return Bad("tuner.windows_s", "must be in increasing order");
   }

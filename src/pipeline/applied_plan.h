@@ -11,6 +11,7 @@
 //   {"plan": {"stages": [{"stage": "fast", "variant": "torch", "hardware": "cpu-1",
 //                         "batch": 4, "replicas": 1}, ...]},
 //    "tuner": {"windows_s": [0.05, ...], "planned_rates_qps": [120, ...],
+//              "planned_count_deviations": [1.2, ...],   (optional)
 //              "stages": [{"stage": "fast", "mu_qps": 400, "scale_factor": 1,
 //                          "rho": 0.3}, ...]}}
 //
@@ -47,7 +48,8 @@ struct AppliedPlan {
 // InvalidArgument naming the field at fault for a body that is not the
 // shape above, or whose numbers the tuner cannot start from (replicas and
 // batch below one, µ or ρ not positive, a scale factor outside [0,1], no
-// windows, or not one rate per window).
+// windows, not one rate per window, or deviations given but not one per
+// window or negative).
 absl::StatusOr<AppliedPlan> ParseAppliedPlanJson(absl::string_view json);
 
 // Against the pipeline it is applied to and the server's worker types:

@@ -19,6 +19,7 @@ constexpr char kPlan[] = R"({
       "scale_factor": 0.3}],
    "cost_per_hour": 1.2},
   "tuner": {"windows_s": [0.05, 0.1], "planned_rates_qps": [140, 120],
+            "planned_count_deviations": [1.5, 2],
             "stages": [{"stage": "fast", "mu_qps": 400, "scale_factor": 1, "rho": 0.3},
                        {"stage": "slow", "mu_qps": 20, "scale_factor": 0.3, "rho": 0.6}]}})";
 
@@ -56,6 +57,16 @@ TEST(AppliedPlanTest, ReadsWhatMaitrePlanPrints) {
   EXPECT_DOUBLE_EQ(plan->tuner.stages[1].rho, 0.6);
   EXPECT_EQ(plan->tuner.windows, (std::vector<Nanos>{50 * kMillisecond, 100 * kMillisecond}));
   EXPECT_EQ(plan->tuner.planned_rates, (std::vector<double>{140, 120}));
+  EXPECT_EQ(plan->tuner.planned_deviations, (std::vector<double>{1.5, 2}));
+}
+
+// A plan written before the deviations still reads; the tuner then takes
+// a Poisson count's noise.
+TEST(AppliedPlanTest, TheDeviationsAreOptional) {
+  auto plan = ParseAppliedPlanJson(
+      absl::StrReplaceAll(kPlan, {{"\"planned_count_deviations\": [1.5, 2],", ""}}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->tuner.planned_deviations.empty());
 }
 
 TEST(AppliedPlanTest, BadShapesAndNumbersAreRefusedNamingTheField) {
@@ -73,6 +84,10 @@ TEST(AppliedPlanTest, BadShapesAndNumbersAreRefusedNamingTheField) {
               HasSubstr("tuner.stages[1]"));
   EXPECT_THAT(ParseAndCheck(with("[140, 120]", "[140]")).message(),
               HasSubstr("one planned rate per window"));
+  EXPECT_THAT(ParseAndCheck(with("[1.5, 2]", "[1.5]")).message(),
+              HasSubstr("one deviation per window"));
+  EXPECT_THAT(ParseAndCheck(with("[1.5, 2]", "[1.5, -2]")).message(),
+              HasSubstr("none negative"));
   EXPECT_THAT(ParseAndCheck(with("{\"stage\": \"slow\", \"mu_qps\"", "{\"stage\": \"x\", "
                                                                      "\"mu_qps\"")).message(),
               HasSubstr("names stage \"x\""));

@@ -18,22 +18,37 @@ int32_t ReplicasFor(double rate_qps, double scale, double mu_qps, double rho) {
   return std::max<int32_t>(1, static_cast<int32_t>(std::ceil(need)));
 }
 
-// Whether a live envelope's rate in a window of `width` exceeds the planned
-// one by more than sampling noise: as counts, by more than `sigmas`
-// deviations of the difference of two Poisson counts of the planned mean q,
-// sqrt(2q). Both traces are draws of a process; the planned one is no
-// truer than the live one.
-bool Exceeds(double live_qps, double planned_qps, Nanos width, double sigmas) {
-  const double seconds = ToSeconds(width);
-  const double planned = planned_qps * seconds;
-  return live_qps * seconds > planned + sigmas * std::sqrt(2 * planned);
+// Whether a live envelope's count in a window exceeds the planned count by
+// more than sampling noise: by more than `sigmas` deviations of the
+// difference of two draws of the busiest count, sqrt(2)·σ_w with σ_w the
+// planned deviation (envelope_noise.h) widened by a count's rounding,
+// variance 1/12, so that a window whose busiest count never varied in the
+// draws still needs a clear rise. Without a planned deviation (a plan from
+// before them), σ_w² is that of a Poisson count of the planned mean. Both
+// traces are draws of a process; the planned one is no truer than the live
+// one.
+bool Exceeds(double live_count, double planned_count, double deviation, double sigmas) {
+  const double variance = deviation >= 0 ? deviation * deviation + 1.0 / 12 : planned_count;
+  return live_count > planned_count + sigmas * std::sqrt(2 * variance);
+}
+
+// The configuration's service time as §5 starts its windows at: §4.3's sum
+// of the processing latencies on the longest path, each stage on its
+// planned hardware at batch 1, the time one query takes through the idle
+// pipeline (docs/pipelines.md, "The tuner"). At the planned batches it is
+// the time of a full batch at every stage, which the planned rate may
+// never form: 543 ms for a plan meeting a 150 ms objective.
+Nanos QueryServiceTime(const PlanningProblem& problem, PipelineConfig config) {
+  for (StageConfig& c : config) c.batch = 1;
+  return FromMillis(ServiceTimeMs(problem, config));
 }
 
 }  // namespace
 
 absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
                                         const PipelineConfig& config,
-                                        absl::Span<const Nanos> planning_arrivals) {
+                                        absl::Span<const Nanos> planning_arrivals,
+                                        const TunerPlanOptions& options) {
   if (auto s = CheckProblem(problem); !s.ok()) return s;
   if (config.size() != problem.stages.size()) {
     return absl::InvalidArgumentError("the configuration needs one entry per stage");
@@ -58,9 +73,12 @@ absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
   }
   // No window longer than the trace: its envelope there would read the
   // trace's queries spread over time it does not cover.
-  plan.windows = EnvelopeWindows(FromMillis(ServiceTimeMs(problem, config)),
-                                 std::min(kLongestWindow, span));
+  plan.windows =
+      EnvelopeWindows(QueryServiceTime(problem, config), std::min(kLongestWindow, span));
   plan.planned_rates = TrafficEnvelope(planning_arrivals, plan.windows);
+  auto deviations = EnvelopeCountDeviations(planning_arrivals, plan.windows, options.noise);
+  if (!deviations.ok()) return deviations.status();
+  plan.planned_deviations = *std::move(deviations);
   return plan;
 }
 
@@ -77,6 +95,13 @@ absl::StatusOr<Tuner> Tuner::Create(TunerPlan plan, const TunerOptions& options,
   if (plan.stages.empty()) return absl::InvalidArgumentError("the tuner needs stages");
   if (plan.windows.empty() || plan.windows.size() != plan.planned_rates.size()) {
     return absl::InvalidArgumentError("the tuner needs one planned rate per window");
+  }
+  if (!plan.planned_deviations.empty() &&
+      (plan.planned_deviations.size() != plan.windows.size() ||
+       !std::all_of(plan.planned_deviations.begin(), plan.planned_deviations.end(),
+                    [](double d) { return d >= 0; }))) {
+    return absl::InvalidArgumentError(
+        "the tuner needs no planned deviations, or one per window, none negative");
   }
   for (const TunerStage& s : plan.stages) {
     if (!(s.mu_qps > 0) || !(s.rho > 0) || !(s.scale >= 0 && s.scale <= 1) || s.replicas < 1) {
@@ -131,11 +156,31 @@ TunerDecision Tuner::Decide(Nanos now) {
   const auto from = std::upper_bound(recent_.begin(), recent_.end(), now - plan_.windows.back());
   const std::vector<Nanos> live(from, recent_.end());
   const std::vector<double> rates = TrafficEnvelope(live, plan_.windows);
+  // r_max in the plan's terms: a window's live rate over its planned rate,
+  // times the planning trace's mean rate (its longest window's). At the
+  // long windows, whose planned rate is the mean, this is the live rate
+  // itself; at a short one it is the mean rate whose bursts, shaped as the
+  // planning trace's, would fill the window as the live traffic did. The
+  // planned ρ_m is slack for the planning trace's bursts at its mean rate,
+  // so a burst read as a rate of its own would be provisioned twice: a
+  // CV step read 744 qps in a 39 ms window, where the planning trace's
+  // own busiest was 436 qps (docs/experiments.md, "inferline-pipelines").
+  const double mean_qps = plan_.planned_rates.back();
+  double live_count = 0, planned_count = 0;
   for (size_t i = 0; i < rates.size(); ++i) {
-    if (Exceeds(rates[i], plan_.planned_rates[i], plan_.windows[i], options_.noise_sigmas) &&
-        rates[i] > d.rate_qps) {
-      d.rate_qps = rates[i];
+    const double seconds = ToSeconds(plan_.windows[i]);
+    const double deviation = plan_.planned_deviations.empty() ? -1 : plan_.planned_deviations[i];
+    if (!(plan_.planned_rates[i] > 0) ||
+        !Exceeds(rates[i] * seconds, plan_.planned_rates[i] * seconds, deviation,
+                 options_.noise_sigmas)) {
+      continue;
+    }
+    const double rate = rates[i] * mean_qps / plan_.planned_rates[i];
+    if (rate > d.rate_qps) {
+      d.rate_qps = rate;
       d.window = plan_.windows[i];
+      live_count = rates[i] * seconds;
+      planned_count = plan_.planned_rates[i] * seconds;
     }
   }
   // While the live envelope exceeds the plan, r_max's replicas are also the
@@ -150,8 +195,9 @@ TunerDecision Tuner::Decide(Nanos now) {
     if (Move(floor, /*up=*/true, &moves)) {
       last_change_ = now;
       d.kind = TunerDecision::Kind::kUp;
-      d.reason = absl::StrFormat("up: %.1f qps over %.3f s exceeds the plan; %s", d.rate_qps,
-                                 ToSeconds(d.window), moves);
+      d.reason = absl::StrFormat(
+          "up: %.0f queries in %.3f s against the plan's %.0f; provisioning for %.1f qps; %s",
+          live_count, ToSeconds(d.window), planned_count, d.rate_qps, moves);
       d.replicas = replicas_;
       return d;
     }

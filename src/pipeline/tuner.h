@@ -2,13 +2,20 @@
 // "The tuner"): between runs of the planner, it rescales each stage's
 // replicas when the live traffic leaves the planning trace's envelope.
 //
+//  - Windows: from the configuration's service time, as §5 says, taken as
+//    §4.3 defines it (the processing latencies on the longest path) with
+//    each stage at batch 1: what one query takes through the idle
+//    pipeline. Then doubling up to the trace's length, at most 60 s.
 //  - Scaling up: the live envelope is compared with the planning trace's,
-//    window by window, both drawn over the same span (the trace's length,
-//    at most 60 s; the windows stop there). If any live rate exceeds its
-//    planned counterpart by more than the sampling noise of the planning
-//    trace's count (our addition: `noise_sigmas` Poisson deviations, so a
-//    fresh draw of the planned process does not read as a rise), r_max is
-//    the largest such live rate, and each
+//    window by window, both drawn over the same span. A live count counts
+//    as a rise when it exceeds the planned count by more than the sampling
+//    noise of a busiest count (our addition: `noise_sigmas` deviations of
+//    the difference of two draws, the deviation measured by redrawing the
+//    planning trace, envelope_noise.h, so a fresh draw of the planned
+//    process does not read as a rise). r_max is the largest rise read in
+//    the plan's terms: the planning trace's mean rate times the window's
+//    live count over its planned count (our reading; at the longest window
+//    it is §5's live rate itself), and each
 //    stage gets k_m = ceil(r_max · s_m / (µ_m · ρ_m)) replicas if it has
 //    fewer (s_m its scale factor, µ_m one replica's throughput at its
 //    batch, ρ_m its max-provisioning ratio).
@@ -37,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/time.h"
+#include "pipeline/envelope_noise.h"
 #include "pipeline/problem.h"
 
 namespace maitre::pipeline {
@@ -53,14 +61,24 @@ struct TunerPlan {
   std::vector<TunerStage> stages;
   std::vector<Nanos> windows;          // the envelope's widths
   std::vector<double> planned_rates;   // the planning trace's envelope
+  // Per window, how much the busiest count spreads between draws of the
+  // planning trace's process (envelope_noise.h). Empty: as a Poisson count
+  // of the planned one spreads.
+  std::vector<double> planned_deviations;
+};
+
+struct TunerPlanOptions {
+  EnvelopeNoiseOptions noise;
 };
 
 // From a planned configuration and its planning trace: windows from the
-// configuration's service time, s_m from the branch probabilities, µ_m
+// configuration's service time at batch 1, the trace's envelope and its
+// deviations (envelope_noise.h), s_m from the branch probabilities, µ_m
 // from the profile at the planned batch, ρ_m from the trace's mean rate.
 absl::StatusOr<TunerPlan> MakeTunerPlan(const PlanningProblem& problem,
                                         const PipelineConfig& config,
-                                        absl::Span<const Nanos> planning_arrivals);
+                                        absl::Span<const Nanos> planning_arrivals,
+                                        const TunerPlanOptions& options = {});
 
 struct TunerOptions {
   Nanos quiet_period = 15 * kSecond;  // 3x a replica's 5 s activation in §5
@@ -74,13 +92,15 @@ struct TunerOptions {
   // its replicas until it scales down.
   int32_t max_replicas = 64;
   // A live window's count must exceed the planned count q by more than
-  // noise_sigmas · sqrt(2q) (the deviation of the difference of two
-  // Poisson counts of mean q) to count as a rise. §5 compares the two
-  // envelopes as they are, but each is the busiest window of one random
-  // trace, and the tuner looks every round: a fresh draw of the planned
-  // process exceeds the planned trace in some window more often than not.
-  // 4, not 3: at 3, 3 of 200 fresh minutes at the planned rate still
-  // scaled up (docs/pipelines.md, "The tuner").
+  // noise_sigmas · sqrt(2(σ² + 1/12)) to count as a rise: σ the planned
+  // deviation of that window's busiest count (TunerPlan), 1/12 a count's
+  // rounding; a plan without deviations takes σ² = q, a Poisson count's.
+  // §5 compares the two envelopes as they are, but each is the busiest
+  // window of one random trace, and the tuner looks every round: a fresh
+  // draw of the planned process exceeds the planned trace in some window
+  // more often than not. 4, not 3: at 3, 10 of 100 fresh four-minute
+  // traces at the planned rate still scaled up (docs/pipelines.md, "The
+  // tuner").
   double noise_sigmas = 4;
 };
 
@@ -88,7 +108,7 @@ struct TunerDecision {
   enum class Kind { kNone, kUp, kDown };
   Kind kind = Kind::kNone;
   std::vector<int32_t> replicas;  // per stage, after the decision
-  double rate_qps = 0;            // r_max (up) or λ_new (down)
+  double rate_qps = 0;            // r_max in the plan's terms (up) or λ_new (down)
   Nanos window = 0;               // up: the width whose rate was r_max
   std::string reason;
 };

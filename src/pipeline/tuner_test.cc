@@ -61,7 +61,16 @@ TEST(TunerTest, ThePlanCarriesMuScaleAndRho) {
   EXPECT_NEAR(f.plan.stages[1].mu_qps, 2 / 0.011, 1e-6);
   EXPECT_DOUBLE_EQ(f.plan.stages[1].scale, 0.3);
   EXPECT_NEAR(f.plan.stages[1].rho, lambda * 0.3 / (2 / 0.011), 1e-9);
-  EXPECT_EQ(f.plan.windows.front(), FromMillis(2.4 + 11));
+  // The windows start at one query's service time: both stages at batch 1
+  // on their planned hardware (2.1 + 10.5 ms), not a full batch at each.
+  EXPECT_EQ(f.plan.windows.front(), FromMillis(2.1 + 10.5));
+  ASSERT_EQ(f.plan.planned_deviations.size(), f.plan.windows.size());
+  // The busiest short window's count spreads less than a Poisson count of
+  // its size; the longest, nearly one count, about as much.
+  const double first = f.plan.planned_rates.front() * ToSeconds(f.plan.windows.front());
+  const double last = f.plan.planned_rates.back() * ToSeconds(f.plan.windows.back());
+  EXPECT_LT(f.plan.planned_deviations.front(), 0.5 * std::sqrt(first));
+  EXPECT_GT(f.plan.planned_deviations.back(), 0.5 * std::sqrt(last));
   // The windows stop at the trace's length (just under a minute here).
   EXPECT_EQ(f.plan.windows.back(), f.planning.back() - f.planning.front());
 }
@@ -85,6 +94,19 @@ std::vector<Nanos> Repeated(const std::vector<Nanos>& trace, Nanos period, int c
   return out;
 }
 
+// Twenty fresh minutes of the gamma process at `qps` and `cv`, each from a
+// new tuner on `plan`: none scales up.
+void ExpectFreshDrawsNeverScaleUp(const TunerPlan& plan, double qps, double cv,
+                                  uint64_t first_seed) {
+  for (uint64_t seed = first_seed; seed < first_seed + 20; ++seed) {
+    Tuner tuner = *Tuner::Create(plan, {}, 0);
+    for (const TunerDecision& d :
+         Drive(tuner, GammaArrivals(qps, cv, 60 * kSecond, seed), 60 * kSecond)) {
+      EXPECT_NE(d.kind, TunerDecision::Kind::kUp) << "seed " << seed << ": " << d.reason;
+    }
+  }
+}
+
 TEST(TunerTest, PoissonAtThePlannedRateNeverScalesUp) {
   Fixture f;
   const std::vector<Nanos> trace = GammaArrivals(100, 1, 20 * kSecond, 21);
@@ -94,14 +116,7 @@ TEST(TunerTest, PoissonAtThePlannedRateNeverScalesUp) {
   for (const TunerDecision& d : Drive(replayed, Repeated(trace, 20 * kSecond, 3), 60 * kSecond)) {
     EXPECT_NE(d.kind, TunerDecision::Kind::kUp) << d.reason;
   }
-  // Fresh draws of the same process, a minute each.
-  for (uint64_t seed = 100; seed < 120; ++seed) {
-    Tuner tuner = *Tuner::Create(plan, {}, 0);
-    for (const TunerDecision& d :
-         Drive(tuner, GammaArrivals(100, 1, 60 * kSecond, seed), 60 * kSecond)) {
-      EXPECT_NE(d.kind, TunerDecision::Kind::kUp) << "seed " << seed << ": " << d.reason;
-    }
-  }
+  ExpectFreshDrawsNeverScaleUp(plan, 100, 1, 100);
 }
 
 // §5: the tuner detects a change "as it occurs"; a rise of the mean shows
@@ -120,6 +135,79 @@ TEST(TunerTest, ARateRiseScalesUpWithinSeconds) {
   ASSERT_FALSE(changes.empty());
   EXPECT_EQ(changes.front().kind, TunerDecision::Kind::kUp);
   EXPECT_GE(tuner.replicas()[1], 2) << changes.front().reason;
+}
+
+// A minute of the planned process, then a minute at the same mean rate
+// four times as bursty (σ²/µ² 1 -> 4; Fig. 11 in shape).
+std::vector<Nanos> CvStep(double qps, uint64_t seed) {
+  std::vector<Nanos> live = GammaArrivals(qps, 1, 60 * kSecond, seed);
+  for (Nanos t : GammaArrivals(qps, 4, 60 * kSecond, seed + 1)) live.push_back(60 * kSecond + t);
+  return live;
+}
+
+// §7.2: the tuner detects a rise of burstiness at a constant mean rate. It
+// shows in the short windows within seconds of the step; nothing changes
+// before it. Both stages on the CPU at batch 64: a full batch through both
+// takes 610 ms, one query 43 ms (as the experiment's plan: 543 and 39 ms).
+TEST(TunerTest, ACvStepAtTheSameMeanRateScalesUpWithinSeconds) {
+  Fixture f;
+  const PipelineConfig large_batches = {{1, 64, 1}, {1, 64, 1}};
+  const TunerPlan plan = *MakeTunerPlan(f.problem, large_batches, f.planning);
+  EXPECT_EQ(plan.windows.front(), FromMillis(5 + 38));
+  for (uint64_t seed : {31, 33, 35}) {
+    Tuner tuner = *Tuner::Create(plan, {}, 0);
+    Driver driver(tuner, CvStep(100, seed));
+    for (const TunerDecision& d : driver.Until(60 * kSecond)) {
+      ADD_FAILURE() << "seed " << seed << ", before the step: " << d.reason;
+    }
+    const std::vector<TunerDecision> changes = driver.Until(70 * kSecond);
+    ASSERT_FALSE(changes.empty()) << "seed " << seed;
+    EXPECT_EQ(changes.front().kind, TunerDecision::Kind::kUp);
+    EXPECT_LT(changes.front().window, kSecond) << changes.front().reason;
+    EXPECT_GE(tuner.replicas()[1], 2) << changes.front().reason;
+  }
+}
+
+// A burst is provisioned for in the plan's terms: the window's live count
+// over its planned count, times the planned mean rate; not as the burst's
+// own rate, which in a short window is several times the mean even in the
+// planning trace (whose bursts ρ_m already leaves room for).
+TEST(TunerTest, ABurstIsProvisionedForByItsRiseOverThePlan) {
+  Fixture f;
+  Tuner tuner = *Tuner::Create(f.plan, {}, 0);
+  const std::vector<TunerDecision> changes = Drive(tuner, CvStep(100, 31), 70 * kSecond);
+  ASSERT_FALSE(changes.empty());
+  const TunerDecision& d = changes.front();
+  size_t i = 0;
+  while (f.plan.windows[i] != d.window) ++i;
+  // The planning trace's own rate in that window is above what a rise of
+  // its bursts asks for.
+  EXPECT_LT(d.rate_qps, f.plan.planned_rates[i]) << d.reason;
+  EXPECT_GT(d.rate_qps, f.plan.planned_rates.back()) << d.reason;
+}
+
+// The noise margin is measured on the planning trace, so a burstier
+// planned process gets a wider one: fresh minutes of it change nothing.
+TEST(TunerTest, FreshTracesOfABurstyPlannedProcessNeverScaleUp) {
+  Fixture f;
+  const TunerPlan plan =
+      *MakeTunerPlan(f.problem, f.config, GammaArrivals(100, 4, 60 * kSecond, 41));
+  ExpectFreshDrawsNeverScaleUp(plan, 100, 4, 200);
+}
+
+// A plan without deviations (one written before them) falls back to a
+// Poisson count's: the planning trace still changes nothing, and a rate
+// rise is still seen.
+TEST(TunerTest, APlanWithoutDeviationsTakesPoissonNoise) {
+  Fixture f;
+  f.plan.planned_deviations.clear();
+  Tuner same = *Tuner::Create(f.plan, {}, 0);
+  EXPECT_TRUE(Drive(same, f.planning, 60 * kSecond).empty());
+  Tuner faster = *Tuner::Create(f.plan, {}, 0);
+  const std::vector<TunerDecision> changes =
+      Drive(faster, GammaArrivals(400, 1, 20 * kSecond, 12), 20 * kSecond);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.front().kind, TunerDecision::Kind::kUp);
 }
 
 TEST(TunerTest, ThePlanningTraceItselfChangesNothing) {
@@ -230,6 +318,12 @@ TEST(TunerTest, RefusesABadPlan) {
   EXPECT_FALSE(Tuner::Create(bad, {}, 0).ok());
   bad = f.plan;
   bad.planned_rates.pop_back();
+  EXPECT_FALSE(Tuner::Create(bad, {}, 0).ok());
+  bad = f.plan;
+  bad.planned_deviations.pop_back();
+  EXPECT_FALSE(Tuner::Create(bad, {}, 0).ok());
+  bad = f.plan;
+  bad.planned_deviations[0] = -1;
   EXPECT_FALSE(Tuner::Create(bad, {}, 0).ok());
   EXPECT_FALSE(MakeTunerPlan(f.problem, f.config, std::vector<Nanos>{0}).ok());
 }

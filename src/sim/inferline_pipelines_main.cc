@@ -8,7 +8,10 @@
 // burstiness, changes (§7.2, Fig. 10 and 11 in shape), beside CG-Mean and
 // CG-Peak tuned by AutoScale (§6, Fig. 7 in shape).
 //
-//   inferline_pipelines [--out summary.json] [--quick]
+//   inferline_pipelines [--out summary.json] [--quick] [--tuner-only]
+//
+// --tuner-only runs the tuner's traces alone and puts them in place of
+// those of the summary already at --out.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -220,6 +223,7 @@ struct Tuned {
   std::vector<ReplicaChange> changes;
   double dollars = 0;
   std::vector<std::vector<int32_t>> replicas_by_second;
+  json decisions = json::array();  // the tuner's, those that changed something
 };
 Tuned ReplayTuner(const PlanningProblem& p, const PipelineConfig& plan,
                   const pipeline::TunerPlan& tuner_plan, const std::vector<Nanos>& live,
@@ -236,6 +240,9 @@ Tuned ReplayTuner(const PlanningProblem& p, const PipelineConfig& plan,
                                    .price_per_hour / 3600;
     }
     const pipeline::TunerDecision d = tuner.Decide(now);
+    if (d.kind != pipeline::TunerDecision::Kind::kNone) {
+      out.decisions.push_back({{"second", ToSeconds(now)}, {"reason", d.reason}});
+    }
     for (size_t m = 0; m < paid.size(); ++m) {
       if (d.replicas[m] == paid[m]) continue;
       const Nanos at = d.replicas[m] > paid[m] ? now + 5 * kSecond : now;
@@ -371,11 +378,16 @@ json TunerRuns(bool quick) {
       timeline.push_back({{"second", s + 1}, {"replicas", tuned.replicas_by_second[s]}});
     }
     run["replicas_every_10s"] = timeline;
+    run["tuner_decisions"] = tuned.decisions;
     std::printf("  %s: %zu replica changes; AutoScale (packing %.1f) changed CG-Mean's units "
                 "%zu times, CG-Peak's %zu\n",
                 c.name, tuned.changes.size(), autoscale.packing_factor,
                 mean_tuned.changes.size() / p.stages.size(),
                 peak_tuned.changes.size() / p.stages.size());
+    for (const json& d : tuned.decisions) {
+      std::printf("    tuner at %3.0f s: %s\n", d["second"].get<double>(),
+                  d["reason"].get<std::string>().c_str());
+    }
     for (const json& a : run["arms"]) {
       std::printf("    %-28s attainment %6.2f%% (before %6.2f%%, after %6.2f%%), P99 %7.1f ms, "
                   "$%.4f\n",
@@ -394,16 +406,32 @@ json TunerRuns(bool quick) {
 
 int main(int argc, char** argv) {
   std::string out_path;
-  bool quick = false;
+  bool quick = false, tuner_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out_path = argv[++i];
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--tuner-only") == 0) {
+      tuner_only = true;
     } else {
-      std::fprintf(stderr, "usage: inferline_pipelines [--out summary.json] [--quick]\n");
+      std::fprintf(stderr,
+                   "usage: inferline_pipelines [--out summary.json] [--quick] [--tuner-only]\n");
       return 2;
     }
+  }
+  if (tuner_only) {
+    // The tuner's runs alone, put in place of those of the summary at
+    // `out_path` (the planner's grid there is kept as it is).
+    nlohmann::json summary = nlohmann::json::object();
+    if (!out_path.empty()) {
+      std::ifstream in(out_path);
+      if (in) summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (!summary.is_object()) summary = nlohmann::json::object();
+    }
+    summary["tuner"] = maitre::sim::TunerRuns(quick);
+    if (!out_path.empty()) std::ofstream(out_path) << summary.dump(2) << "\n";
+    return 0;
   }
   nlohmann::json summary = {
       {"note", "simulated; SYNTHETIC stage profiles shaped like InferLine's (Fig. 2, 3)"},
