@@ -6,7 +6,7 @@ namespace maitre::pipeline {
 
 std::vector<Nanos> EnvelopeWindows(Nanos service_time, Nanos longest) {
   std::vector<Nanos> windows;
-  for (Nanos w = std::max(service_time, kMillisecond); w < longest; w *= 2) windows.push_back(w);
+  for (Nanos w = std::max(service_time, kShortestWindow); w < longest; w *= 2) windows.push_back(w);
   windows.push_back(longest);
   return windows;
 }

@@ -10,7 +10,8 @@ namespace {
 TEST(EnvelopeTest, WindowsDoubleFromTheServiceTimeToAMinute) {
   const std::vector<Nanos> w = EnvelopeWindows(10 * kSecond);
   EXPECT_EQ(w, (std::vector<Nanos>{10 * kSecond, 20 * kSecond, 40 * kSecond, 60 * kSecond}));
-  EXPECT_EQ(EnvelopeWindows(0).front(), kMillisecond);
+  EXPECT_EQ(EnvelopeWindows(0).front(), kShortestWindow);
+  EXPECT_EQ(EnvelopeWindows(kMillisecond).front(), 10 * kMillisecond);
   EXPECT_EQ(EnvelopeWindows(50 * kMillisecond).size(), 12u);  // 50 ms .. 51.2 s, then 60 s
 }
 
