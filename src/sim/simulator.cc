@@ -636,9 +636,9 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
     ++metrics_.total.dropped;
     ++metrics_.per_app[tag.app].dropped;
     ++second.dropped;
-    if (tag.bouncer_estimate > 0) {  // unanswered: counted at its deadline
+    if (tag.bouncer_estimate > 0) {  // unanswered: counted at its deadline, as the controller does
       const QueuedQuery& q = inst.queue[inst.head + k];
-      metrics_.bouncer.Add(tag.bouncer_estimate, std::max(now_, q.deadline) - q.arrival, false);
+      metrics_.bouncer.Add(tag.bouncer_estimate, q.deadline - q.arrival, false);
     }
   }
   Pop(inst, count);
