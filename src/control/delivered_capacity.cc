@@ -5,6 +5,26 @@
 
 namespace maitre::control {
 
+namespace {
+
+// Whether an Overloaded instance's report shows a backlog drained, not a
+// limit: it was offered less than it served and its replicas computed for
+// less than half of the report. The state trails the load, so the report
+// after the router moved its queries elsewhere still says Overloaded; in
+// the simulated steady-load runs such reports said 18-23 qps for a replica
+// that had served 250-304 the second before, and that figure, the least of
+// the hold, kept a worker that could go for 30 minutes.
+bool Drained(const ObservedInstance& inst) {
+  if (!(inst.arrival_qps < inst.served_qps) || inst.compute_p50_ms <= 0 ||
+      inst.mean_batch <= 0) {
+    return false;
+  }
+  const double batches_per_s = inst.served_qps / inst.mean_batch / std::max(1, inst.ready);
+  return batches_per_s * inst.compute_p50_ms / 1000 < 0.5;
+}
+
+}  // namespace
+
 DeliveredCapacity::Options DeliveredCapacityOptions(const AllocatorOptions& options) {
   DeliveredCapacity::Options o;
   o.latest_for = options.observed_capacity_memory;
@@ -16,15 +36,10 @@ DeliveredCapacity::Options DeliveredCapacityOptions(const AllocatorOptions& opti
   return o;
 }
 
-std::optional<double> DeliveredCapacity::Figure::At(Nanos now) const {
-  if (latest_until > now) return latest;
-  if (held_until > now) return held;
-  return std::nullopt;
-}
-
-void DeliveredCapacity::Take(Figure& figure, double capacity, Nanos now) const {
-  // The latest figure is believed for `latest_for`; after that, until
-  // `held_for`, the most any figure of the hold said, rather than the
+std::optional<double> DeliveredCapacity::Read(const Figure& figure, Nanos now,
+                                              Reading reading) const {
+  // To keep, the latest figure is believed for `latest_for`; after that,
+  // until `held_for`, the most any figure of the hold said, rather than the
   // profile. Relief is not evidence of more capacity: had the figures
   // lapsed back to the profile after 30 s, the replica or worker added for
   // the overload would be given up under the same load and added back at
@@ -36,11 +51,18 @@ void DeliveredCapacity::Take(Figure& figure, double capacity, Nanos now) const {
   // evidence: on a host whose cores the workers share, a worker left alone
   // serves more than it can beside its neighbour, and raising the figure on
   // that made each give-up look safer than the last (17 cycles in 15
-  // minutes).
-  figure.held = figure.held_until > now ? std::max(figure.held, capacity) : capacity;
-  figure.held_until = now + options_.held_for;
-  figure.latest = capacity;
-  figure.latest_until = now + options_.latest_for;
+  // minutes). To give up, the least of the hold (Reading).
+  std::optional<double> most, least, latest;
+  for (const auto& [at, capacity] : figure) {
+    if (now - at >= options_.held_for) continue;
+    most = std::max(most.value_or(capacity), capacity);
+    least = std::min(least.value_or(capacity), capacity);
+  }
+  if (!figure.empty() && now - figure.back().first < options_.latest_for) {
+    latest = figure.back().second;
+  }
+  if (reading == Reading::kToGiveUp && least.has_value()) return least;
+  return latest.has_value() ? latest : most;
 }
 
 void DeliveredCapacity::Remember(const Observation& observation) {
@@ -49,10 +71,20 @@ void DeliveredCapacity::Remember(const Observation& observation) {
   for (auto it = by_worker_.begin(); it != by_worker_.end();) {
     it = present.count(it->first.first) == 0 ? by_worker_.erase(it) : std::next(it);
   }
+  for (auto* book : {&by_worker_, &by_type_}) {
+    for (auto it = book->begin(); it != book->end();) {
+      Figure& figure = it->second;
+      while (!figure.empty() && observation.now - figure.front().first >= options_.held_for) {
+        figure.pop_front();
+      }
+      it = figure.empty() ? book->erase(it) : std::next(it);
+    }
+  }
   for (const ObservedWorker& w : observation.workers) {
     for (const ObservedInstance& inst : w.instances) {
       double capacity = 0;
-      if (inst.state == policy::InstanceState::kOverloaded && inst.served_qps > 0) {
+      if (inst.state == policy::InstanceState::kOverloaded && inst.served_qps > 0 &&
+          !Drained(inst)) {
         capacity = inst.served_qps / std::max(1, inst.ready);
       } else if (inst.state == policy::InstanceState::kInterfered && inst.compute_p50_ms > 0) {
         const ModelOption* m = observation.FindModel(inst.key.model);
@@ -65,11 +97,11 @@ void DeliveredCapacity::Remember(const Observation& observation) {
         }
       }
       if (std::optional<double> limit = AtCpuLimit(observation, w, inst)) {
-        Take(by_type_[{w.type, inst.key.ToString()}], *limit, observation.now);
+        by_type_[{w.type, inst.key.ToString()}].emplace_back(observation.now, *limit);
         capacity = capacity > 0 ? std::min(capacity, *limit) : *limit;
       }
       if (capacity <= 0) continue;
-      Take(by_worker_[{w.id, inst.key.ToString()}], capacity, observation.now);
+      by_worker_[{w.id, inst.key.ToString()}].emplace_back(observation.now, capacity);
     }
   }
 }
@@ -108,12 +140,15 @@ std::optional<double> DeliveredCapacity::AtCpuLimit(const Observation& observati
 }
 
 std::optional<double> DeliveredCapacity::Least(const std::string* worker, const std::string& type,
-                                               const VariantKey& key, Nanos now) const {
+                                               const VariantKey& key, Nanos now,
+                                               Reading reading) const {
   std::optional<double> least;
   auto take = [&](const std::map<Where, Figure>& seen, const std::string& where) {
     auto it = seen.find({where, key.ToString()});
     if (it == seen.end()) return;
-    if (std::optional<double> at = it->second.At(now)) least = std::min(least.value_or(*at), *at);
+    if (std::optional<double> at = Read(it->second, now, reading)) {
+      least = std::min(least.value_or(*at), *at);
+    }
   };
   if (worker != nullptr) take(by_worker_, *worker);
   take(by_type_, type);
@@ -122,7 +157,7 @@ std::optional<double> DeliveredCapacity::Least(const std::string* worker, const 
 
 double DeliveredCapacity::Delivered(const std::string* worker, const std::string& type,
                                     const ModelOption& model, const VariantOption& variant,
-                                    Nanos now) const {
+                                    Nanos now, Reading reading) const {
   if (variant.profile == nullptr) return 0;
   // What an observed instance delivers is what this worker delivers: the
   // data path, the neighbours and the shared cores slow every variant, not
@@ -135,7 +170,8 @@ double DeliveredCapacity::Delivered(const std::string* worker, const std::string
   for (const VariantOption& v : model.variants) {
     if (v.worker_type != type || v.profile == nullptr) continue;
     const double profiled = v.profile->SaturationQps(model.slo_ms);
-    std::optional<double> seen = Least(worker, type, VariantKey{model.name, v.variant}, now);
+    std::optional<double> seen =
+        Least(worker, type, VariantKey{model.name, v.variant}, now, reading);
     if (seen.has_value() && profiled > 0) share = std::min(share, *seen / profiled);
   }
   // A variant's own figure caps it too, but does not lift it above the
@@ -146,20 +182,22 @@ double DeliveredCapacity::Delivered(const std::string* worker, const std::string
   // worker to opencv and, 30 s later, back, a dozen times in 15 minutes.
   double delivered = share * variant.profile->SaturationQps(model.slo_ms);
   if (std::optional<double> seen =
-          Least(worker, type, VariantKey{model.name, variant.variant}, now)) {
+          Least(worker, type, VariantKey{model.name, variant.variant}, now, reading)) {
     delivered = std::min(delivered, *seen);
   }
   return delivered;
 }
 
 double DeliveredCapacity::PerReplica(const ObservedWorker& worker, const ModelOption& model,
-                                     const VariantOption& variant, Nanos now) const {
-  return Delivered(&worker.id, worker.type, model, variant, now);
+                                     const VariantOption& variant, Nanos now,
+                                     Reading reading) const {
+  return Delivered(&worker.id, worker.type, model, variant, now, reading);
 }
 
 double DeliveredCapacity::PerReplicaOnType(const std::string& type, const ModelOption& model,
-                                           const VariantOption& variant, Nanos now) const {
-  return Delivered(nullptr, type, model, variant, now);
+                                           const VariantOption& variant, Nanos now,
+                                           Reading reading) const {
+  return Delivered(nullptr, type, model, variant, now, reading);
 }
 
 }  // namespace maitre::control

@@ -9,6 +9,8 @@
 namespace maitre::control {
 namespace {
 
+using Reading = DeliveredCapacity::Reading;
+
 class DeliveredCapacityTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -46,8 +48,9 @@ class DeliveredCapacityTest : public ::testing::Test {
     return o;
   }
 
-  double OnType(const DeliveredCapacity& book, int variant, Nanos now) const {
-    return book.PerReplicaOnType("c1", model_, model_.variants[variant], now);
+  double OnType(const DeliveredCapacity& book, int variant, Nanos now,
+                Reading reading = Reading::kToKeep) const {
+    return book.PerReplicaOnType("c1", model_, model_.variants[variant], now, reading);
   }
 
   Profile profile_;
@@ -70,13 +73,36 @@ TEST_F(DeliveredCapacityTest, AtItsLimitEveryVariantOfTheTypeGetsTheShareItDeliv
   EXPECT_DOUBLE_EQ(OnType(book, 1, 10 * kSecond), 120);
 }
 
-TEST_F(DeliveredCapacityTest, TheLatestFigureThenTheMostOfTheHoldThenTheProfile) {
+TEST_F(DeliveredCapacityTest, ToKeepTheLatestFigureThenTheMostOfTheHoldThenTheProfile) {
   DeliveredCapacity book(options_);
   book.Remember(At(10 * kSecond, 150, 0.95));
   book.Remember(At(20 * kSecond, 100, 0.95));
   EXPECT_DOUBLE_EQ(OnType(book, 0, 45 * kSecond), 100) << "the latest, for 30 s";
   EXPECT_DOUBLE_EQ(OnType(book, 0, 60 * kSecond), 150) << "then the most of the hold";
   EXPECT_DOUBLE_EQ(OnType(book, 0, 700 * kSecond), 200) << "then the profile";
+}
+
+TEST_F(DeliveredCapacityTest, ToGiveUpTheLeastOfTheHoldThenTheProfile) {
+  DeliveredCapacity book(options_);
+  book.Remember(At(10 * kSecond, 100, 0.95));
+  book.Remember(At(20 * kSecond, 150, 0.95));
+  EXPECT_DOUBLE_EQ(OnType(book, 0, 25 * kSecond, Reading::kToGiveUp), 100)
+      << "the least, even while the latest is believed to keep";
+  EXPECT_DOUBLE_EQ(OnType(book, 0, 25 * kSecond), 150);
+  EXPECT_DOUBLE_EQ(OnType(book, 0, 605 * kSecond, Reading::kToGiveUp), 100);
+  EXPECT_DOUBLE_EQ(OnType(book, 0, 615 * kSecond, Reading::kToGiveUp), 150)
+      << "the 100 of 10 s has left the 600 s hold, the 150 of 20 s has not";
+  EXPECT_DOUBLE_EQ(OnType(book, 0, 625 * kSecond, Reading::kToGiveUp), 200) << "the profile";
+}
+
+TEST_F(DeliveredCapacityTest, TheHoldSlidesAnOldFigureGoesThoughNewOnesCome) {
+  DeliveredCapacity book(options_);
+  book.Remember(At(10 * kSecond, 180, 0.95));
+  for (Nanos t = 100 * kSecond; t <= 700 * kSecond; t += 100 * kSecond) {
+    book.Remember(At(t, 120, 0.95));
+  }
+  // 180 came 690 s ago, past the 600 s hold, though figures never stopped.
+  EXPECT_DOUBLE_EQ(OnType(book, 0, 700 * kSecond + 31 * kSecond), 120);
 }
 
 TEST_F(DeliveredCapacityTest, AFreshInstanceShowsNoLimit) {
@@ -93,12 +119,38 @@ TEST_F(DeliveredCapacityTest, AnOverloadedInstanceIsTheWorkersOwnAndGoesWithIt) 
   o.workers[0].instances[0].state = policy::InstanceState::kOverloaded;
   book.Remember(o);
   const ObservedWorker w1 = o.workers[0];
-  EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 10 * kSecond), 80);
+  EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 10 * kSecond, Reading::kToKeep), 80);
   EXPECT_DOUBLE_EQ(OnType(book, 0, 10 * kSecond), 200) << "not the type's: no CPU limit";
   o.now = 11 * kSecond;
   o.workers.clear();
   book.Remember(o);
-  EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 11 * kSecond), 200);
+  EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 11 * kSecond, Reading::kToKeep), 200);
+}
+
+TEST_F(DeliveredCapacityTest, AnOverloadedReportThatDrainedABacklogIsNoFigure) {
+  // The state trails the load: the report after the router moved the
+  // queries elsewhere still says Overloaded, with 18 qps served of 11
+  // offered, in batches of 3 that took 12 ms: computing 7% of the time.
+  DeliveredCapacity book(options_);
+  Observation o = At(10 * kSecond, 18, 0.05);
+  ObservedInstance& inst = o.workers[0].instances[0];
+  inst.state = policy::InstanceState::kOverloaded;
+  inst.arrival_qps = 11;
+  inst.mean_batch = 3;
+  inst.compute_p50_ms = 12;
+  book.Remember(o);
+  const ObservedWorker w1 = o.workers[0];
+  EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 10 * kSecond,
+                                   Reading::kToGiveUp),
+                   200);
+  // Busy 65% of the time while it drained (batches of 3 at 12 ms, 162 qps
+  // served): it ran at its limit, and what it served is the figure.
+  inst.served_qps = 162;
+  inst.arrival_qps = 100;
+  book.Remember(o);
+  EXPECT_DOUBLE_EQ(book.PerReplica(o.workers[0], model_, model_.variants[0], 10 * kSecond,
+                                   Reading::kToGiveUp),
+                   162);
 }
 
 }  // namespace

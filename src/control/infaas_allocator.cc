@@ -135,8 +135,9 @@ double InfaasAllocator::Offered(const ObservedWorker& worker, const ObservedInst
   return inst.arrival_qps + (share != refused_share_.end() ? share->second : 0);
 }
 
-policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& observation,
-                                                             const ObservedWorker& worker) const {
+policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(
+    const Observation& observation, const ObservedWorker& worker,
+    DeliveredCapacity::Reading reading) const {
   const WorkerType* type = observation.FindType(worker.type);
   policy::ModelScalingSnapshot snapshot;
   if (type == nullptr) return snapshot;
@@ -164,7 +165,7 @@ policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(const Observation& 
       if (v.worker_type != worker.type || v.profile == nullptr) continue;
       policy::ScalingVariant sv = policy::MakeScalingVariant(
           v.variant, v.accuracy, *v.profile, model->slo_ms, *type, v.cores_per_replica);
-      sv.saturation_qps = delivered_.PerReplica(worker, *model, v, observation.now);
+      sv.saturation_qps = delivered_.PerReplica(worker, *model, v, observation.now, reading);
       const VariantKey key{model_name, v.variant};
       if (const ObservedInstance* inst = FindInstance(worker, key)) {
         sv.replicas = inst->ready;
@@ -200,12 +201,19 @@ absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionS
     Migrate(observation, sink);
   }
   if (model_autoscaler_ == nullptr) return absl::OkStatus();
+  // Consolidation asks whether the workers that stay carry what one gives
+  // up; the model autoscaler whether each worker has enough. They read the
+  // delivered capacity each its own way.
+  using Reading = DeliveredCapacity::Reading;
   std::vector<const ObservedWorker*> workers;
-  std::vector<policy::WorkerScalingSnapshot> snapshots;
+  std::vector<policy::WorkerScalingSnapshot> snapshots;  // to give up
+  std::vector<policy::ModelScalingSnapshot> kept;         // to keep
   for (const ObservedWorker& w : observation.workers) {
     if (w.starting) continue;
     workers.push_back(&w);
-    policy::WorkerScalingSnapshot snapshot{w.id, WorkerSnapshot(observation, w), {}};
+    kept.push_back(WorkerSnapshot(observation, w, Reading::kToKeep));
+    policy::WorkerScalingSnapshot snapshot{w.id, WorkerSnapshot(observation, w, Reading::kToGiveUp),
+                                           {}};
     // A model with an instance too young here is not given up yet.
     for (const policy::ScalingModel& m : snapshot.snapshot.models) {
       if (Young(observation, w, m.model)) snapshot.keep.insert(m.model);
@@ -232,7 +240,7 @@ absl::Status InfaasAllocator::ModelRound(const Observation& observation, ActionS
   absl::Status status;
   for (size_t i = 0; i < workers.size(); ++i) {
     const ObservedWorker& worker = *workers[i];
-    policy::ModelScalingSnapshot& snapshot = snapshots[i].snapshot;
+    policy::ModelScalingSnapshot& snapshot = kept[i];
     // Models with a move under way, or just given up here, sit this round out.
     auto& models = snapshot.models;
     models.erase(std::remove_if(models.begin(), models.end(),
@@ -396,7 +404,8 @@ void InfaasAllocator::Migrate(const Observation& observation, ActionSink& sink) 
       // loaded it back 2 s later.
       const VariantOption* v = model != nullptr ? model->Find(inst.key.variant, w.type) : nullptr;
       if (v != nullptr && v->profile != nullptr) {
-        mi.capacity_qps = inst.ready * delivered_.PerReplica(w, *model, *v, observation.now);
+        mi.capacity_qps = inst.ready * delivered_.PerReplica(w, *model, *v, observation.now,
+                                                             DeliveredCapacity::Reading::kToGiveUp);
       }
       mw.instances.push_back(std::move(mi));
     }

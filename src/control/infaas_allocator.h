@@ -61,8 +61,11 @@ class InfaasAllocator : public Allocator {
   void ShareRefusedDemand(const Observation& observation);
   // What the instance was offered: its arrivals plus its refused share.
   double Offered(const ObservedWorker& worker, const ObservedInstance& inst) const;
+  // The worker as the model policies see it, its capacity read from the
+  // book of delivered capacity the way the question needs it.
   policy::ModelScalingSnapshot WorkerSnapshot(const Observation& observation,
-                                              const ObservedWorker& worker) const;
+                                              const ObservedWorker& worker,
+                                              DeliveredCapacity::Reading reading) const;
   // Runs consolidation and gives up what it says; returns the places emptied.
   absl::StatusOr<std::set<Where>> Consolidate(
       const Observation& observation,

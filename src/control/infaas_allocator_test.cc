@@ -234,6 +234,27 @@ TEST_F(InfaasAllocatorTest, AWorkerAtItsCpuLimitIsJudgedByWhatItServedOnEveryWor
   EXPECT_EQ(VacatesOver(*without, kSecond, 600 * kSecond, spread(140, 10, 0.9)), 1);
 }
 
+TEST_F(InfaasAllocatorTest, AWorkerIsGivenUpOnlyWhenTheLeastFigureOfTheHoldCarriesThePeak) {
+  // w2 was seen at its CPU limit serving 190 qps, then, later, 140; the
+  // load (150 qps) is then shared and no worker is at its limit. Read to
+  // keep, the hold says 190 >= 1.15 x 150, and consolidation gave w1 up on
+  // the host's best moment; read to give up, it says 140, and w1 stays until
+  // the load falls below what 140 carries.
+  auto allocator = Make();
+  auto spread = [this](double w1_qps, double w2_qps, double w2_cpu) {
+    return [=, this](Nanos t) {
+      ObservedWorker w1 = Worker("w1", 1, w1_qps), w2 = Worker("w2", 1, w2_qps);
+      w1.cpu_utilisation = 0.2;
+      w2.cpu_utilisation = w2_cpu;
+      return At(t, {w1, w2});
+    };
+  };
+  EXPECT_EQ(VacatesOver(*allocator, kSecond, 100 * kSecond, spread(10, 190, 0.9)), 0);
+  EXPECT_EQ(VacatesOver(*allocator, 100 * kSecond, 200 * kSecond, spread(20, 140, 0.9)), 0);
+  EXPECT_EQ(VacatesOver(*allocator, 200 * kSecond, 900 * kSecond, spread(75, 75, 0.5)), 0);
+  EXPECT_EQ(VacatesOver(*allocator, 900 * kSecond, 1000 * kSecond, spread(10, 10, 0.1)), 1);
+}
+
 TEST_F(InfaasAllocatorTest, NoCpuLimitIsReadFromALoadOrFromAMinorInstance) {
   // At 90% CPU, w1 is also loading a replica of another model (its CPU is
   // partly the load's), or serves most of its queries from that model: what
