@@ -1,10 +1,10 @@
 // What a replica of a variant actually delivers on a worker, as monitoring
 // shows it (docs/policies.md, "How the control plane drives them", observed
 // capacity): profiles are measured alone, and on a busy host, behind a data
-// path that costs CPU per query, an instance sustains less. The INFaaS allocator's model autoscaler,
-// consolidation and interference migration ask this book instead of the
-// profiles, so that a worker seen at its limit is not planned for more than
-// it served.
+// path that costs CPU per query, an instance sustains less. The INFaaS
+// allocator's model autoscaler, consolidation and interference migration
+// ask this book instead of the profiles, so that a worker seen at its limit
+// is not planned for more than it served.
 //
 // Figures come from
 //  - an Overloaded instance: what it served, unless the report shows a

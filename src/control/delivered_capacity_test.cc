@@ -119,12 +119,14 @@ TEST_F(DeliveredCapacityTest, AnOverloadedInstanceIsTheWorkersOwnAndGoesWithIt) 
   o.workers[0].instances[0].state = policy::InstanceState::kOverloaded;
   book.Remember(o);
   const ObservedWorker w1 = o.workers[0];
-  EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 10 * kSecond, Reading::kToKeep), 80);
+  EXPECT_DOUBLE_EQ(
+      book.PerReplica(w1, model_, model_.variants[0], 10 * kSecond, Reading::kToKeep), 80);
   EXPECT_DOUBLE_EQ(OnType(book, 0, 10 * kSecond), 200) << "not the type's: no CPU limit";
   o.now = 11 * kSecond;
   o.workers.clear();
   book.Remember(o);
-  EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 11 * kSecond, Reading::kToKeep), 200);
+  EXPECT_DOUBLE_EQ(
+      book.PerReplica(w1, model_, model_.variants[0], 11 * kSecond, Reading::kToKeep), 200);
 }
 
 TEST_F(DeliveredCapacityTest, AnOverloadedReportThatDrainedABacklogIsNoFigure) {
