@@ -50,6 +50,19 @@ double CostPerHour(const PlanningProblem& problem, const PipelineConfig& config)
   return cost;
 }
 
+void DrawVisits(const std::vector<std::vector<StageEdge>>& in_edges, Rng& rng,
+                std::vector<uint8_t>& visits) {
+  visits.assign(in_edges.size(), 0);
+  for (size_t s = 0; s < in_edges.size(); ++s) {
+    bool visit = true;
+    for (const StageEdge& e : in_edges[s]) {
+      const bool taken = rng.Uniform() < e.probability;
+      visit = visit && visits[e.from] != 0 && taken;
+    }
+    visits[s] = visit;
+  }
+}
+
 std::vector<double> ScaleFactors(const PlanningProblem& problem) {
   std::vector<double> s(problem.stages.size(), 1.0);
   for (size_t i = 0; i < problem.stages.size(); ++i) {

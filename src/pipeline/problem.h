@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/profile.h"
+#include "core/rng.h"
 #include "pipeline/spec.h"
 
 namespace maitre::pipeline {
@@ -73,6 +74,17 @@ double CostPerHour(const PlanningProblem& problem, const PipelineConfig& config)
 // (exact for trees such as cascades; for a stage that joins several paths,
 // the product over its in-edges of P(source) · p, as the estimator draws).
 std::vector<double> ScaleFactors(const PlanningProblem& problem);
+
+// The stages one query visits, drawn from `rng` by the branch
+// probabilities: a stage with in-edges is visited when every source of
+// them was and every edge's draw is taken. One draw is made per edge even
+// when its source was skipped, so that a query's later draws are the same
+// whatever the probabilities (common random numbers: the estimator's
+// candidates and the simulator's runs see the same paths). `in_edges`:
+// per stage, in topological order, its in-edges. `visits` gets one flag
+// per stage.
+void DrawVisits(const std::vector<std::vector<StageEdge>>& in_edges, Rng& rng,
+                std::vector<uint8_t>& visits);
 
 // The service time of a configuration (Algorithm 1, line 6): the largest
 // sum of batch latencies (profile p50) along any path through the stages.

@@ -39,7 +39,8 @@ class Parser {
   absl::StatusOr<Experiment> Parse(const YAML::Node& root) {
     MAITRE_RETURN_IF_ERROR(
         CheckMap(root, "experiment",
-                 {"name", "cluster", "profiles", "apps", "trace", "policies", "simulation"}));
+                 {"name", "cluster", "profiles", "apps", "trace", "policies", "pipelines",
+                  "simulation"}));
     exp_.name = "experiment";
     MAITRE_RETURN_IF_ERROR(ReadString(root, "", "name", &exp_.name));
     MAITRE_RETURN_IF_ERROR(ParseWorkerTypes(root["cluster"]));
@@ -49,6 +50,8 @@ class Parser {
     MAITRE_RETURN_IF_ERROR(ParseWorkerCounts(root["cluster"]));
     MAITRE_RETURN_IF_ERROR(ParseTrace(root["trace"]));
     MAITRE_RETURN_IF_ERROR(experiment_yaml::ParsePolicies(root["policies"], exp_.setup));
+    MAITRE_RETURN_IF_ERROR(
+        experiment_yaml::ParsePipelines(root["pipelines"], base_dir_, exp_.setup));
     MAITRE_RETURN_IF_ERROR(ParseSimulation(root["simulation"]));
     for (size_t i = 0; i < exp_.setup.worker_types.size(); ++i) {
       const WorkerType& t = exp_.setup.worker_types[i].type;

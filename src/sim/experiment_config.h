@@ -76,6 +76,16 @@
 //       # overloaded_fraction, add_cooldown_s, idle_cooldown_s, min_workers,
 //       # removal_utilisation_limit, interval_s}
 //     report_interval_s: 1     # worker reports and instance states
+//   pipelines:                 # managed clusters (SimPipeline, docs/pipelines.md)
+//     - name: cascade
+//       app: cascade           # an app with no models: its queries are the pipeline's,
+//                              # its latency_ms the end-to-end objective
+//       stages:                # in topological order
+//         - {vertex: fast, model: fast}
+//         - {vertex: slow, model: slow, from: [{vertex: fast, probability: 0.3}]}
+//       plan: plan.json        # optional: what `maitre plan --json` printed; the
+//                              # pipeline allocator then tunes and provisions it
+//     # each stage's queries go under an app "<name>/<vertex>" the parser adds
 //   simulation:
 //     service_noise: lognormal # or none
 //     worker_losses: [{worker: small-0, at_s: 50}]  # workers that die then

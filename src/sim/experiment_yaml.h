@@ -66,4 +66,10 @@ absl::Status ReadNumberList(const YAML::Node& map, const std::string& path, cons
 // key. Absent: the defaults.
 absl::Status ParsePolicies(const YAML::Node& n, SimulationSetup& setup);
 
+// The `pipelines` section (experiment_pipelines.cc) into `setup`, whose
+// policies are parsed: its pipelines, and an app per stage added after the
+// others. `base_dir` resolves plan files. Absent: none.
+absl::Status ParsePipelines(const YAML::Node& n, const std::string& base_dir,
+                            SimulationSetup& setup);
+
 }  // namespace maitre::sim::experiment_yaml

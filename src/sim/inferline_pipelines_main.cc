@@ -30,6 +30,7 @@
 #include "pipeline/planner.h"
 #include "pipeline/tuner.h"
 #include "sim/pipeline_estimator.h"
+#include "sim/simulator.h"
 
 namespace maitre::sim {
 namespace {
@@ -294,6 +295,75 @@ Tuned ReplayCoarseGrained(const PlanningProblem& p, const PipelineConfig& start,
   return out;
 }
 
+// The plan served in the simulator's data path (SimPipeline): each stage a
+// stage app restricted to its planned hardware, one worker (one GPU or
+// vCPU) per replica as §6 bills them, the plan's replicas loaded at the
+// start, and the allocator the controller runs (whose pipeline part holds
+// each stage at its tuner's replicas and asks for workers, which serve
+// after §5's 5 s activation, launch and load together). The stages are provisioned by that alone:
+// selection does not load, as InferLine provisions pipelines whole.
+constexpr double kLoadMs = 1000;
+absl::StatusOr<std::unique_ptr<Simulator>> ServeInSimulator(const PlanningProblem& p, const PipelineConfig& plan,
+                                        const pipeline::TunerPlan& tuner_plan, double slo_ms,
+                                        const std::vector<Nanos>& live, double seconds) {
+  SimulationSetup s;
+  const Nanos slo = FromMillis(slo_ms);
+  std::vector<int32_t> planned_workers(p.hardware.size(), 0);
+  for (size_t m = 0; m < plan.size(); ++m) {
+    planned_workers[p.stages[m].options[plan[m].option].hardware] += plan[m].replicas;
+  }
+  for (size_t h = 0; h < p.hardware.size(); ++h) {
+    SimWorkerType t;
+    t.type = {p.hardware[h].name, 1, 1 << 20, p.hardware[h].price_per_hour};
+    t.count = planned_workers[h];
+    t.launch_delay = 5 * kSecond - FromMillis(kLoadMs);
+    t.max_workers = 256;
+    s.worker_types.push_back(t);
+  }
+  s.apps.push_back({"pipeline", slo, 0});
+  SimPipeline pipe;
+  pipe.name = "pipeline";
+  pipe.app = 0;
+  pipe.plan = tuner_plan;
+  for (size_t m = 0; m < p.stages.size(); ++m) {
+    const PlanningStage& stage = p.stages[m];
+    for (const pipeline::StageOption& o : stage.options) {
+      // A second to load and a gigabyte held: a load never answers a query
+      // in time, so selection serves a busy replica rather than plan one.
+      const Profile loaded = *Profile::Create(o.profile.points(), kLoadMs, 1024);
+      s.variants.push_back({{stage.name, p.hardware[o.hardware].name}, o.hardware, 1, loaded});
+    }
+    const int32_t hardware = stage.options[plan[m].option].hardware;
+    const std::string variant = p.hardware[hardware].name;
+    SimApp app{stage.name + "-stage", slo, 0};
+    app.models = {stage.name};
+    app.variants = {stage.name + ":" + variant};
+    s.apps.push_back(app);
+    const int32_t stage_app = static_cast<int32_t>(s.apps.size()) - 1;
+    const auto planned = std::find_if(s.variants.begin(), s.variants.end(), [&](const SimVariant& v) {
+      return v.key.model == stage.name && v.worker_type == hardware;
+    });
+    for (int32_t r = 0; r < plan[m].replicas; ++r) {
+      s.instances.push_back({stage_app, static_cast<int32_t>(planned - s.variants.begin())});
+    }
+    pipe.stages.push_back({stage.name, stage_app, stage.name, stage.in, hardware, variant,
+                           plan[m].batch});
+  }
+  s.pipelines.push_back(pipe);
+  s.routing = "selection";
+  s.batching = PipelineEstimatorOptions::WorkConservingBatching();
+  s.batching.max_batch = 64;
+  s.control.selection_loads = false;
+  s.control.cluster_autoscaling = true;
+  s.horizon = FromSeconds(seconds);
+  std::vector<Arrival> arrivals;
+  for (Nanos t : live) arrivals.push_back({t, 0});
+  auto sim = Simulator::Create(std::move(s), CreateReplay(std::move(arrivals), FromSeconds(seconds)));
+  if (!sim.ok()) return sim.status();
+  if (absl::Status run = (*sim)->Run(); !run.ok()) return run;
+  return sim;
+}
+
 double StaticDollars(const PlanningProblem& p, const PipelineConfig& c, double seconds) {
   return pipeline::CostPerHour(p, c) * seconds / 3600;
 }
@@ -373,6 +443,49 @@ json TunerRuns(bool quick) {
                 {"autoscale_unit_changes",
                  {{"cg_mean", mean_tuned.changes.size() / p.stages.size()},
                   {"cg_peak", peak_tuned.changes.size() / p.stages.size()}}}};
+    // The same plan and trace served in the simulator, the tuner run by the
+    // controller's pipeline allocator.
+    auto served = ServeInSimulator(p, plan.config, tuner_plan, slo, c.live, seconds);
+    if (!served.ok()) {
+      std::fprintf(stderr, "served in the simulator: %s\n", served.status().ToString().c_str());
+    } else {
+      const Simulator& sim = **served;
+      const SimMetrics& m = sim.metrics();
+      const int64_t split_s = static_cast<int64_t>(change_at);
+      Counters before, after;
+      for (size_t sec = 0; sec < m.per_second.size(); ++sec) {
+        Counters& into = static_cast<int64_t>(sec) < split_s ? before : after;
+        into.arrived += m.per_second[sec].arrived;
+        into.on_time += m.per_second[sec].on_time;
+      }
+      auto share = [](const Counters& c) {
+        return c.arrived > 0 ? static_cast<double>(c.on_time) / c.arrived : 1.0;
+      };
+      json decisions = json::array();
+      int64_t workers_added = 0;
+      for (const std::string& line : sim.control_log()) {
+        if (line.find("pipeline-up") != std::string::npos ||
+            line.find("pipeline-down") != std::string::npos) {
+          decisions.push_back(line);
+        }
+        workers_added += line.find("pipeline-add-worker") != std::string::npos;
+      }
+      const Counters& all = m.per_app[0];
+      run["arms"].push_back(
+          {{"arm", "InferLine served in the simulator"},
+           {"attainment", share(all)},
+           {"attainment_before", share(before)},
+           {"attainment_after", share(after)},
+           {"p99_ms", ToMillis(m.latency_per_app[0].Percentile(99))},
+           {"queries", all.arrived},
+           {"dropped", all.dropped},
+           {"refused_at_admission", all.rejected},
+           {"dollars", sim.CostBetween(0, FromSeconds(seconds))}});
+      run["simulator"] = {{"tuner_decisions", decisions}, {"workers_added", workers_added}};
+      std::printf("  served in the simulator: %zu tuner decisions, %lld workers added\n",
+                  decisions.size(), static_cast<long long>(workers_added));
+      for (const json& d : decisions) std::printf("    %s\n", d.get<std::string>().c_str());
+    }
     json timeline = json::array();
     for (size_t s = 0; s < tuned.replicas_by_second.size(); s += 10) {
       timeline.push_back({{"second", s + 1}, {"replicas", tuned.replicas_by_second[s]}});

@@ -51,7 +51,6 @@ class Run {
   PipelineEstimate Result() const;
 
  private:
-  bool Visits(size_t q, size_t s) const { return visits_[q * n_stages_ + s] != 0; }
   void DrawPaths(uint64_t seed);
   void Enqueue(int32_t stage, int32_t query);
   absl::Status RunDecisions(int32_t stage);
@@ -160,31 +159,24 @@ void Run::DrawPaths(uint64_t seed) {
   outstanding_.assign(n, 0);
   latency_ms_.assign(n, 0);
   visitors_.assign(n_stages_, 0);
+  std::vector<std::vector<pipeline::StageEdge>> in_edges;
+  for (const pipeline::PlanningStage& s : problem_.stages) in_edges.push_back(s.in);
+  std::vector<uint8_t> visits;
   // Per stage, the most stages a query visits on one chain ending there.
   std::vector<int32_t> chain(n_stages_);
   for (size_t q = 0; q < n; ++q) {
     // One stream per query: the same query takes the same path whatever the
     // configuration, and the draws of one query do not shift another's.
     Rng rng(DeriveSeed(seed, q));
+    pipeline::DrawVisits(in_edges, rng, visits);
     int32_t longest = 0;
     for (size_t s = 0; s < n_stages_; ++s) {
-      bool visit = true;
-      int16_t sources = 0;
-      for (const pipeline::StageEdge& e : problem_.stages[s].in) {
-        // Drawn even when the source was skipped, so that later edges keep
-        // their draws across probabilities.
-        const bool taken = rng.Uniform() < e.probability;
-        visit = visit && Visits(q, e.from) && taken;
-        ++sources;
-      }
       chain[s] = 0;
-      if (!visit) continue;
-      for (const pipeline::StageEdge& e : problem_.stages[s].in) {
-        chain[s] = std::max(chain[s], chain[e.from]);
-      }
+      if (!visits[s]) continue;
+      for (const pipeline::StageEdge& e : in_edges[s]) chain[s] = std::max(chain[s], chain[e.from]);
       longest = std::max(longest, ++chain[s]);
       visits_[q * n_stages_ + s] = 1;
-      waiting_on_[q * n_stages_ + s] = sources;
+      waiting_on_[q * n_stages_ + s] = static_cast<int16_t>(in_edges[s].size());
       ++outstanding_[q];
       ++visitors_[s];
     }

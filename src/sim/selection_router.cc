@@ -28,6 +28,8 @@ absl::StatusOr<std::unique_ptr<SelectionRouter>> SelectionRouter::Create(
   for (const SimWorkerType& t : setup.worker_types) catalogue.worker_types.push_back(t.type);
   for (size_t a = 0; a < setup.apps.size(); ++a) {
     const SimApp& app = setup.apps[a];
+    // A pipeline's queries are never routed: its stages' are.
+    if (IsPipelineApp(setup, static_cast<int32_t>(a))) continue;
     std::vector<std::string> models = app.models;
     if (models.empty()) {
       for (const SimInstanceSpec& s : setup.instances) {

@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   sim->interruption_draws_ = Rng(DeriveSeed(s.seed, 0x5b07));
   const int32_t n_apps = static_cast<int32_t>(s.apps.size());
   sim->AssignVariantApps();
+  sim->SetUpPipelines();
   if (s.routing == "selection") {
     if (auto status = sim->SetUpControl(); !status.ok()) return status;
   } else {
@@ -106,6 +107,7 @@ absl::Status Simulator::CheckSetup(const SimulationSetup& setup) {
                        " but the cluster has ", setup.worker_types[t].count));
     }
   }
+  if (auto status = CheckPipelines(setup); !status.ok()) return status;
   if (setup.routing != "selection" && (setup.control.model_autoscaling != ModelAutoscaling::kOff ||
                                        setup.control.cluster_autoscaling)) {
     return absl::InvalidArgumentError("autoscaling needs routing: selection");
@@ -221,6 +223,7 @@ absl::StatusOr<int32_t> Simulator::AddInstance(int32_t app, int32_t variant, int
   const SimVariant& v = setup_.variants[variant];
   policy::BatchingOptions options = setup_.batching;
   if (options.slo == 0) options.slo = setup_.apps[app].latency;
+  if (planned_batch_[variant] > 0) options.max_batch = planned_batch_[variant];
   absl::StatusOr<std::unique_ptr<policy::BatchingPolicy>> policy =
       setup_.policy_factory ? setup_.policy_factory(i)
                             : policy::CreateBatchingPolicy(options, v.profile);
@@ -358,6 +361,10 @@ void Simulator::OnArrival(const Arrival& a) {
   request.deadline = now_ + (a.latency > 0 ? a.latency : app.latency);
   request.rows = app.rows_per_query;
   request.min_accuracy = a.min_accuracy >= 0 ? a.min_accuracy : app.min_accuracy;
+  if (pipeline_of_app_[a.app] >= 0) {
+    StartPipelineQuery(pipeline_of_app_[a.app], request.deadline);
+    return;
+  }
   int32_t target = -1;
   Nanos estimate = 0;
   if (router_ != nullptr) {
@@ -571,9 +578,16 @@ void Simulator::OnBatchDone(int32_t r) {
   metrics_.end_time = now_;
   int32_t missed = 0;
   int32_t job_rows = 0;  // of a job chunk in this batch: not an online query
+  // Pipeline stages answered: their queries go on once this batch is done.
+  std::vector<std::pair<int32_t, int32_t>> stages_answered;
   for (const InFlight& q : rep.batch) {
     if (q.tag.job_rows > 0) {
       job_rows += q.tag.job_rows;
+      continue;
+    }
+    if (q.tag.pipeline_query >= 0) {
+      missed += now_ > q.deadline;
+      stages_answered.emplace_back(q.tag.pipeline_query, q.tag.stage);
       continue;
     }
     const bool on_time =
@@ -618,6 +632,7 @@ void Simulator::OnBatchDone(int32_t r) {
   RunDecisions(i);
   if (inst.draining) MaybeFinishDraining(i);
   if (job_rows > 0) OnJobChunkDone(job_rows);
+  for (const auto& [query, stage] : stages_answered) OnStageAnswered(query, stage, accuracy);
 }
 
 void Simulator::DropPrefix(int32_t i, int32_t count) {
@@ -631,6 +646,10 @@ void Simulator::DropPrefix(int32_t i, int32_t count) {
     rows += inst.queue[inst.head + k].rows;
     if (tag.job_rows > 0) {
       lost_job_chunk = true;
+      continue;
+    }
+    if (tag.pipeline_query >= 0) {
+      OnStageFailed(tag.pipeline_query, /*rejected=*/false);
       continue;
     }
     ++metrics_.total.dropped;

@@ -59,6 +59,8 @@
 #include "core/profile.h"
 #include "core/variant.h"
 #include "core/worker_type.h"
+#include "pipeline/problem.h"
+#include "pipeline/tuner.h"
 #include "policy/batching.h"
 #include "policy/instance_state.h"
 #include "policy/job_throttle.h"
@@ -72,6 +74,7 @@
 namespace maitre::sim {
 
 class SelectionRouter;
+struct SimulationSetup;
 
 struct SimWorkerType {
   WorkerType type;
@@ -269,6 +272,50 @@ struct SimJob {
   Nanos at = 0;
 };
 
+// A pipeline served in a managed cluster (docs/pipelines.md, "Pipelines in
+// the simulator"), as the controller serves a registered one:
+//  - its queries are the arrivals of app `app`, an app with no models of
+//    its own whose latency objective covers the whole pipeline;
+//  - which stages a query visits is drawn per query from the branch
+//    probabilities (pipeline::DrawVisits, as the estimator draws them);
+//  - each stage it visits is a query of the stage's app, routed by the
+//    selection policy like any other, with what remains of the one deadline;
+//    a stage goes once every stage it takes rows from has answered, so
+//    separate branches run at once;
+//  - the pipeline query is answered when its last stage is, and fails at
+//    the first stage that fails (dropped, or rejected when nothing took it).
+// Only pipeline queries count in the online figures (under `app`), not
+// their stages. With a plan, the allocator is shown the pipeline
+// (control::ObservedPipeline) and the pipeline allocator tunes and
+// provisions its stages (control/pipeline_allocator.h) exactly as in the
+// controller. Stage queries skip the burst pool's Bouncer, as the
+// controller's pipelines have no burst pool.
+struct SimPipelineStage {
+  std::string vertex;
+  int32_t app = 0;    // the stage's app, which names `model` among its models
+  std::string model;  // the stage's model
+  std::vector<pipeline::StageEdge> in;  // from earlier stages; empty: every query
+  // The plan's: the worker type (index; -1: none, only without a plan) and
+  // the variant (VariantKey::variant; empty: the model's first profiled
+  // there) it provisions, and the batch every instance of that variant
+  // there runs at most (0: the setup's batching).
+  int32_t worker_type = 0;
+  std::string variant;
+  int32_t batch = 0;
+};
+struct SimPipeline {
+  std::string name;
+  int32_t app = 0;
+  std::vector<SimPipelineStage> stages;  // in topological order
+  // The tuner's starting point, one stage per stage in the same order;
+  // unset: the pipeline is served but nothing provisions it (no plan
+  // applied).
+  std::optional<pipeline::TunerPlan> plan;
+};
+
+// Whether `app`'s arrivals are a pipeline's queries.
+bool IsPipelineApp(const SimulationSetup& setup, int32_t app);
+
 struct SimulationSetup {
   std::vector<SimWorkerType> worker_types;
   std::vector<SimVariant> variants;
@@ -286,6 +333,7 @@ struct SimulationSetup {
   InterferenceModel interference;
   std::vector<SimJob> jobs;
   policy::ThrottlePolicy job_throttle;
+  std::vector<SimPipeline> pipelines;  // managed clusters
   std::vector<WorkerLoss> worker_losses;  // managed clusters
   BurstPool burst_pool;                   // managed clusters
   SpotInterruptions interruptions;        // managed clusters
@@ -443,6 +491,10 @@ class Simulator {
     // Bouncer judged it (0: not judged): compared with the answer in
     // SimMetrics::bouncer.
     Nanos bouncer_estimate = 0;
+    // A stage of a pipeline query: its slot in pipeline_queries_ and the
+    // stage (-1: not a stage).
+    int32_t pipeline_query = -1;
+    int32_t stage = -1;
   };
   struct InFlight {
     Nanos arrival;
@@ -542,6 +594,39 @@ class Simulator {
   void SendJobChunk();           // the head job's next chunk, when one may go
   void OnJobChunkDone(int32_t rows);
   void OnJobChunkLost();  // dropped or lost with its worker: sent again
+
+  // Pipelines (simulator_pipelines.cc; SimPipeline).
+  struct PipelineQuery {
+    int32_t pipeline = 0;
+    Nanos arrival = 0;
+    Nanos deadline = 0;
+    std::vector<uint8_t> visits;      // per stage
+    std::vector<int32_t> waiting_on;  // per stage: its sources not yet answered
+    int32_t unanswered = 0;           // visited stages not answered yet
+    int32_t in_flight = 0;            // stage queries sent and not yet resolved
+    bool failed = false;
+    double accuracy = 0;  // the variant's that answered its last stage
+  };
+  struct PipelineState {
+    std::vector<std::vector<pipeline::StageEdge>> in_edges;  // per stage
+    std::vector<std::vector<int32_t>> next;  // per stage: those with an edge from it
+    Rng paths{0};
+    std::vector<Nanos> arrivals;  // since the last model round
+    // Answered queries, and per stage those of them that visited it: the
+    // measured scale factors, as the controller counts them from answers.
+    int64_t answered = 0;
+    std::vector<int64_t> visited;
+  };
+  static absl::Status CheckPipelines(const SimulationSetup& setup);
+  void SetUpPipelines();
+  void StartPipelineQuery(int32_t pipeline, Nanos deadline);
+  // Sends the stage; a refusal fails the query.
+  void SendStage(int32_t query, int32_t stage);
+  void OnStageAnswered(int32_t query, int32_t stage, double accuracy);
+  void OnStageFailed(int32_t query, bool rejected);
+  // The query's slot is freed once nothing of it is in flight.
+  void MaybeRelease(int32_t query);
+  void ObservePipelines(bool take_arrivals, control::Observation& o);
 
   // Data path (simulator.cc).
   void FetchArrival();
@@ -647,6 +732,11 @@ class Simulator {
   std::vector<Worker> workers_;
   std::vector<Transition> transitions_;
   std::vector<int32_t> variant_app_;  // the app a variant serves (-1: none)
+  std::vector<PipelineState> pipelines_;       // per setup pipeline
+  std::vector<int32_t> pipeline_of_app_;       // per app: the pipeline it is, or -1
+  std::vector<PipelineQuery> pipeline_queries_;  // by slot
+  std::vector<int32_t> free_pipeline_queries_;
+  std::vector<int32_t> planned_batch_;  // per variant: a plan's cap on its batch (0: none)
   std::vector<int64_t> refused_;      // per app, since the last model round: kUnavailable rows
   std::vector<Counters> service_taken_;  // per app: the totals the last model round saw
   std::vector<double> min_replica_cores_;  // per worker type

@@ -203,6 +203,10 @@ void Simulator::LoseWorker(int32_t w) {
             OnJobChunkLost();
             continue;
           }
+          if (q.tag.pipeline_query >= 0) {
+            OnStageFailed(q.tag.pipeline_query, /*rejected=*/false);
+            continue;
+          }
           ++metrics_.total.dropped;
           ++metrics_.per_app[q.tag.app].dropped;
           ++second.dropped;

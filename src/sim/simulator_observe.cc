@@ -113,6 +113,7 @@ control::Observation Simulator::Observe(bool take_refused) {
       taken = now;
     }
   }
+  ObservePipelines(take_refused, o);
   return o;
 }
 
