@@ -8,19 +8,19 @@ namespace maitre::control {
 namespace {
 
 // Whether an Overloaded instance's report shows a backlog drained, not a
-// limit: it was offered less than it served and its replicas computed for
-// less than half of the report. The state trails the load, so the report
-// after the router moved its queries elsewhere still says Overloaded; in
-// the simulated steady-load runs such reports said 18-23 qps for a replica
+// limit: it was offered less than it served and its worker was busy less
+// than half of the report. The state trails the load, so the report after
+// the router moved its queries elsewhere still says Overloaded; in the
+// simulated steady-load runs such reports said 18-23 qps for a replica
 // that had served 250-304 the second before, and that figure, the least of
-// the hold, kept a worker that could go for 30 minutes.
-bool Drained(const ObservedInstance& inst) {
-  if (!(inst.arrival_qps < inst.served_qps) || inst.compute_p50_ms <= 0 ||
-      inst.mean_batch <= 0) {
-    return false;
-  }
-  const double batches_per_s = inst.served_qps / inst.mean_batch / std::max(1, inst.ready);
-  return batches_per_s * inst.compute_p50_ms / 1000 < 0.5;
+// the hold, kept a worker that could go for 30 minutes. The worker's CPU,
+// not its replicas' compute time: on the 2-core host a worker's limit is
+// its data path, and torch-opt at that limit computed about 0.4 of the
+// time, so a compute share read every such report as drained and left
+// consolidation the profile, 6-9x what a worker delivers (docs/policies.md,
+// observed capacity).
+bool Drained(const ObservedWorker& worker, const ObservedInstance& inst) {
+  return inst.arrival_qps < inst.served_qps && worker.cpu_utilisation < 0.5;
 }
 
 }  // namespace
@@ -84,7 +84,7 @@ void DeliveredCapacity::Remember(const Observation& observation) {
     for (const ObservedInstance& inst : w.instances) {
       double capacity = 0;
       if (inst.state == policy::InstanceState::kOverloaded && inst.served_qps > 0 &&
-          !Drained(inst)) {
+          !Drained(w, inst)) {
         capacity = inst.served_qps / std::max(1, inst.ready);
       } else if (inst.state == policy::InstanceState::kInterfered && inst.compute_p50_ms > 0) {
         const ModelOption* m = observation.FindModel(inst.key.model);

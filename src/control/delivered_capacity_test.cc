@@ -132,7 +132,7 @@ TEST_F(DeliveredCapacityTest, AnOverloadedInstanceIsTheWorkersOwnAndGoesWithIt) 
 TEST_F(DeliveredCapacityTest, AnOverloadedReportThatDrainedABacklogIsNoFigure) {
   // The state trails the load: the report after the router moved the
   // queries elsewhere still says Overloaded, with 18 qps served of 11
-  // offered, in batches of 3 that took 12 ms: computing 7% of the time.
+  // offered, its worker busy 5% of the time.
   DeliveredCapacity book(options_);
   Observation o = At(10 * kSecond, 18, 0.05);
   ObservedInstance& inst = o.workers[0].instances[0];
@@ -145,10 +145,14 @@ TEST_F(DeliveredCapacityTest, AnOverloadedReportThatDrainedABacklogIsNoFigure) {
   EXPECT_DOUBLE_EQ(book.PerReplica(w1, model_, model_.variants[0], 10 * kSecond,
                                    Reading::kToGiveUp),
                    200);
-  // Busy 65% of the time while it drained (batches of 3 at 12 ms, 162 qps
-  // served): it ran at its limit, and what it served is the figure.
+  // Its worker busy 70% of the time while it drained: it ran at its limit,
+  // and what it served is the figure, though its batches computed only 6%
+  // of the time (a worker whose limit is its data path, not its model).
   inst.served_qps = 162;
   inst.arrival_qps = 100;
+  inst.mean_batch = 1;
+  inst.compute_p50_ms = 0.4;
+  o.workers[0].cpu_utilisation = 0.7;
   book.Remember(o);
   EXPECT_DOUBLE_EQ(book.PerReplica(o.workers[0], model_, model_.variants[0], 10 * kSecond,
                                    Reading::kToGiveUp),

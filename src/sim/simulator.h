@@ -605,7 +605,6 @@ class Simulator {
     int32_t unanswered = 0;           // visited stages not answered yet
     int32_t in_flight = 0;            // stage queries sent and not yet resolved
     bool failed = false;
-    double accuracy = 0;  // the variant's that answered its last stage
   };
   struct PipelineState {
     std::vector<std::vector<pipeline::StageEdge>> in_edges;  // per stage

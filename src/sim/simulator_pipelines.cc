@@ -134,7 +134,6 @@ void Simulator::StartPipelineQuery(int32_t p, Nanos deadline) {
   query.arrival = now_;
   query.deadline = deadline;
   query.failed = false;
-  query.accuracy = 0;
   pipeline::DrawVisits(state.in_edges, state.paths, query.visits);
   const size_t n = state.in_edges.size();
   query.waiting_on.assign(n, 0);
@@ -187,7 +186,6 @@ void Simulator::OnStageAnswered(int32_t q, int32_t stage, double accuracy) {
     MaybeRelease(q);
     return;
   }
-  query.accuracy = accuracy;
   --query.unanswered;
   const int32_t p = query.pipeline;
   if (query.unanswered == 0) {

@@ -8,7 +8,11 @@ variant) at the app's 20 ms objective over HTTP binary. Three phases, one run:
             C, or CAPACITY_QPS when set. Open loop, because the phases
             below are: a closed loop's best throughput is higher, since its
             clients wait instead of bursting, and 70% of it overloads an
-            open loop on this host;
+            open loop on this host. The search is pinned to one variant
+            (CAPACITY_VARIANT, torch-opt: the one whose profile carries
+            most), so that C is that variant's and runs compare: searched
+            model-less, C was whatever variant the model-less path happened
+            to use (1,728 to 4,301 q/s on one binary). Empty: model-less;
   step      (skipped when STEP_LOW_S or STEP_HIGH_S is 0) the server
             restarted on the same registry (so nothing is loaded and the
             profiles are kept), then open-loop Poisson at 10% of C for
@@ -16,7 +20,8 @@ variant) at the app's 20 ms objective over HTTP binary. Three phases, one run:
             the low rate, and at the end of the high part;
   steady    open-loop Poisson at 70% of C for STEADY_S (900 s): how often a
             variant is given up (unloaded) and loaded back, from the server's
-            log, and how many answers are 500 or lost.
+            log, how many answers are 500 or lost, and every 30 s each
+            instance's served rate (from /metrics).
 
 Writes the summary (summary-real.json) and prints it. See `real` beside this file.
 """
@@ -29,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "throughput"))
 import drive  # noqa: E402  (the throughput experiment's server helpers)
@@ -38,24 +44,57 @@ LOADED = re.compile(r"^(\S+):(\S+) loaded on (\S+) in")
 UNLOADED = re.compile(r"^(\S+):(\S+) unloaded from (\S+)$")
 
 
-def open_loop(args, server, rate, seconds, series=None):
+SERVED = re.compile(r'^maitre_instance_served_requests_per_second\{(.*)\} (\S+)$')
+
+
+def served_by_instance(server):
+    """Each instance's served rate over its last report ("worker variant" ->
+    q/s), from the server's metrics."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    rates = {}
+    for line in text.splitlines():
+        if (m := SERVED.match(line)):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+            rates[f"{labels.get('worker')} {labels.get('variant')}"] = float(m.group(2))
+    return rates
+
+
+def open_loop(args, server, rate, seconds, series=None, model=None, samples=None):
+    """One `maitre bench` run's report; with `samples` (a list), the served
+    rate of every instance is appended to it every 30 s meanwhile."""
     cmd = [args["maitre"], "bench", "--server", server.url, "--protocol", "http-binary",
-           "--model", args["model"], "--latency-ms", str(args["latency_ms"]), "--input",
+           "--model", model or args["model"], "--latency-ms", str(args["latency_ms"]), "--input",
            f"{args['zoo']}/samples/batch8.npz", "--timeout", "10", "--json",
            "--rate", str(rate), "--duration", str(seconds)]
     if series:
         cmd += ["--series", series]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
-    return json.loads(out.stdout)
+    bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    started = time.monotonic()
+    while samples is not None and bench.poll() is None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            bench.wait(timeout=30)
+        if bench.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                samples.append({"at_s": round(time.monotonic() - started),
+                                "served_qps": served_by_instance(server)})
+    out, _ = bench.communicate()
+    if bench.returncode != 0:
+        raise subprocess.CalledProcessError(bench.returncode, cmd)
+    return json.loads(out)
 
 
 def search_capacity(args, server, log, seconds=10):
     """The highest rate tried that kept 99% of its queries within the
-    objective, and the answers by variant at that rate: the model-less path
-    chooses what serves during the search, so the figure is that choice's."""
+    objective, and the answers by variant at that rate (model-less, the
+    path chooses what serves during the search, so the figure is that
+    choice's)."""
+    model = args["model"]
+    if args["capacity_variant"]:
+        model = f"{model}:{args['capacity_variant']}"
     rate, best, served, misses = 1000, None, {}, 0
     while misses < 3:
-        report = open_loop(args, server, rate, seconds)
+        report = open_loop(args, server, rate, seconds, model=model)
         started = report["requests"]["started"]
         ok = started > 0 and report["slo"]["violations"] <= 0.01 * started
         by_variant = {v["variant"]: v["answers"] for v in report["served"]}
@@ -135,7 +174,7 @@ def main():
     data = tempfile.mkdtemp(prefix="maitre-steady-")
     server = drive.Server(args["maitre"], data, ["--profile-sweeps", "1"])
     summary = {"setup": {k: args[k] for k in ("model", "latency_ms", "step_low_s", "step_high_s",
-                                               "steady_s", "capacity_qps")}}
+                                               "steady_s", "capacity_qps", "capacity_variant")}}
     try:
         drive.register(args["maitre"], server, args["zoo"], "steady", args["model"])
         subprocess.run([args["maitre"], "apps", "--server", server.url, "--app", "steady",
@@ -183,7 +222,8 @@ def step(args, server, data, out, capacity, summary, log):
 def steady(args, server, data, capacity, summary, log):
     """The steady phase: loads, unloads and give-up/reload cycles from the log."""
     start = datetime.datetime.now()
-    report = open_loop(args, server, round(0.7 * capacity), args["steady_s"])
+    samples = []
+    report = open_loop(args, server, round(0.7 * capacity), args["steady_s"], samples=samples)
     end = datetime.datetime.now()
     events = instance_events(os.path.join(data, "serve.log"), start, end)
     result = summarise(report)
@@ -191,6 +231,8 @@ def steady(args, server, data, capacity, summary, log):
     result["unloads"] = sum(1 for e in events if e[1] == "unload")
     result["cycles"] = cycles(events)
     result["events"] = [f"{e[0]:%H:%M:%S.%f} {e[1]} {e[2]}:{e[3]} on {e[4]}" for e in events]
+    # Whether selection spreads the load over the workers or packs it on one.
+    result["served_by_instance_every_30s"] = samples
     summary["steady"] = result
     log(f"steady: {json.dumps(result)}")
 
