@@ -100,11 +100,7 @@ class Parser {
   }
 
   int32_t WorkerTypeIndex(const std::string& name) const {
-    const auto& types = exp_.setup.worker_types;
-    for (size_t i = 0; i < types.size(); ++i) {
-      if (types[i].type.name == name) return static_cast<int32_t>(i);
-    }
-    return -1;
+    return experiment_yaml::WorkerTypeIndex(exp_.setup, name);
   }
 
   absl::Status ParseWorkerTypes(const YAML::Node& cluster) {
@@ -653,10 +649,7 @@ class Parser {
         MAITRE_RETURN_IF_ERROR(ReadInt(jobs[i], ip, "rows", &rows, true));
         MAITRE_RETURN_IF_ERROR(ReadInt(jobs[i], ip, "chunk_rows", &chunk));
         MAITRE_RETURN_IF_ERROR(ReadSeconds(jobs[i], ip, "at_s", &job.at));
-        job.app = -1;
-        for (size_t a = 0; a < exp_.setup.apps.size(); ++a) {
-          if (exp_.setup.apps[a].name == app) job.app = static_cast<int32_t>(a);
-        }
+        job.app = experiment_yaml::AppIndex(exp_.setup, app);
         if (job.app < 0) return Bad(Key(ip, "app"), absl::StrCat("no app named ", app));
         if (rows < 1) return Bad(Key(ip, "rows"), "must be >= 1");
         if (chunk < 1 || chunk > 1000000) return Bad(Key(ip, "chunk_rows"), "must be in [1, 1000000]");

@@ -1,5 +1,5 @@
-// The experiment YAML's `pipelines` section (docs/simulator.md,
-// "Pipelines"): each pipeline's stages over profiled models, its edges with
+// The experiment YAML's `pipelines` section (docs/pipelines.md, "Pipelines
+// in the simulator"): each pipeline's stages over profiled models, its edges with
 // their branch probabilities, and optionally the plan `maitre plan --json`
 // printed for it, into SimPipeline (sim/simulator.h). Each stage gets an app
 // of its own, "<pipeline>/<vertex>", which the parser adds after the
@@ -15,20 +15,6 @@
 
 namespace maitre::sim::experiment_yaml {
 namespace {
-
-int32_t AppIndex(const SimulationSetup& setup, const std::string& name) {
-  for (size_t a = 0; a < setup.apps.size(); ++a) {
-    if (setup.apps[a].name == name) return static_cast<int32_t>(a);
-  }
-  return -1;
-}
-
-int32_t TypeIndex(const SimulationSetup& setup, const std::string& name) {
-  for (size_t t = 0; t < setup.worker_types.size(); ++t) {
-    if (setup.worker_types[t].type.name == name) return static_cast<int32_t>(t);
-  }
-  return -1;
-}
 
 // pipelines[i].plan: the applied plan's stages and tuner, in the order of
 // the pipeline's stages.
@@ -48,10 +34,11 @@ absl::Status ApplyPlan(const YAML::Node& n, const std::string& ip, const std::st
   pipeline::TunerPlan tuner = applied->tuner;
   tuner.stages.clear();
   for (SimPipelineStage& stage : p.stages) {
-    auto it = std::find_if(applied->stages.begin(), applied->stages.end(),
-                           [&](const pipeline::AppliedStage& a) { return a.vertex == stage.vertex; });
+    auto it = std::find_if(
+        applied->stages.begin(), applied->stages.end(),
+        [&](const pipeline::AppliedStage& a) { return a.vertex == stage.vertex; });
     if (it == applied->stages.end()) return Bad(pp, absl::StrCat("no stage ", stage.vertex));
-    stage.worker_type = TypeIndex(setup, it->hardware);
+    stage.worker_type = WorkerTypeIndex(setup, it->hardware);
     if (stage.worker_type < 0) {
       return Bad(pp, absl::StrCat("stage ", stage.vertex, ": no worker type ", it->hardware));
     }

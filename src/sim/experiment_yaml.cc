@@ -22,6 +22,20 @@ bool Present(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
 
 std::string Item(const std::string& path, size_t i) { return absl::StrCat(path, "[", i, "]"); }
 
+int32_t AppIndex(const SimulationSetup& setup, const std::string& name) {
+  for (size_t a = 0; a < setup.apps.size(); ++a) {
+    if (setup.apps[a].name == name) return static_cast<int32_t>(a);
+  }
+  return -1;
+}
+
+int32_t WorkerTypeIndex(const SimulationSetup& setup, const std::string& name) {
+  for (size_t t = 0; t < setup.worker_types.size(); ++t) {
+    if (setup.worker_types[t].type.name == name) return static_cast<int32_t>(t);
+  }
+  return -1;
+}
+
 std::string Resolve(const std::string& base_dir, const std::string& path) {
   if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
   return absl::StrCat(base_dir, "/", path);

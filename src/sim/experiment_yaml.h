@@ -31,6 +31,10 @@ bool Present(const YAML::Node& n);
 // "path[i]".
 std::string Item(const std::string& path, size_t i);
 
+// The index of the app or worker type of that name in `setup`, or -1.
+int32_t AppIndex(const SimulationSetup& setup, const std::string& name);
+int32_t WorkerTypeIndex(const SimulationSetup& setup, const std::string& name);
+
 // `path` relative to the experiment file's directory, unless absolute.
 std::string Resolve(const std::string& base_dir, const std::string& path);
 

@@ -300,12 +300,13 @@ Tuned ReplayCoarseGrained(const PlanningProblem& p, const PipelineConfig& start,
 // vCPU) per replica as §6 bills them, the plan's replicas loaded at the
 // start, and the allocator the controller runs (whose pipeline part holds
 // each stage at its tuner's replicas and asks for workers, which serve
-// after §5's 5 s activation, launch and load together). The stages are provisioned by that alone:
-// selection does not load, as InferLine provisions pipelines whole.
+// after §5's 5 s activation, launch and load together). The stages are
+// provisioned by that alone: selection does not load, as InferLine
+// provisions pipelines whole.
 constexpr double kLoadMs = 1000;
-absl::StatusOr<std::unique_ptr<Simulator>> ServeInSimulator(const PlanningProblem& p, const PipelineConfig& plan,
-                                        const pipeline::TunerPlan& tuner_plan, double slo_ms,
-                                        const std::vector<Nanos>& live, double seconds) {
+absl::StatusOr<std::unique_ptr<Simulator>> ServeInSimulator(
+    const PlanningProblem& p, const PipelineConfig& plan, const pipeline::TunerPlan& tuner_plan,
+    double slo_ms, const std::vector<Nanos>& live, double seconds) {
   SimulationSetup s;
   const Nanos slo = FromMillis(slo_ms);
   std::vector<int32_t> planned_workers(p.hardware.size(), 0);
@@ -340,9 +341,10 @@ absl::StatusOr<std::unique_ptr<Simulator>> ServeInSimulator(const PlanningProble
     app.variants = {stage.name + ":" + variant};
     s.apps.push_back(app);
     const int32_t stage_app = static_cast<int32_t>(s.apps.size()) - 1;
-    const auto planned = std::find_if(s.variants.begin(), s.variants.end(), [&](const SimVariant& v) {
-      return v.key.model == stage.name && v.worker_type == hardware;
-    });
+    const auto planned =
+        std::find_if(s.variants.begin(), s.variants.end(), [&](const SimVariant& v) {
+          return v.key.model == stage.name && v.worker_type == hardware;
+        });
     for (int32_t r = 0; r < plan[m].replicas; ++r) {
       s.instances.push_back({stage_app, static_cast<int32_t>(planned - s.variants.begin())});
     }
@@ -358,7 +360,8 @@ absl::StatusOr<std::unique_ptr<Simulator>> ServeInSimulator(const PlanningProble
   s.horizon = FromSeconds(seconds);
   std::vector<Arrival> arrivals;
   for (Nanos t : live) arrivals.push_back({t, 0});
-  auto sim = Simulator::Create(std::move(s), CreateReplay(std::move(arrivals), FromSeconds(seconds)));
+  auto sim =
+      Simulator::Create(std::move(s), CreateReplay(std::move(arrivals), FromSeconds(seconds)));
   if (!sim.ok()) return sim.status();
   if (absl::Status run = (*sim)->Run(); !run.ok()) return run;
   return sim;

@@ -611,7 +611,7 @@ class Simulator {
     std::vector<std::vector<int32_t>> next;  // per stage: those with an edge from it
     Rng paths{0};
     std::vector<Nanos> arrivals;  // since the last model round
-    // Answered queries, and per stage those of them that visited it: the
+    // Rows of answered queries, and per stage the rows that visited it: the
     // measured scale factors, as the controller counts them from answers.
     int64_t answered = 0;
     std::vector<int64_t> visited;

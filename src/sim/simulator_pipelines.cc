@@ -10,6 +10,17 @@
 
 namespace maitre::sim {
 
+namespace {
+
+// Whether `v` is what the plan provisions for `stage`: its model's variant
+// on the stage's type, the planned one when the plan names one.
+bool PlannedFor(const SimPipelineStage& stage, const SimVariant& v) {
+  return v.key.model == stage.model && v.worker_type == stage.worker_type &&
+         (stage.variant.empty() || v.key.variant == stage.variant);
+}
+
+}  // namespace
+
 bool IsPipelineApp(const SimulationSetup& setup, int32_t app) {
   for (const SimPipeline& p : setup.pipelines) {
     if (p.app == app) return true;
@@ -72,12 +83,8 @@ absl::Status Simulator::CheckPipelines(const SimulationSetup& setup) {
       if (stage.worker_type < 0 || stage.worker_type >= n_types) {
         return bad("stage ", stage.vertex, " names an unknown worker type");
       }
-      const bool profiled = std::any_of(
-          setup.variants.begin(), setup.variants.end(), [&](const SimVariant& v) {
-            return v.key.model == stage.model && v.worker_type == stage.worker_type &&
-                   (stage.variant.empty() || v.key.variant == stage.variant);
-          });
-      if (!profiled) {
+      if (std::none_of(setup.variants.begin(), setup.variants.end(),
+                       [&](const SimVariant& v) { return PlannedFor(stage, v); })) {
         return bad("stage ", stage.vertex, ": no variant of ", stage.model, " on ",
                    setup.worker_types[stage.worker_type].type.name);
       }
@@ -106,11 +113,7 @@ void Simulator::SetUpPipelines() {
       // The plan's batch caps every instance of its variant on its type, as
       // the controller's loads carry it.
       for (size_t v = 0; v < s.variants.size(); ++v) {
-        const SimVariant& sv = s.variants[v];
-        if (sv.key.model == stage.model && sv.worker_type == stage.worker_type &&
-            (stage.variant.empty() || sv.key.variant == stage.variant)) {
-          planned_batch_[v] = stage.batch;
-        }
+        if (PlannedFor(stage, s.variants[v])) planned_batch_[v] = stage.batch;
       }
     }
     state.paths = Rng(DeriveSeed(s.seed, 0x919e + p));
@@ -190,8 +193,9 @@ void Simulator::OnStageAnswered(int32_t q, int32_t stage, double accuracy) {
   const int32_t p = query.pipeline;
   if (query.unanswered == 0) {
     PipelineState& state = pipelines_[p];
-    ++state.answered;
-    for (size_t s = 0; s < query.visits.size(); ++s) state.visited[s] += query.visits[s];
+    const int64_t rows = setup_.apps[setup_.pipelines[p].app].rows_per_query;
+    state.answered += rows;
+    for (size_t s = 0; s < query.visits.size(); ++s) state.visited[s] += rows * query.visits[s];
     Complete(setup_.pipelines[p].app, query.arrival, query.deadline, accuracy,
              /*below_min_accuracy=*/false, Second(now_));
     MaybeRelease(q);
@@ -241,9 +245,9 @@ void Simulator::ObservePipelines(bool take_arrivals, control::Observation& o) {
       op.stage_types.push_back(setup_.worker_types[stage.worker_type].type.name);
       op.stage_variants.push_back(stage.variant);
     }
-    // s_m from answered queries once there are as many as the controller
-    // waits for (controller/scaling/scaling_loop.cc).
-    if (state.answered >= 1000) {
+    // s_m from answered rows once there are as many as the controller
+    // waits for.
+    if (state.answered >= control::kMeasuredScaleRows) {
       for (int64_t visited : state.visited) {
         op.measured_scale.push_back(static_cast<double>(visited) / state.answered);
       }

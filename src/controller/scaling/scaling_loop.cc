@@ -247,7 +247,7 @@ void ScalingLoop::ObservePipelines(bool take_arrivals, control::Observation& o) 
     // s_m from served traffic once it is worth more than the plan's: at
     // 1,000 rows a share near 0.3 is known to about ±0.015.
     const StageRows::Counts counts = p->stage_rows->Get();
-    if (counts.rows >= 1000) {
+    if (counts.rows >= control::kMeasuredScaleRows) {
       for (const pipeline::AppliedStage& s : p->plan->stages) {
         auto it = counts.stages.find(s.vertex);
         const int64_t rows = it == counts.stages.end() ? 0 : it->second;
