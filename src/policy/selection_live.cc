@@ -211,6 +211,16 @@ void LiveState::AddWaiting(InstanceId id, int32_t delta) {
   }
 }
 
+void LiveState::Sent(InstanceId id, Nanos now) {
+  if (!has_instance(id)) return;
+  LiveInstance& live = instances_[id].live;
+  ++live.waiting;
+  if (!has_worker(live.worker)) return;
+  LiveWorker& worker = workers_[live.worker].live;
+  worker.recent_sent = RecentSent(worker, now) + 1;
+  worker.recent_at = now;
+}
+
 std::vector<InstanceId> LiveState::Sync(const SelectionIndex& index) {
   std::vector<InstanceId> gone;
   for (InstanceId id = 0; id < instance_slots(); ++id) {

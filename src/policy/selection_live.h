@@ -15,8 +15,9 @@
 //    of free memory, so the next decision does not place a second load into
 //    the same room; the load completes → SetState(kActive); it fails or
 //    the instance is unloaded → RemoveInstance;
-//  - a query is sent to an instance → AddWaiting(+1); it is answered or
-//    fails → AddWaiting(-1). Reports do not reset this count: it is the
+//  - a query is sent to an instance → Sent (one more waiting there, one
+//    more recently sent to its worker); it is answered or fails →
+//    AddWaiting(-1). Reports do not reset this count: it is the
 //    controller's own queries in flight, which is what selection must see
 //    between reports (a report is up to a second old);
 //  - the selection index is rebuilt → Sync(new index) before the next
@@ -28,6 +29,7 @@
 // nanoseconds), or keeps one per dispatcher thread.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -49,6 +51,11 @@ struct LiveWorker {
   double utilisation = 0;     // 0..1, from the worker's last report
   double free_memory_mb = 0;  // less what loads in progress will take
   bool accepting = true;      // false while draining: no new queries or loads
+  // Queries sent to its instances lately, as of `recent_at`: each counts 1
+  // when sent and decays with time constant kRecentSentTau (LiveState::
+  // Sent). Unlike the reports, it moves with every query sent.
+  double recent_sent = 0;
+  Nanos recent_at = 0;
 };
 
 struct LiveInstance {
@@ -65,6 +72,21 @@ struct LiveInstance {
   double served_qps = 0;
   double arrival_qps = 0;  // offered to it over the last report (0: unknown)
 };
+
+// How fast a sent query stops counting as recent load: a couple of report
+// intervals, so that the live count carries what the last report cannot
+// yet show.
+inline constexpr Nanos kRecentSentTau = kSecond;
+
+// The worker's recently sent count decayed to `now`; forgotten (0) ten
+// time constants after the last query, so that idle workers tie again and
+// the reports decide.
+inline double RecentSent(const LiveWorker& worker, Nanos now) {
+  if (worker.recent_sent <= 0 || now <= worker.recent_at) return worker.recent_sent;
+  const Nanos age = now - worker.recent_at;
+  if (age >= 10 * kRecentSentTau) return 0;
+  return worker.recent_sent * std::exp(-ToSeconds(age) / ToSeconds(kRecentSentTau));
+}
 
 class LiveState {
  public:
@@ -87,6 +109,9 @@ class LiveState {
                           double arrival_qps);
   void SetWaiting(InstanceId id, int32_t waiting);
   void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
+  // A query was sent to the instance at `now`: one more waiting there, and
+  // one more recently sent to its worker.
+  void Sent(InstanceId id, Nanos now);
 
   // A plan's query assignment (Proteus's y_{d,q}; selection_weighted.h
   // routes by it): a weight for the variant on a worker, replacing every

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "policy/selection.h"
 #include "policy/selection_testing.h"
@@ -52,6 +53,13 @@ double Estimate(const VariantOption& o, const LiveInstance& in) {
       in.state == InstanceState::kInactive && in.ready_at > kNow ? ToMillis(in.ready_at - kNow) : 0;
   const int replicas = std::max(1, in.replicas);
   return start + std::max(0, in.waiting - replicas + 1) * service / (b * replicas) + service;
+}
+
+// Step 1's load of a worker: the queries sent to it lately, per core.
+double RecentLoadOf(const SelectionIndex& idx, const LiveWorker& w) {
+  const double age_s = ToSeconds(kNow - w.recent_at);
+  const double recent = age_s >= 10 ? 0 : w.recent_sent * std::exp(-std::max(0.0, age_s));
+  return recent / std::max(1, idx.type(w.type).type.cores);
 }
 
 bool MakesDeadline(double ms, const SelectionRequest& r) {
@@ -135,16 +143,19 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       EXPECT_TRUE(d.degraded);
     }
   }
-  // Healthy choice: the least-utilised worker, ties to the lower price.
+  // Healthy choice: the least recent load, ties to the least-utilised
+  // worker, then to the lower price.
   if (d.outcome == SelectionOutcome::kUseInstance && any_healthy) {
-    const double u = live.worker(live.instance(d.instance).worker).utilisation;
-    const double p = idx.option(d.serving).price_per_hour;
+    auto key = [&](InstanceId i) {
+      const LiveInstance& in = live.instance(i);
+      const LiveWorker& w = live.worker(in.worker);
+      const VariantOption& o = idx.option(idx.FindOption(in.variant, w.type));
+      return std::make_tuple(RecentLoadOf(idx, w), w.utilisation, o.price_per_hour);
+    };
+    const auto chosen = key(d.instance);
     for (InstanceId i = 0; i < live.instance_slots(); ++i) {
       if (!live.has_instance(i) || !HealthyCandidate(idx, live, r, i)) continue;
-      const LiveWorker& w = live.worker(live.instance(i).worker);
-      const double pi = idx.option(idx.FindOption(live.instance(i).variant, w.type)).price_per_hour;
-      EXPECT_GE(w.utilisation, u);
-      if (w.utilisation == u) EXPECT_GE(pi, p) << "tie not given to the lower cost";
+      EXPECT_GE(key(i), chosen) << "instance " << i << " was less loaded than the one chosen";
     }
   }
   // Under load (a saturated instance: Overloaded, or Active but too late for

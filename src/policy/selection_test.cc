@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "policy/selection_testing.h"
 
 namespace maitre::policy {
@@ -80,6 +82,23 @@ class SelectionTest : public ::testing::Test {
               DebugString(SelectBruteForce(index_, live_, r, o, BruteForceScan::kScopeOnly)));
     return d;
   }
+  // `n` queries like `r`, one a millisecond from kNow, each sent where
+  // selection decides and answered before the next; how many went where.
+  // Leaves `r` at the last query's time.
+  std::map<InstanceId, int> SendStream(SelectionRequest& r, int n) {
+    const Nanos budget = r.deadline - r.now;
+    std::map<InstanceId, int> sent;
+    for (int i = 0; i < n; ++i) {
+      r.now = kNow + i * kMillisecond;
+      r.deadline = r.now + budget;
+      SelectionDecision d = Decide(r);
+      EXPECT_EQ(d.outcome, SelectionOutcome::kUseInstance);
+      ++sent[d.instance];
+      live_.Sent(d.instance, r.now);
+      live_.AddWaiting(d.instance, -1);
+    }
+    return sent;
+  }
   VariantId ServingVariant(const SelectionDecision& d) {
     return d.serving == kNoId ? kNoId : index_.option(d.serving).variant;
   }
@@ -134,6 +153,39 @@ TEST_F(SelectionTest, QueueWaitingCountsAgainstTheLatency) {
   d = Decide(Request(20, 0.9));
   EXPECT_NE(d.instance, other);
   EXPECT_DOUBLE_EQ(d.estimated_ms, 18);
+}
+
+TEST_F(SelectionTest, QueriesSpreadEvenlyBetweenReportsWhateverTheyLastSaid) {
+  // Two equal instances whose workers' last reports say 10% and 40% busy,
+  // and a stream of queries, each answered before the next: by the reports
+  // alone the idler worker would take every one until the next report.
+  WorkerId idler = Worker(small_, 0.1);
+  WorkerId busier = Worker(small_, 0.4);
+  InstanceId a = Instance(mlp_, idler);
+  InstanceId b = Instance(mlp_, busier);
+  SelectionRequest r = Request(50, 0.8);
+  std::map<InstanceId, int> sent = SendStream(r, 1000);
+  EXPECT_EQ(sent[a], 500);
+  EXPECT_EQ(sent[b], 500);
+  // Once nothing was sent for 10 time constants, the reports decide again:
+  // the next query goes to the idler worker.
+  r.now += 10 * kRecentSentTau;
+  r.deadline = r.now + 50 * kMillisecond;
+  EXPECT_EQ(Decide(r).instance, a);
+}
+
+TEST_F(SelectionTest, TheStreamSplitsByWorkerNotByInstance) {
+  // Two variants of the model on one worker, one on the other: each worker
+  // takes half, and the first's two instances share its half.
+  WorkerId two = Worker(small_, 0.2);
+  WorkerId one = Worker(small_, 0.2);
+  InstanceId opt_there = Instance(opt_, two);
+  InstanceId torch_there = Instance(cnn_, two);
+  InstanceId alone = Instance(opt_, one);
+  SelectionRequest r = Request(50, 0.9);
+  std::map<InstanceId, int> sent = SendStream(r, 1600);
+  EXPECT_EQ(sent[alone], 800);
+  EXPECT_EQ(sent[opt_there] + sent[torch_there], 800);
 }
 
 TEST_F(SelectionTest, ReplicasShareTheQueue) {

@@ -223,8 +223,11 @@ TEST(ClusterTest, AModelSpreadOverTwoWorkersUnderAPeakEndsOnOne) {
 // second worker, and consolidation finds one instance enough. Without
 // its hysteresis, and with the profile's capacity, it gave the model up
 // about twice a minute and selection loaded it back within a second; with
-// it, the spread holds. The capacity the first worker shows at its CPU limit
-// holds it too, nearly without the hysteresis.
+// it, the spread holds, whether or not a worker's CPU limit is read. (The
+// CPU limit alone held it too while selection sent each report's worth of
+// queries to one worker, which then showed its limit; spread evenly, as
+// now, neither worker reaches it: docs/policies.md, "Variant selection",
+// step 1.)
 TEST(ClusterTest, ASteadyLoadDoesNotGiveAModelUpAndLoadItBack) {
   constexpr char kSteady[] = R"(
 name: steady
@@ -265,9 +268,6 @@ policies:
   std::cerr << "without the hysteresis or the CPU limit: " << without.vacated << " given up, "
             << without.loads_by_selection << " loaded by selection\n";
   EXPECT_GE(without.loads_by_selection, without.vacated);
-  const ControlCounters limit = run("0", "0.85");
-  std::cerr << "with the CPU limit alone: " << limit.vacated << " given up\n";
-  EXPECT_LE(limit.vacated, 1);
   for (const std::string cpu : {"2", "0.85"}) {
     const ControlCounters with = run("1800", cpu);
     EXPECT_EQ(with.vacated, 0) << cpu;

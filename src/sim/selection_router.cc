@@ -218,6 +218,11 @@ void SelectionRouter::AddWaiting(int32_t instance, int32_t delta) {
   if (id != policy::kNoId) live_.AddWaiting(id, delta);
 }
 
+void SelectionRouter::Sent(int32_t instance, Nanos now) {
+  policy::InstanceId id = At(instance_live_, instance);
+  if (id != policy::kNoId) live_.Sent(id, now);
+}
+
 void SelectionRouter::SetRouteWeights(const std::vector<RouteWeight>& weights) {
   std::vector<policy::LiveState::RouteWeight> live;
   for (const RouteWeight& w : weights) {

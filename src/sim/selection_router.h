@@ -12,7 +12,7 @@
 //    now + load_ms) and UpdateWorker with the memory it will take; the first
 //    replica is ready → SetState(kActive); the instance is unloaded →
 //    RemoveInstance;
-//  - a query is sent to an instance → AddWaiting(+1); answered or dropped →
+//  - a query is sent to an instance → Sent; answered or dropped →
 //    AddWaiting(-1);
 //  - an interruption notice        → SetLeaving: the worker stays, not
 //    accepting, and the simulator reports it with no room for a load; each
@@ -80,6 +80,7 @@ class SelectionRouter {
   void UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas, double served_qps,
                           double arrival_qps);
   void AddWaiting(int32_t instance, int32_t delta);
+  void Sent(int32_t instance, Nanos now);
   // The allocator's query assignment (LiveState::SetRouteWeights), by
   // simulator worker and variant.
   struct RouteWeight {

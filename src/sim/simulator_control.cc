@@ -119,7 +119,7 @@ int32_t Simulator::Route(const RouteRequest& request) {
     }
     return -1;
   }
-  selection_->AddWaiting(target, +1);
+  selection_->Sent(target, now_);
   return target;
 }
 

@@ -205,7 +205,7 @@ def main():
 
         if args["step_low_s"] > 0 and args["step_high_s"] > 0:
             server = step(args, server, data, out, capacity, summary, log)
-        steady(args, server, data, capacity, summary, log)
+        steady(args, server, data, out, capacity, summary, log)
     finally:
         server.stop()
         os.replace(os.path.join(data, "serve.log"), os.path.join(out, "serve.log"))
@@ -231,11 +231,13 @@ def step(args, server, data, out, capacity, summary, log):
     return server
 
 
-def steady(args, server, data, capacity, summary, log):
-    """The steady phase: loads, unloads and give-up/reload cycles from the log."""
+def steady(args, server, data, out, capacity, summary, log):
+    """The steady phase: loads, unloads and give-up/reload cycles from the log,
+    and the per-second series beside the 30 s samples of the metrics."""
     start = datetime.datetime.now()
     samples = []
-    report = open_loop(args, server, round(0.7 * capacity), args["steady_s"], samples=samples)
+    report = open_loop(args, server, round(0.7 * capacity), args["steady_s"],
+                       os.path.join(out, "steady-series.csv"), samples=samples)
     end = datetime.datetime.now()
     events = instance_events(os.path.join(data, "serve.log"), start, end)
     result = summarise(report)

@@ -246,7 +246,7 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
     return result;
   }
   ++inst.outstanding;
-  live_.AddWaiting(inst.live, +1);
+  live_.Sent(inst.live, options_.clock->Now());
   result.route = Route{w.view.id, w.view.type.name, w.api, inst.generation, inst.outstanding};
   return result;
 }
