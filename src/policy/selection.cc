@@ -206,7 +206,7 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     if (inactive && !options.use_loading_instances) continue;
     if (within) {
       if (in.state == InstanceState::kActive) {
-        const HealthyKey key{selection_internal::RecentLoad(index, worker, now),
+        const HealthyKey key{live.RecentLoad(index, in.worker, now),
                              worker.utilisation, o.price_per_hour, est, id};
         if (!have_healthy || key < healthy) {
           healthy = key;

@@ -1,6 +1,7 @@
 #include "policy/selection_live.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -211,14 +212,27 @@ void LiveState::AddWaiting(InstanceId id, int32_t delta) {
   }
 }
 
-void LiveState::Sent(InstanceId id, Nanos now) {
+void LiveState::Sent(const SelectionIndex& index, InstanceId id, Nanos now) {
   if (!has_instance(id)) return;
   LiveInstance& live = instances_[id].live;
   ++live.waiting;
   if (!has_worker(live.worker)) return;
   LiveWorker& worker = workers_[live.worker].live;
-  worker.recent_sent = RecentSent(worker, now) + 1;
+  const OptionId option = index.FindOption(live.variant, worker.type);
+  if (option == kNoId) return;
+  const int batch = static_cast<int>(std::lround(std::max(1.0, live.mean_batch)));
+  const double seconds = index.option(option).profile.LatencyAt(batch) / 1000.0 / batch;
+  worker.recent_busy_s = RecentBusySeconds(worker, now) + seconds;
   worker.recent_at = now;
+}
+
+double LiveState::RecentLoad(const SelectionIndex& index, WorkerId id, Nanos now) const {
+  if (!has_worker(id)) return 0;
+  const LiveWorker& worker = workers_[id].live;
+  int32_t replicas = 0;
+  for (InstanceId i : workers_[id].instances) replicas += std::max(1, instances_[i].live.replicas);
+  const int32_t cores = worker.type >= 0 ? index.type(worker.type).type.cores : 1;
+  return RecentBusySeconds(worker, now) / std::max(1, std::min(replicas, cores));
 }
 
 std::vector<InstanceId> LiveState::Sync(const SelectionIndex& index) {

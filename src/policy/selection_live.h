@@ -15,8 +15,8 @@
 //    of free memory, so the next decision does not place a second load into
 //    the same room; the load completes → SetState(kActive); it fails or
 //    the instance is unloaded → RemoveInstance;
-//  - a query is sent to an instance → Sent (one more waiting there, one
-//    more recently sent to its worker); it is answered or fails →
+//  - a query is sent to an instance → Sent (one more waiting there, its
+//    work added to its worker's recent work); it is answered or fails →
 //    AddWaiting(-1). Reports do not reset this count: it is the
 //    controller's own queries in flight, which is what selection must see
 //    between reports (a report is up to a second old);
@@ -51,10 +51,11 @@ struct LiveWorker {
   double utilisation = 0;     // 0..1, from the worker's last report
   double free_memory_mb = 0;  // less what loads in progress will take
   bool accepting = true;      // false while draining: no new queries or loads
-  // Queries sent to its instances lately, as of `recent_at`: each counts 1
-  // when sent and decays with time constant kRecentSentTau (LiveState::
-  // Sent). Unlike the reports, it moves with every query sent.
-  double recent_sent = 0;
+  // The work sent to its instances lately, as of `recent_at`: each query
+  // adds the seconds its instance's profile takes per query at its mean
+  // batch, and the sum decays with time constant kRecentSentTau
+  // (LiveState::Sent). Unlike the reports, it moves with every query sent.
+  double recent_busy_s = 0;
   Nanos recent_at = 0;
 };
 
@@ -74,18 +75,18 @@ struct LiveInstance {
 };
 
 // How fast a sent query stops counting as recent load: a couple of report
-// intervals, so that the live count carries what the last report cannot
-// yet show.
+// intervals, so that the live sum carries what the last report cannot yet
+// show.
 inline constexpr Nanos kRecentSentTau = kSecond;
 
-// The worker's recently sent count decayed to `now`; forgotten (0) ten
-// time constants after the last query, so that idle workers tie again and
-// the reports decide.
-inline double RecentSent(const LiveWorker& worker, Nanos now) {
-  if (worker.recent_sent <= 0 || now <= worker.recent_at) return worker.recent_sent;
+// The worker's recent work decayed to `now`; forgotten (0) ten time
+// constants after the last query, so that idle workers tie again and the
+// reports decide.
+inline double RecentBusySeconds(const LiveWorker& worker, Nanos now) {
+  if (worker.recent_busy_s <= 0 || now <= worker.recent_at) return worker.recent_busy_s;
   const Nanos age = now - worker.recent_at;
   if (age >= 10 * kRecentSentTau) return 0;
-  return worker.recent_sent * std::exp(-ToSeconds(age) / ToSeconds(kRecentSentTau));
+  return worker.recent_busy_s * std::exp(-ToSeconds(age) / ToSeconds(kRecentSentTau));
 }
 
 class LiveState {
@@ -110,8 +111,9 @@ class LiveState {
   void SetWaiting(InstanceId id, int32_t waiting);
   void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
   // A query was sent to the instance at `now`: one more waiting there, and
-  // one more recently sent to its worker.
-  void Sent(InstanceId id, Nanos now);
+  // its work (by `index`'s profile of the instance's option) added to its
+  // worker's recent work.
+  void Sent(const SelectionIndex& index, InstanceId id, Nanos now);
 
   // A plan's query assignment (Proteus's y_{d,q}; selection_weighted.h
   // routes by it): a weight for the variant on a worker, replacing every
@@ -164,6 +166,22 @@ class LiveState {
   double max_free_memory(WorkerTypeId type) const {
     return type >= 0 && type < static_cast<WorkerTypeId>(max_free_.size()) ? max_free_[type] : -1;
   }
+  // Selection's step 1 measure of how loaded a worker is now: the work
+  // sent to its instances lately (RecentBusySeconds) per replica they run
+  // at once (no more than its type's cores in `index`).
+  // The least-utilised worker by its last report alone is the same worker
+  // for a whole report interval, so every query went to it and the next
+  // report turned them all to the other: on the 2-core host, at 2,500 qps
+  // to two equal workers, the reports said 1,760 and 0 qps, or 800 and
+  // 2,500, and the autoscaler judged the model's load by their sum.
+  // Weighing a recent count by the report's free share herded too, more
+  // slowly (the report's utilisation is mostly the worker's own queries,
+  // counted again a report late); counting per instance sent two thirds of
+  // the queries to the worker that held two variants of the model; and
+  // counting queries per core, not their work per replica, sent a CPU
+  // engine with one replica on eight cores eight times its share
+  // (docs/policies.md, "Variant selection", step 1).
+  double RecentLoad(const SelectionIndex& index, WorkerId id, Nanos now) const;
   // Whether `worker` holds an instance of `variant` (in any state).
   bool Hosts(WorkerId worker, VariantId variant) const;
 

@@ -55,11 +55,17 @@ double Estimate(const VariantOption& o, const LiveInstance& in) {
   return start + std::max(0, in.waiting - replicas + 1) * service / (b * replicas) + service;
 }
 
-// Step 1's load of a worker: the queries sent to it lately, per core.
-double RecentLoadOf(const SelectionIndex& idx, const LiveWorker& w) {
+// Step 1's load of a worker: the work sent to it lately, per replica of
+// its instances running at once (no more than its cores).
+double RecentLoadOf(const SelectionIndex& idx, const LiveState& live, WorkerId id) {
+  const LiveWorker& w = live.worker(id);
   const double age_s = ToSeconds(kNow - w.recent_at);
-  const double recent = age_s >= 10 ? 0 : w.recent_sent * std::exp(-std::max(0.0, age_s));
-  return recent / std::max(1, idx.type(w.type).type.cores);
+  const double recent = age_s >= 10 ? 0 : w.recent_busy_s * std::exp(-std::max(0.0, age_s));
+  int replicas = 0;
+  for (InstanceId i : live.instances_on_worker(id)) {
+    replicas += std::max(1, live.instance(i).replicas);
+  }
+  return recent / std::max(1, std::min(replicas, idx.type(w.type).type.cores));
 }
 
 bool MakesDeadline(double ms, const SelectionRequest& r) {
@@ -150,7 +156,7 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       const LiveInstance& in = live.instance(i);
       const LiveWorker& w = live.worker(in.worker);
       const VariantOption& o = idx.option(idx.FindOption(in.variant, w.type));
-      return std::make_tuple(RecentLoadOf(idx, w), w.utilisation, o.price_per_hour);
+      return std::make_tuple(RecentLoadOf(idx, live, in.worker), w.utilisation, o.price_per_hour);
     };
     const auto chosen = key(d.instance);
     for (InstanceId i = 0; i < live.instance_slots(); ++i) {

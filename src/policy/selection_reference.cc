@@ -96,7 +96,7 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     if (in.state == InstanceState::kInactive && !options.use_loading_instances) continue;
     if (!in_time) continue;
     if (fits && in.state == InstanceState::kActive) {
-      selection_internal::HealthyKey key{selection_internal::RecentLoad(index, worker, now),
+      selection_internal::HealthyKey key{live.RecentLoad(index, in.worker, now),
                                          worker.utilisation, o.price_per_hour, est, id};
       if (healthy == kNoId || key < healthy_key) {
         healthy = id;

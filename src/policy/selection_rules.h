@@ -73,23 +73,6 @@ inline double EstimateMs(const VariantOption& o, const LiveInstance& in, Nanos n
   return start + queue + service;
 }
 
-// Step 1's measure of how loaded a worker is now: the queries sent to its
-// instances lately (decayed over a couple of report intervals) per core. The
-// least-utilised worker by its last report alone is the same worker for a
-// whole report interval, so every query went to it and the next report
-// turned them all to the other: on the 2-core host, at 2,500 qps to two
-// equal workers, the reports said 1,760 and 0 qps, or 800 and 2,500, and
-// the autoscaler judged the model's load by their sum. Weighing the recent
-// count by the report's free share herded too, more slowly (the report's
-// utilisation is mostly the worker's own queries, counted again a report
-// late), and counting per instance sent two thirds of the queries to the
-// worker that held two variants of the model (docs/policies.md, "Variant
-// selection", step 1).
-inline double RecentLoad(const SelectionIndex& index, const LiveWorker& worker, Nanos now) {
-  const int cores = worker.type >= 0 ? index.type(worker.type).type.cores : 1;
-  return RecentSent(worker, now) / std::max(1, cores);
-}
-
 // Step 1 order: recent load, worker utilisation, price, est, instance id.
 struct HealthyKey {
   double load, utilisation, price, est;

@@ -94,7 +94,7 @@ class SelectionTest : public ::testing::Test {
       SelectionDecision d = Decide(r);
       EXPECT_EQ(d.outcome, SelectionOutcome::kUseInstance);
       ++sent[d.instance];
-      live_.Sent(d.instance, r.now);
+      live_.Sent(index_, d.instance, r.now);
       live_.AddWaiting(d.instance, -1);
     }
     return sent;
@@ -186,6 +186,20 @@ TEST_F(SelectionTest, TheStreamSplitsByWorkerNotByInstance) {
   std::map<InstanceId, int> sent = SendStream(r, 1600);
   EXPECT_EQ(sent[alone], 800);
   EXPECT_EQ(sent[opt_there] + sent[torch_there], 800);
+}
+
+TEST_F(SelectionTest, TheStreamSplitsByWork) {
+  // cnn:opt (6 ms a query at batch 1) and cnn:torch (10 ms) on equal
+  // workers: each worker takes the same work, so opt answers 10 queries
+  // for torch's 6.
+  WorkerId w1 = Worker(small_, 0.2);
+  WorkerId w2 = Worker(small_, 0.2);
+  InstanceId fast = Instance(opt_, w1);
+  InstanceId slow = Instance(cnn_, w2);
+  SelectionRequest r = Request(50, 0.9);
+  std::map<InstanceId, int> sent = SendStream(r, 1600);
+  EXPECT_NEAR(sent[fast], 1000, 2);
+  EXPECT_NEAR(sent[slow], 600, 2);
 }
 
 TEST_F(SelectionTest, ReplicasShareTheQueue) {

@@ -118,9 +118,9 @@ inline void FillRandomLive(Draw& d, const SelectionIndex& index, const RandomLiv
     w.utilisation = spec.coarse ? d.Coarse(0, 0.25, 4) : d.Real(0, 1);
     w.free_memory_mb = spec.coarse ? d.Coarse(0, 150, 4) : d.Real(0, 1500);
     w.accepting = !d.Chance(spec.not_accepting);
-    // Queries sent lately, some long enough ago to be forgotten: step 1
-    // weighs them first.
-    w.recent_sent = spec.coarse ? static_cast<double>(d.Int(0, 3)) : d.Real(0, 50);
+    // Work sent lately, some long enough ago to be forgotten: step 1 weighs
+    // it first.
+    w.recent_busy_s = spec.coarse ? d.Coarse(0, 0.05, 3) : d.Real(0, 0.5);
     w.recent_at = now - d.Int(0, 12) * kSecond;
     const WorkerId id = live.AddWorker(w);
     if (variants.empty()) continue;

@@ -220,7 +220,7 @@ void SelectionRouter::AddWaiting(int32_t instance, int32_t delta) {
 
 void SelectionRouter::Sent(int32_t instance, Nanos now) {
   policy::InstanceId id = At(instance_live_, instance);
-  if (id != policy::kNoId) live_.Sent(id, now);
+  if (id != policy::kNoId) live_.Sent(index_, id, now);
 }
 
 void SelectionRouter::SetRouteWeights(const std::vector<RouteWeight>& weights) {

@@ -295,19 +295,17 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
     if (!usable || std::find(avoid.begin(), avoid.end(), id) != avoid.end()) continue;
     auto it = w.instances.find(key);
     if (it == w.instances.end() || it->second.phase != InstancePhase::kReady) continue;
-    // Fewest in flight per replica, then the worker with the fewest queries
-    // sent lately per core, as selection's step 1 judges (policy/
-    // selection_rules.h, RecentLoad): the instances tie at 0 in flight
+    // Fewest in flight per replica, then the worker sent the least work
+    // lately per replica, as selection's step 1 judges (policy/
+    // selection_live.h, RecentLoad): the instances tie at 0 in flight
     // between most queries, and the reported queue that broke the ties
     // sent a report's worth of queries to one worker. The worker's
     // reported queue breaks the remaining ties.
     InstanceRecord& inst = it->second;
     auto load = [this, now](const Worker& worker, const InstanceRecord& i) {
       const double in_flight = static_cast<double>(i.outstanding) / std::max(1, i.stats.replicas);
-      const double recent = worker.live != policy::kNoId
-                                ? policy::RecentSent(live_.worker(worker.live), now) /
-                                      std::max(1, worker.view.type.cores)
-                                : 0;
+      const double recent =
+          worker.live != policy::kNoId ? live_.RecentLoad(*index_, worker.live, now) : 0;
       return std::make_pair(in_flight, recent);
     };
     if (best_instance == nullptr || load(w, inst) < load(*best, *best_instance) ||
@@ -319,7 +317,10 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
   }
   if (best == nullptr) return std::nullopt;
   ++best_instance->outstanding;
-  if (best_instance->live != policy::kNoId) live_.Sent(best_instance->live, now);
+  if (best_instance->live != policy::kNoId) {
+    // A live instance exists only under an index.
+    live_.Sent(*index_, best_instance->live, now);
+  }
   return Route{best->view.id, best->view.type.name, best->api, best_instance->generation,
                best_instance->outstanding};
 }

@@ -246,7 +246,7 @@ SelectionResult Cluster::Select(const policy::SelectionRequest& request, LoadWai
     return result;
   }
   ++inst.outstanding;
-  live_.Sent(inst.live, options_.clock->Now());
+  live_.Sent(*index_, inst.live, options_.clock->Now());
   result.route = Route{w.view.id, w.view.type.name, w.api, inst.generation, inst.outstanding};
   return result;
 }
