@@ -31,6 +31,7 @@ import datetime
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -74,23 +75,28 @@ def open_loop(args, server, rate, seconds, series=None, model=None, samples=None
     if series:
         cmd += ["--series", series]
     bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    started = time.monotonic()
-    # The controller's own count of queries sent to workers, beside the
-    # reports: the two disagreed in run 3 (docs/experiments.md).
-    last = None
-    while samples is not None and bench.poll() is None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            bench.wait(timeout=30)
-        if bench.poll() is None:
-            with contextlib.suppress(OSError, ValueError):
-                rates, sent = served_by_instance(server)
-                now = time.monotonic()
-                sample = {"at_s": round(now - started), "served_qps": rates}
-                if last is not None:
-                    sample["sent_to_workers_qps"] = (sent - last[1]) / (now - last[0])
-                last = (now, sent)
-                samples.append(sample)
-    out, _ = bench.communicate()
+    try:
+        started = time.monotonic()
+        # The controller's own count of queries sent to workers, beside the
+        # reports: the two disagreed in run 3 (docs/experiments.md).
+        last = None
+        while samples is not None and bench.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                bench.wait(timeout=30)
+            if bench.poll() is None:
+                with contextlib.suppress(OSError, ValueError):
+                    rates, sent = served_by_instance(server)
+                    now = time.monotonic()
+                    sample = {"at_s": round(now - started), "served_qps": rates}
+                    if last is not None:
+                        sample["sent_to_workers_qps"] = (sent - last[1]) / (now - last[0])
+                    last = (now, sent)
+                    samples.append(sample)
+        out, _ = bench.communicate()
+    finally:
+        if bench.poll() is None:  # stopped early: the load generator goes too
+            bench.kill()
+            bench.wait()
     if bench.returncode != 0:
         raise subprocess.CalledProcessError(bench.returncode, cmd)
     return json.loads(out)
@@ -179,6 +185,9 @@ def last_seconds_by_variant(series_path, seconds):
 
 
 def main():
+    # A SIGTERM unwinds like an error, so that the server and the load
+    # generator are stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args = json.loads(sys.argv[1])
     out = args["out"]
     os.makedirs(out, exist_ok=True)
