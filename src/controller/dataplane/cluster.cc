@@ -1,6 +1,7 @@
 #include "controller/dataplane/cluster.h"
 
 #include <algorithm>
+#include <utility>
 #include <atomic>
 
 #include "absl/cleanup/cleanup.h"
@@ -287,6 +288,7 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
   absl::MutexLock lock(&mu_);
   Worker* best = nullptr;
   InstanceRecord* best_instance = nullptr;
+  std::pair<double, double> best_load;
   const Nanos now = options_.clock->Now();
   for (auto& [id, w] : workers_) {
     // A leaving worker serves like any other until its margin (BeginLeaving).
@@ -302,17 +304,14 @@ std::optional<Route> Cluster::PickReady(const VariantKey& key,
     // sent a report's worth of queries to one worker. The worker's
     // reported queue breaks the remaining ties.
     InstanceRecord& inst = it->second;
-    auto load = [this, now](const Worker& worker, const InstanceRecord& i) {
-      const double in_flight = static_cast<double>(i.outstanding) / std::max(1, i.stats.replicas);
-      const double recent =
-          worker.live != policy::kNoId ? live_.RecentLoad(*index_, worker.live, now) : 0;
-      return std::make_pair(in_flight, recent);
-    };
-    if (best_instance == nullptr || load(w, inst) < load(*best, *best_instance) ||
-        (load(w, inst) == load(*best, *best_instance) &&
-         inst.stats.queue_length < best_instance->stats.queue_length)) {
+    const std::pair<double, double> load{
+        static_cast<double>(inst.outstanding) / std::max(1, inst.stats.replicas),
+        w.live != policy::kNoId ? live_.RecentLoad(*index_, w.live, now) : 0};
+    if (best_instance == nullptr || load < best_load ||
+        (load == best_load && inst.stats.queue_length < best_instance->stats.queue_length)) {
       best = &w;
       best_instance = &inst;
+      best_load = load;
     }
   }
   if (best == nullptr) return std::nullopt;
