@@ -87,6 +87,15 @@ double Profile::ThroughputAt(int batch) const {
   return ms > 0 ? 1000.0 * batch / ms : 0;
 }
 
+double Profile::AnswerBehindMs(int64_t ahead_rows, int batch, int replicas) const {
+  batch = std::max(1, batch);
+  const double service_ms = LatencyAt(batch);
+  if (ahead_rows <= 0) return service_ms;
+  return static_cast<double>(ahead_rows) * service_ms /
+             (static_cast<double>(batch) * std::max(1, replicas)) +
+         service_ms;
+}
+
 double Profile::SaturationQps(double slo_ms) const {
   if (points_.empty() || LatencyAt(1) > slo_ms) return 0;
   int limit = MaxBatchWithin(slo_ms / 2);

@@ -6,6 +6,7 @@
 // Thread-safety: immutable after Create; safe to share across threads.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,6 +55,15 @@ class Profile {
 
   // Queries per second when full batches of `batch` run back to back.
   double ThroughputAt(int batch) const;
+
+  // Milliseconds until one more query is answered behind `ahead_rows`
+  // rows queued at an instance whose `replicas` run batches of `batch`
+  // rows: the rows ahead drain at that batch's throughput over the
+  // replicas, then the query's own batch runs. Which batch to assume is
+  // the caller's estimate (admission: the batch the queue allows;
+  // selection: that or the instance's recent mean batch, whichever answers
+  // sooner; docs/policies.md, "Variant selection").
+  double AnswerBehindMs(int64_t ahead_rows, int batch, int replicas) const;
 
   // The highest rate one instance sustains while its queries meet `slo_ms`.
   // A query may arrive just after a batch started and then ride in the next

@@ -68,5 +68,21 @@ TEST(ProfileTest, ThroughputAndSaturation) {
   EXPECT_DOUBLE_EQ(Profile().SaturationQps(100), 0);
 }
 
+TEST(ProfileTest, AnswerBehindAQueue) {
+  Profile p = Make();
+  // Nothing ahead: the query's own batch.
+  EXPECT_DOUBLE_EQ(p.AnswerBehindMs(0, 1, 1), 2);
+  EXPECT_DOUBLE_EQ(p.AnswerBehindMs(0, 4, 1), 5);
+  // Four rows ahead in one batch of 4 (5 ms), then the query's: 5 + 5;
+  // in batches of 1: 4·2 + 2.
+  EXPECT_DOUBLE_EQ(p.AnswerBehindMs(4, 4, 1), 10);
+  EXPECT_DOUBLE_EQ(p.AnswerBehindMs(4, 1, 1), 10);
+  // In batches of 2 (3 ms): 6 + 3. Two replicas drain twice as fast.
+  EXPECT_DOUBLE_EQ(p.AnswerBehindMs(4, 2, 1), 9);
+  EXPECT_DOUBLE_EQ(p.AnswerBehindMs(4, 4, 2), 2.5 + 5);
+  // 16 rows in batches of 8 (9 ms).
+  EXPECT_DOUBLE_EQ(p.AnswerBehindMs(16, 8, 1), 18 + 9);
+}
+
 }  // namespace
 }  // namespace maitre

@@ -8,25 +8,24 @@ namespace maitre::policy {
 
 std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t rows) {
   if (candidate.profile == nullptr || candidate.profile->empty()) return std::nullopt;
-  const Profile& profile = *candidate.profile;
   const int replicas = std::max(1, candidate.replicas);
-  const int64_t max_batch = std::max(1, profile.max_batch());
   rows = std::max<int64_t>(1, rows);
   // The queries ahead are taken to be the size of this one: the load is
   // what this query sees, and one-row and eight-row queries drain at very
   // different speeds.
   const int64_t ahead = std::max<int64_t>(0, candidate.waiting - replicas + 1) * rows;
-  const int batch = static_cast<int>(std::clamp<int64_t>(std::max(ahead, rows), 1, max_batch));
-  const double service_ms = profile.LatencyAt(batch);
-  const double rows_per_s = profile.ThroughputAt(batch) * replicas;
-  const double drain_ms =
-      ahead == 0 ? 0 : (rows_per_s > 0 ? 1000.0 * ahead / rows_per_s : service_ms * ahead);
+  const Profile& profile = *candidate.profile;
+  const int64_t largest = std::max(1, profile.max_batch());
+  const int64_t cap =
+      candidate.max_batch > 0 ? std::min<int64_t>(candidate.max_batch, largest) : largest;
+  const int batch = static_cast<int>(std::clamp<int64_t>(std::max(ahead, rows), 1, cap));
+  const double queued_ms = profile.AnswerBehindMs(ahead, batch, replicas);
   // No reply is coming to an idle instance to bring stale figures up to
   // date: the first query after a flood is judged by the profile alone.
   const bool busy = candidate.waiting > 0;
   const Nanos overhead = busy ? std::max<Nanos>(0, candidate.overhead) : 0;
   const double slowdown = busy ? std::max(1.0, candidate.slowdown) : 1.0;
-  return std::max<Nanos>(0, candidate.ready_in) + FromMillis(slowdown * (drain_ms + service_ms)) +
+  return std::max<Nanos>(0, candidate.ready_in) + FromMillis(slowdown * queued_ms) +
          overhead;
 }
 

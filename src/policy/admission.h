@@ -9,11 +9,13 @@
 // type:
 //     ahead   = max(0, waiting − replicas + 1) · rows  (a free replica takes
 //               one; the queries ahead are taken to be this one's size)
-//     b       = clamp(max(ahead, rows), 1, profile.max_batch())  (the batch, in
-//               rows, the queue allows)
+//     b       = clamp(max(ahead, rows), 1, max_batch)  (the batch, in rows,
+//               the queue allows; max_batch is the instance's cap, at most
+//               the profile's largest batch)
 //     finish  = ready_in + slowdown · (ahead / (replicas · ThroughputAt(b))
 //               + LatencyAt(b)) + overhead   (slowdown, overhead: only while
 //                                             waiting > 0)
+// (Profile::AnswerBehindMs at that batch)
 // `waiting` counts the queries this controller already sent there, and
 // `overhead` is what this controller's recent round trips there took beyond
 // the worker's own queue and compute time: its own CPU and the network. On
@@ -26,11 +28,13 @@
 // answered 504 at its deadline instead of 429 at once. An instance with nothing
 // in flight ignores it: no reply is coming to bring a stale figure up to
 // date, so after a flood the first query is let through to measure again. Unlike
-// the selection policy's estimate (policy/selection.h), which takes the mean
-// batch of the last report, this one lets the queue form the batches it
-// would form: a deep queue drains in large batches, so the estimate does not
-// overstate the wait just when the queue grows (which would refuse work
-// that the instance can still serve in time).
+// the selection policy's estimate (policy/selection.h), which takes the
+// instance's recent mean batch unless the queue's batch answers sooner, this
+// one lets the queue form the batches it would form: a deep queue drains in
+// large batches, so the estimate does not overstate the wait just when the
+// queue grows (which would refuse work that the instance can still serve in
+// time). The cap matters as much: a worker told to batch at most 1 drains
+// its queue one query at a time, whatever its profile allows.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -56,6 +60,7 @@ struct AdmissionCandidate {
   Nanos ready_in = 0;   // a loading instance: until it is expected ready
   Nanos overhead = 0;   // recent round trips beyond the worker's time (mean)
   double slowdown = 1;  // recent compute time ÷ the profile's (mean)
+  int max_batch = 0;    // the most rows the instance batches (its report); 0: the profile's
 };
 
 // Time from now until `candidate` would answer one more query of `rows`

@@ -259,13 +259,13 @@ TEST_F(CapacitySelectionTest, ABurstDoesNotLoadLesserVariantsWhileTheBestLoads) 
   WorkerId w1 = Worker(cpu1_, 1.0);
   WorkerId w2 = Worker(cpu2_, 0.1);
   Instance(opencv_, w1, InstanceState::kOverloaded);
-  Instance(opt_, w1, InstanceState::kInactive, /*waiting=*/300);
+  Instance(opt_, w1, InstanceState::kInactive, /*waiting=*/30000);
   SelectionDecision d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), opt_);
   EXPECT_EQ(d.load.worker, w2);
   // With torch-opt loading everywhere it can go, nothing else loads: the
   // query is served degraded by the overloaded instance meanwhile.
-  Instance(opt_, w2, InstanceState::kInactive, /*waiting=*/300);
+  Instance(opt_, w2, InstanceState::kInactive, /*waiting=*/30000);
   d = Decide(Request());
   EXPECT_FALSE(d.load.valid()) << DebugString(d);
   EXPECT_EQ(d.outcome, O::kUseInstance);

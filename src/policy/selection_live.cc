@@ -192,10 +192,11 @@ void LiveState::SetReadyAt(InstanceId id, Nanos ready_at) {
 }
 
 void LiveState::UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas,
-                                   double served_qps, double arrival_qps) {
+                                   double served_qps, double arrival_qps, int32_t max_batch) {
   if (!has_instance(id)) return;
   LiveInstance& live = instances_[id].live;
   live.mean_batch = mean_batch;
+  live.max_batch = std::max(0, max_batch);
   live.replicas = replicas;
   live.served_qps = served_qps;
   live.arrival_qps = arrival_qps;

@@ -69,6 +69,9 @@ struct LiveInstance {
   Nanos ready_at = 0;
   int32_t waiting = 0;    // queries sent to it and not yet answered
   double mean_batch = 1;  // rows per batch from reports; values below 1 read as 1
+  // The most rows the instance puts in one batch (its worker's batching
+  // cap, from reports); 0: not reported, the profile's largest batch.
+  int32_t max_batch = 0;
   int32_t replicas = 1;   // values below 1 read as 1
   double served_qps = 0;
   double arrival_qps = 0;  // offered to it over the last report (0: unknown)
@@ -107,7 +110,7 @@ class LiveState {
   void SetState(InstanceId id, InstanceState state);
   void SetReadyAt(InstanceId id, Nanos ready_at);
   void UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas, double served_qps,
-                          double arrival_qps);
+                          double arrival_qps, int32_t max_batch = 0);
   void SetWaiting(InstanceId id, int32_t waiting);
   void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
   // A query was sent to the instance at `now`: one more waiting there, and

@@ -46,13 +46,24 @@ bool MeetsStatic(const VariantOption& o, const Reqs& q) {
   return (!q.accuracy || o.accuracy >= *q.accuracy) && (!q.cost || o.price_per_hour <= *q.cost);
 }
 
+// The queries beyond the free replicas drain in batches of the mean batch,
+// or of as many as each replica has queued (up to the instance's cap, or
+// the profile's largest batch) when that answers sooner, and the query
+// rides one such batch.
 double Estimate(const VariantOption& o, const LiveInstance& in) {
-  const int b = std::max(1, static_cast<int>(std::lround(std::max(1.0, in.mean_batch))));
-  const double service = o.profile.LatencyAt(b);
+  const int replicas = std::max(1, in.replicas);
+  const int ahead = std::max(0, in.waiting - replicas + 1);
+  const int cap = in.max_batch > 0 ? in.max_batch : o.profile.max_batch();
+  auto at = [&](int b) {
+    const double service = o.profile.LatencyAt(b);
+    return ahead * service / (b * replicas) + service;
+  };
+  const int mean = std::max(1, static_cast<int>(std::lround(std::max(1.0, in.mean_batch))));
+  const int queue = std::min(cap, (ahead + replicas - 1) / replicas);
+  const double best = queue > mean ? std::min(at(mean), at(queue)) : at(mean);
   const double start =
       in.state == InstanceState::kInactive && in.ready_at > kNow ? ToMillis(in.ready_at - kNow) : 0;
-  const int replicas = std::max(1, in.replicas);
-  return start + std::max(0, in.waiting - replicas + 1) * service / (b * replicas) + service;
+  return start + best;
 }
 
 // Step 1's load of a worker: the work sent to it lately, per replica of
@@ -140,7 +151,8 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
     const InstanceState s = in.state;
     EXPECT_TRUE(live.worker(in.worker).accepting);
     EXPECT_EQ(d.serving, idx.FindOption(in.variant, live.worker(in.worker).type));
-    EXPECT_DOUBLE_EQ(d.estimated_ms, Estimate(idx.option(d.serving), in));
+    const double expected = Estimate(idx.option(d.serving), in);
+    EXPECT_NEAR(d.estimated_ms, expected, 1e-9 * expected);
     if (any_healthy) {
       EXPECT_EQ(s, InstanceState::kActive) << "unhealthy instance chosen over a healthy one";
       EXPECT_FALSE(d.degraded);

@@ -58,19 +58,26 @@ inline bool MakesDeadline(double est_ms, Nanos now, Nanos deadline) {
   return est_ms <= ToMillis(deadline - now);
 }
 
+// When a query sent now would be answered: the queries ahead drain in
+// batches, then the query's own batch runs (Profile::AnswerBehindMs). The
+// batch is the instance's recent mean, which is what its batching formed at
+// the present load, unless the batch the queue per replica allows (up to
+// the instance's cap) answers sooner: a burst after a quiet spell goes out
+// in batches larger than the quiet spell's mean.
 inline double EstimateMs(const VariantOption& o, const LiveInstance& in, Nanos now) {
-  const double mean = in.mean_batch >= 1 ? in.mean_batch : 1;
-  const int batch = static_cast<int>(std::lround(mean));
-  const double service = o.profile.LatencyAt(batch);
   const int replicas = std::max(1, in.replicas);
   // Queries already sent that a replica is running do not delay a new one
   // while another replica is free: only those beyond the free replicas
-  // queue, drained at the instance's rate.
+  // queue.
   const int ahead = std::max(0, in.waiting - replicas + 1);
-  const double queue = ahead * service / (static_cast<double>(batch) * replicas);
+  const int cap = in.max_batch > 0 ? in.max_batch : std::max(1, o.profile.max_batch());
+  const int mean = static_cast<int>(std::lround(std::max(1.0, in.mean_batch)));
+  const int queue = std::min(cap, (ahead + replicas - 1) / replicas);
+  double answer = o.profile.AnswerBehindMs(ahead, mean, replicas);
+  if (queue > mean) answer = std::min(answer, o.profile.AnswerBehindMs(ahead, queue, replicas));
   const double start =
       in.state == InstanceState::kInactive && in.ready_at > now ? ToMillis(in.ready_at - now) : 0;
-  return start + queue + service;
+  return start + answer;
 }
 
 // Step 1 order: recent load, worker utilisation, price, est, instance id.

@@ -55,13 +55,14 @@ class SelectionTest : public ::testing::Test {
     return live_.AddWorker({type, utilisation, free_mb, true});
   }
   InstanceId Instance(VariantId v, WorkerId w, InstanceState state = InstanceState::kActive,
-                      int waiting = 0, double batch = 1) {
+                      int waiting = 0, double batch = 1, int max_batch = 0) {
     LiveInstance in;
     in.variant = v;
     in.worker = w;
     in.state = state;
     in.waiting = waiting;
     in.mean_batch = batch;
+    in.max_batch = max_batch;
     return *live_.AddInstance(index_, in);
   }
   SelectionRequest Request(std::optional<double> latency, std::optional<double> accuracy,
@@ -207,8 +208,41 @@ TEST_F(SelectionTest, ReplicasShareTheQueue) {
   InstanceId id = Instance(opt_, w, InstanceState::kActive, 12, 4);
   live_.UpdateInstanceLoad(id, 4, 2, 100, 0);
   // 12 waiting over 2 replicas: one starts on the free replica's next batch,
-  // 11 queue at 8 rows per 9 ms.
-  EXPECT_DOUBLE_EQ(Decide(Request(25, 0.9)).estimated_ms, 11 * 9.0 / 8 + 9);
+  // 11 queue. At the mean batch of 4 (9 ms) they would take 11·9/8 + 9 =
+  // 21.4 ms; the 6 a replica (11 ms) the queue allows answer sooner:
+  // 11·11/12 + 11 = 21.1 ms.
+  EXPECT_DOUBLE_EQ(Decide(Request(25, 0.9)).estimated_ms, 11 * 11.0 / 12 + 11);
+}
+
+TEST_F(SelectionTest, ABurstDrainsInTheBatchesItAllowsUpToTheInstancesCap) {
+  // cnn:torch on small: batch 1 in 10 ms, batch 5 in 18 ms. Five queries
+  // sent after a quiet spell (its last report's mean batch 1): charged at
+  // batch 1 they would read as 60 ms; the queue goes as one batch of 5 and
+  // the query rides one, 18 + 18 = 36 ms, within 40.
+  WorkerId w = Worker(small_, 0.1);
+  InstanceId batches = Instance(cnn_, w, InstanceState::kActive, 5);
+  live_.UpdateInstanceLoad(batches, 1, 1, 10, 10, 64);
+  SelectionDecision d = Decide(Request(40, 0.9));
+  EXPECT_EQ(d.outcome, O::kUseInstance);
+  EXPECT_EQ(d.instance, batches);
+  EXPECT_DOUBLE_EQ(d.estimated_ms, 36);
+  // A worker that batches at most one row drains them one at a time: 60 ms
+  // does not make the objective, so selection looks elsewhere.
+  live_.UpdateInstanceLoad(batches, 1, 1, 10, 10, 1);
+  d = Decide(Request(40, 0.9));
+  EXPECT_NE(d.instance, batches);
+  EXPECT_DOUBLE_EQ(Decide(Request(1000, 0.9)).estimated_ms, 60);
+}
+
+TEST_F(SelectionTest, TheMeanBatchStandsWhenItAnswersSooner) {
+  // mlp:torch on small (2 ms + 1 a row), 17 waiting on 2 replicas with a
+  // mean batch of 4: the 16 ahead take 16·6/8 + 6 = 18 ms in batches of 4,
+  // 16·10/16 + 10 = 20 ms in the 8 a replica the queue allows. Under a
+  // steady load the batching already formed is the better guess.
+  WorkerId w = Worker(small_, 0.1);
+  InstanceId id = Instance(mlp_, w, InstanceState::kActive, 17, 4);
+  live_.UpdateInstanceLoad(id, 4, 2, 100, 100, 32);
+  EXPECT_DOUBLE_EQ(Decide(Request(50, 0.8)).estimated_ms, 18);
 }
 
 TEST_F(SelectionTest, UnhealthyInstancesAreAvoided) {
@@ -295,7 +329,8 @@ TEST_F(SelectionTest, LoadTooSlowServesOnAnUnhealthyInstanceMeanwhile) {
 
 TEST_F(SelectionTest, DeadlineLaterThanTheObjectiveAllowsASlowInstance) {
   WorkerId w = Worker(small_, 0.2, 0);                              // no room to load anything
-  InstanceId slow = Instance(mlp_, w, InstanceState::kActive, 10);  // 10·3 + 3 = 33 ms
+  // Its worker batches one query at a time: 10·3 + 3 = 33 ms.
+  InstanceId slow = Instance(mlp_, w, InstanceState::kActive, 10, 1, /*max_batch=*/1);
   SelectionRequest r = Request(20, 0.8);
   r.deadline = kNow + 40 * kMillisecond;
   SelectionDecision d = Decide(r);
@@ -329,10 +364,11 @@ TEST_F(SelectionTest, BusyInstancesOnWorkersThatHoldEveryVariantAreNotAMemorySho
   EXPECT_EQ(d.unavailable, UnavailableReason::kBusy);
   EXPECT_FALSE(d.load.valid());
   const std::string text = ExplainDecision(index_, live_, r, d);
-  // cnn:opt, 32 ahead at 6 ms each: 198 ms.
+  // cnn:opt, 32 ahead: at the mean batch of 1, 198 ms; as one batch of 32
+  // (37 ms), then the query's, 74 ms.
   EXPECT_THAT(text, HasSubstr("variants of app 'vision' meet min_accuracy 0.9 and latency_ms 20, "
                               "but the instances serving them are busy: the least busy would "
-                              "answer in 198 ms, and it has 20 ms left"));
+                              "answer in 74 ms, and it has 20 ms left"));
   EXPECT_THAT(text, HasSubstr("every worker with the memory to load another already holds one"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("no worker has the memory")));
   // A loading instance is a load under way, not a busy one: the deadline.

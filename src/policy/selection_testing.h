@@ -138,6 +138,10 @@ inline void FillRandomLive(Draw& d, const SelectionIndex& index, const RandomLiv
       in.waiting = static_cast<int32_t>(d.Int(0, 12));
       in.mean_batch = spec.coarse ? static_cast<double>(d.Int(0, 8)) : d.Real(0, 16);
       in.replicas = static_cast<int32_t>(d.Int(1, 2));
+      // Its batching cap by its last report: none said, batch 1, or up to
+      // the profiles' largest and beyond.
+      const int64_t cap = d.Int(0, 3);
+      in.max_batch = cap == 0 ? 0 : cap == 1 ? 1 : static_cast<int32_t>(d.Int(2, 40));
       // What it was offered and served by its last report: step 4 under
       // load prices the load the scope lacks.
       in.arrival_qps = spec.coarse ? d.Coarse(0, 50, 6) : d.Real(0, 400);

@@ -206,10 +206,11 @@ void SelectionRouter::SetState(int32_t instance, policy::InstanceState state) {
 }
 
 void SelectionRouter::UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas,
-                                         double served_qps, double arrival_qps) {
+                                         double served_qps, double arrival_qps,
+                                         int32_t max_batch) {
   policy::InstanceId id = At(instance_live_, instance);
   if (id != policy::kNoId) {
-    live_.UpdateInstanceLoad(id, mean_batch, replicas, served_qps, arrival_qps);
+    live_.UpdateInstanceLoad(id, mean_batch, replicas, served_qps, arrival_qps, max_batch);
   }
 }
 

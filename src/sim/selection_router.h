@@ -78,7 +78,7 @@ class SelectionRouter {
   void RemoveInstance(int32_t instance);
   void SetState(int32_t instance, policy::InstanceState state);
   void UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas, double served_qps,
-                          double arrival_qps);
+                          double arrival_qps, int32_t max_batch);
   void AddWaiting(int32_t instance, int32_t delta);
   void Sent(int32_t instance, Nanos now);
   // The allocator's query assignment (LiveState::SetRouteWeights), by

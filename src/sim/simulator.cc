@@ -211,7 +211,7 @@ absl::Status Simulator::StartInitialCluster() {
       if (!added.ok()) return added;
       inst.history.state = policy::InstanceState::kActive;
       selection_->SetState(*i, inst.history.state);
-      selection_->UpdateInstanceLoad(*i, 1, 1, 0, 0);
+      selection_->UpdateInstanceLoad(*i, 1, 1, 0, 0, instances_[*i].max_batch);
       selection_->UpdateWorker(w, 0, FreeMemoryForSelection(workers_[w]));
     }
   }
@@ -239,6 +239,7 @@ absl::StatusOr<int32_t> Simulator::AddInstance(int32_t app, int32_t variant, int
   inst.variant = variant;
   inst.worker = worker;
   inst.noise = Rng(DeriveSeed(setup_.seed, 1000 + i));
+  inst.max_batch = std::max(1, std::min(options.max_batch, setup_.batching.max_batch));
   // Service times are tabulated up to the largest batch a policy may send;
   // a single larger query is computed on demand.
   const int32_t rows = std::max(1, options.max_batch);

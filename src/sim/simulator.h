@@ -554,6 +554,9 @@ class Simulator {
     double mean_batch = 1;
     double compute_p50_ms = 0;
     Nanos ready_since = 0;  // when a load last finished here
+    // The most rows one batch holds (the batching cap, or the planned
+    // batch), reported as a worker reports its own.
+    int32_t max_batch = 0;
   };
   struct Worker {
     int32_t type = 0;

@@ -28,6 +28,7 @@ bool Simulator::Admits(int32_t i, const RouteRequest& request, Nanos* estimate) 
     if (replicas_[id].busy) candidate.waiting += static_cast<int64_t>(replicas_[id].batch.size());
   }
   candidate.replicas = inst.ready;
+  candidate.max_batch = inst.max_batch;
   return policy::AnswersInTime(candidate, request.deadline - now_, request.rows, estimate);
 }
 

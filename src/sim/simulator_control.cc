@@ -339,7 +339,7 @@ void Simulator::OnLoadDone(int32_t r) {
   }
   inst.ready_since = now_;
   selection_->UpdateInstanceLoad(i, inst.mean_batch, inst.ready, inst.served_qps,
-                                 inst.arrival_qps);
+                                 inst.arrival_qps, inst.max_batch);
   if (rep.transition >= 0) EndTransitionLoad(rep.transition, true);
   RunDecisions(i);
 }
@@ -402,7 +402,7 @@ void Simulator::RemoveReplicas(int32_t i, int32_t count) {
     }
   }
   selection_->UpdateInstanceLoad(i, inst.mean_batch, std::max(1, inst.ready), inst.served_qps,
-                                 inst.arrival_qps);
+                                 inst.arrival_qps, inst.max_batch);
 }
 
 void Simulator::DropReplica(int32_t r) {
@@ -522,7 +522,7 @@ void Simulator::Report(int32_t w, Nanos interval) {
       inst.history = step.history;
       selection_->SetState(i, inst.history.state);
       selection_->UpdateInstanceLoad(i, inst.mean_batch, inst.ready, inst.served_qps,
-                                 inst.arrival_qps);
+                                     inst.arrival_qps, inst.max_batch);
     }
     inst.interval_arrivals = 0;
     inst.interval_job_arrivals = 0;

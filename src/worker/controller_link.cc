@@ -104,6 +104,7 @@ absl::Status ControllerLink::Report(InstanceManager& manager, double cpu_utilisa
     out->set_mean_batch(r.interval.mean_batch_rows);
     out->set_dropped(r.interval.dropped);
     out->set_dropped_qps(r.interval.dropped / seconds);
+    out->set_max_batch(r.max_batch);
   }
   v1::ReportResponse response;
   absl::Status status = rpc::FromGrpc(stub_->Report(&context, request, &response));

@@ -333,6 +333,7 @@ InstanceReport Instance::TakeReport() {
   report.key = key_;
   report.replicas = active_replicas_;
   report.queue_length = static_cast<int>(queue_.size());
+  report.max_batch = max_batch_;
   report.interval = stats_.TakeAndReset(clock_->Now());
   if (report.interval.length > 0) {
     policy_->ObserveDemand(static_cast<double>(report.interval.arrivals) /

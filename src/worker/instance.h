@@ -60,6 +60,7 @@ struct InstanceReport {
   VariantKey key;
   int replicas = 0;
   int queue_length = 0;
+  int max_batch = 0;  // the most rows one batch holds now
   IntervalSnapshot interval;
 };
 

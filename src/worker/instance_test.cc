@@ -126,6 +126,9 @@ TEST(InstanceTest, ANewBatchLimitAppliesToTheQueriesWaiting) {
   f.executor->Open();
   for (Answer* x : {&first, &a, &b, &c, &d}) x->done.WaitForNotification();
   EXPECT_EQ(f.executor->batches(), (std::vector<int64_t>{1, 2, 2}));
+  // The report says the new cap: the controller estimates the queue's drain
+  // by it (docs/policies.md, "Variant selection").
+  EXPECT_EQ(f.instance->TakeReport().max_batch, 2);
 }
 
 TEST(InstanceTest, RefusesWhenFullOrAlreadyLate) {

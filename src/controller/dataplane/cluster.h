@@ -48,6 +48,7 @@ struct InstanceStats {
   double latency_p99_ms = 0;
   double compute_p50_ms = 0;
   double mean_batch = 0;
+  int max_batch = 0;  // the most rows a batch holds there (0: not reported)
   int64_t dropped = 0;
   double dropped_qps = 0;
 };

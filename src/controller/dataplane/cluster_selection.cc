@@ -82,7 +82,8 @@ void Cluster::LiveApplyReportLocked(Worker& worker) {
       if (inst.live == policy::kNoId) continue;
     }
     const InstanceStats& s = inst.stats;
-    live_.UpdateInstanceLoad(inst.live, s.mean_batch, s.replicas, s.served_qps, s.arrival_qps);
+    live_.UpdateInstanceLoad(inst.live, s.mean_batch, s.replicas, s.served_qps, s.arrival_qps,
+                             s.max_batch);
     policy::OptionId option = index_->FindOption(index_->FindVariant(key), type);
     if (option == policy::kNoId) continue;
     auto slo = slo_ms_.find(key.model);
@@ -315,6 +316,7 @@ AdmissionView Cluster::AdmissionCandidates(const VariantKey& key,
       c.overhead = inst.overhead;
       c.slowdown = inst.slowdown;
       c.replicas = std::max(1, inst.stats.replicas);
+      c.max_batch = inst.stats.max_batch;
       if (const policy::VariantOption* o = OptionOf(k, w.view.type.name); o != nullptr) {
         c.profile = &o->profile;
         if (inst.phase == InstancePhase::kLoading) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 
@@ -168,6 +169,21 @@ TEST_F(ClusterUnreachableTest, AdmissionSeesQueriesInFlightAndTheMeanRoundTripOv
   }
   // Another model's instances are not candidates.
   EXPECT_TRUE(cluster_->AdmissionCandidates({"other", ""}).candidates.empty());
+  // The batching cap a worker reports bounds the batches its queue is
+  // estimated to form; unreported, it is 0 (the profile's largest).
+  WorkerReport report;
+  report.worker_id = workers_[0];
+  InstanceStats stats;
+  stats.replicas = 1;
+  stats.max_batch = 2;
+  report.instances.push_back({kKey, stats});
+  ASSERT_TRUE(cluster_->ApplyReport(report));
+  std::vector<int> caps;
+  for (const policy::AdmissionCandidate& c : cluster_->AdmissionCandidates(kKey).candidates) {
+    caps.push_back(c.max_batch);
+  }
+  std::sort(caps.begin(), caps.end());
+  EXPECT_EQ(caps, (std::vector<int>{0, 2}));
 }
 
 // An instance being unloaded drains: no query goes there, and its unload

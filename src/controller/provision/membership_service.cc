@@ -112,6 +112,7 @@ grpc::Status MembershipService::Report(grpc::ServerContext* context,
     stats.latency_p99_ms = r.latency_p99_ms();
     stats.compute_p50_ms = r.compute_p50_ms();
     stats.mean_batch = r.mean_batch();
+    stats.max_batch = r.max_batch();
     stats.dropped = r.dropped();
     stats.dropped_qps = r.dropped_qps();
     report.instances.push_back({VariantKey{r.model(), r.variant()}, stats});
