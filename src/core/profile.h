@@ -56,13 +56,22 @@ class Profile {
   // Queries per second when full batches of `batch` run back to back.
   double ThroughputAt(int batch) const;
 
+  // The most rows one batch of an instance holds: the cap its worker
+  // reports (`reported`; 0 or less: none reported), at most the profile's
+  // largest batch, as the worker caps its batches there too.
+  int BatchCap(int reported) const {
+    const int largest = max_batch() > 0 ? max_batch() : 1;
+    return reported > 0 && reported < largest ? reported : largest;
+  }
+
   // Milliseconds until one more query is answered behind `ahead_rows`
   // rows queued at an instance whose `replicas` run batches of `batch`
   // rows: the rows ahead drain at that batch's throughput over the
   // replicas, then the query's own batch runs. Which batch to assume is
   // the caller's estimate (admission: the batch the queue allows;
-  // selection: that or the instance's recent mean batch, whichever answers
-  // sooner; docs/policies.md, "Variant selection").
+  // selection: the instance's recent mean batch, or the queue's batch when
+  // that is larger and answers sooner; docs/policies.md, "Variant
+  // selection").
   double AnswerBehindMs(int64_t ahead_rows, int batch, int replicas) const;
 
   // The highest rate one instance sustains while its queries meet `slo_ms`.

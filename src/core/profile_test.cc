@@ -84,5 +84,13 @@ TEST(ProfileTest, AnswerBehindAQueue) {
   EXPECT_DOUBLE_EQ(p.AnswerBehindMs(16, 8, 1), 18 + 9);
 }
 
+TEST(ProfileTest, BatchCapIsTheReportedCapUpToTheLargestBatch) {
+  Profile p = Make();
+  EXPECT_EQ(p.BatchCap(0), 8);  // none reported
+  EXPECT_EQ(p.BatchCap(-3), 8);
+  EXPECT_EQ(p.BatchCap(2), 2);
+  EXPECT_EQ(p.BatchCap(64), 8);
+}
+
 }  // namespace
 }  // namespace maitre

@@ -14,12 +14,11 @@ std::optional<Nanos> EstimateFinish(const AdmissionCandidate& candidate, int64_t
   // what this query sees, and one-row and eight-row queries drain at very
   // different speeds.
   const int64_t ahead = std::max<int64_t>(0, candidate.waiting - replicas + 1) * rows;
-  const Profile& profile = *candidate.profile;
-  const int64_t largest = std::max(1, profile.max_batch());
-  const int64_t cap =
-      candidate.max_batch > 0 ? std::min<int64_t>(candidate.max_batch, largest) : largest;
+  // A query wider than the cap runs alone as one batch (and so, taken to be
+  // its size, does each query ahead).
+  const int64_t cap = std::max<int64_t>(candidate.profile->BatchCap(candidate.max_batch), rows);
   const int batch = static_cast<int>(std::clamp<int64_t>(std::max(ahead, rows), 1, cap));
-  const double queued_ms = profile.AnswerBehindMs(ahead, batch, replicas);
+  const double queued_ms = candidate.profile->AnswerBehindMs(ahead, batch, replicas);
   // No reply is coming to an idle instance to bring stale figures up to
   // date: the first query after a flood is judged by the profile alone.
   const bool busy = candidate.waiting > 0;

@@ -9,10 +9,11 @@
 // type:
 //     ahead   = max(0, waiting − replicas + 1) · rows  (a free replica takes
 //               one; the queries ahead are taken to be this one's size)
-//     b       = clamp(max(ahead, rows), 1, max_batch)  (the batch, in rows,
-//               the queue allows; max_batch is the instance's cap, at most
-//               the profile's largest batch)
-//     finish  = ready_in + slowdown · (ahead / (replicas · ThroughputAt(b))
+//     b       = clamp(max(ahead, rows), 1, max(cap, rows))  (the batch, in
+//               rows, the queue allows; cap is the instance's batching cap,
+//               at most the profile's largest batch, Profile::BatchCap; a
+//               query wider than it runs alone)
+//     finish  = ready_in + slowdown · (ahead · LatencyAt(b) / (b · replicas)
 //               + LatencyAt(b)) + overhead   (slowdown, overhead: only while
 //                                             waiting > 0)
 // (Profile::AnswerBehindMs at that batch)
@@ -29,7 +30,8 @@
 // in flight ignores it: no reply is coming to bring a stale figure up to
 // date, so after a flood the first query is let through to measure again. Unlike
 // the selection policy's estimate (policy/selection.h), which takes the
-// instance's recent mean batch unless the queue's batch answers sooner, this
+// instance's recent mean batch unless the queue's batch is larger and
+// answers sooner, this
 // one lets the queue form the batches it would form: a deep queue drains in
 // large batches, so the estimate does not overstate the wait just when the
 // queue grows (which would refuse work that the instance can still serve in

@@ -72,6 +72,20 @@ TEST(EstimateFinishTest, QueriesOfSeveralRowsDrainInRows) {
   EXPECT_TRUE(Admit({{&profile, 16, 1, 0}}, 20 * kMillisecond, 1).admit);
 }
 
+TEST(EstimateFinishTest, TheInstancesBatchingCapBoundsTheQueuesBatch) {
+  const Profile profile = TestProfile();
+  // A worker that batches one row at a time: 4 ahead at 2 ms each, then
+  // its own, 10 ms (8 ms in batches of 4).
+  EXPECT_EQ(EstimateFinish({&profile, 4, 1, 0, 0, 1, /*max_batch=*/1}), 10 * kMillisecond);
+  // A cap above the profile's largest batch is the profile's: as uncapped.
+  EXPECT_EQ(EstimateFinish({&profile, 64, 1, 0, 0, 1, /*max_batch=*/64}), 50 * kMillisecond);
+  // A query wider than the cap runs alone as one batch, and so does each
+  // query ahead, taken to be its size: two of 4 rows ahead, 8 ms, then its
+  // own 4 ms (not 18 ms in batches of one row).
+  EXPECT_EQ(EstimateFinish({&profile, 0, 1, 0, 0, 1, /*max_batch=*/1}, 4), 4 * kMillisecond);
+  EXPECT_EQ(EstimateFinish({&profile, 2, 1, 0, 0, 1, /*max_batch=*/1}, 4), 12 * kMillisecond);
+}
+
 TEST(EstimateFinishTest, NoProfileCannotBeEstimated) {
   EXPECT_EQ(EstimateFinish({nullptr, 100, 1, 0}), std::nullopt);
   const Profile empty;

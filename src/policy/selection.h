@@ -17,11 +17,11 @@
 //        est = start + ahead · LatencyAt(b) / (b · replicas) + LatencyAt(b)
 //    with ahead = max(0, waiting − replicas + 1) the queries already sent to
 //    it that a free replica would not take at once, b its mean batch
-//    rounded (at least 1) or, when that gives a lower est, the batch its
-//    queue allows (ceil(ahead / replicas), at most its batching cap from
-//    its worker's reports), and `start` the time left until a loading
-//    instance is ready (0 otherwise) (Profile::AnswerBehindMs). It makes
-//    the deadline when now + est <= deadline.
+//    rounded (at least 1) or the batch its queue allows (ceil(ahead /
+//    replicas), at most its batching cap, Profile::BatchCap) when that is
+//    larger and gives a lower est, and `start` the time left until a
+//    loading instance is ready (0 otherwise) (Profile::AnswerBehindMs). It
+//    makes the deadline when now + est <= deadline.
 //  1. Healthy: among Active instances on accepting workers whose option
 //     fits statically, with est <= L and the deadline made, pick the one on
 //     the least-utilised worker; ties by lower price, then lower est, then

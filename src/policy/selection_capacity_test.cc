@@ -145,7 +145,7 @@ TEST_F(CapacitySelectionTest, WhatTheModelLacksDecidesHowMuchCapacityToBuy) {
   SelectionDecision d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), torch);
   EXPECT_EQ(d.load.worker, w3);
-  live_.UpdateInstanceLoad(saturated, 1, 1, 38000, /*arrival_qps=*/60000);
+  live_.UpdateInstanceLoad(saturated, 1, 1, 38000, /*arrival_qps=*/60000, 0);
   d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), opt_);
   EXPECT_EQ(d.load.worker, w2);
@@ -182,7 +182,7 @@ TEST_F(CapacitySelectionTest, AQuickLoadDoesNotTakeTheCoreOfABusyVariant) {
   WorkerId w1 = Worker(cpu1_, 0.4);
   WorkerId w2 = Worker(cpu1_, 0.6);
   InstanceId busy = Instance(opt_, w1, InstanceState::kInterfered);
-  live_.UpdateInstanceLoad(busy, 4, 1, /*served_qps=*/4000, /*arrival_qps=*/4000);
+  live_.UpdateInstanceLoad(busy, 4, 1, /*served_qps=*/4000, /*arrival_qps=*/4000, 0);
   SelectionDecision d = Decide(Request());
   EXPECT_EQ(d.outcome, O::kLoadAndServe);
   EXPECT_EQ(LoadVariant(d), opencv_);
@@ -201,17 +201,17 @@ TEST_F(CapacitySelectionTest, AFreeCoreOrAnIdleVariantLeavesRoomForALoad) {
   // One replica of a busy torch-opt on a cpu-2 worker leaves a core free.
   WorkerId two = Worker(cpu2_, 0.5);
   InstanceId opt = Instance(opt_, two, InstanceState::kInterfered);
-  live_.UpdateInstanceLoad(opt, 4, 1, /*served_qps=*/4000, /*arrival_qps=*/4000);
+  live_.UpdateInstanceLoad(opt, 4, 1, /*served_qps=*/4000, /*arrival_qps=*/4000, 0);
   SelectionDecision d = Decide(Request());
   EXPECT_EQ(LoadVariant(d), opencv_);
   EXPECT_EQ(d.load.worker, two);
   // Two replicas keep both cores busy.
-  live_.UpdateInstanceLoad(opt, 4, 2, /*served_qps=*/4000, /*arrival_qps=*/4000);
+  live_.UpdateInstanceLoad(opt, 4, 2, /*served_qps=*/4000, /*arrival_qps=*/4000, 0);
   EXPECT_FALSE(Decide(Request()).load.valid());
   // Interfered, it is busy however idle: selection avoids it, so it shows
   // no queries, but it is probed again soon (on the real server opencv was
   // loaded beside such a torch-opt and both then served on one core).
-  live_.UpdateInstanceLoad(opt, 1, 2, 0, 0);
+  live_.UpdateInstanceLoad(opt, 1, 2, 0, 0, 0);
   EXPECT_FALSE(Decide(Request()).load.valid());
   // Active and idle, it keeps no core busy, whatever its replicas (a query
   // pinned to opencv loads it there).

@@ -8,7 +8,7 @@
 //    (its instances go with it);
 //  - a worker reports          → UpdateWorker (utilisation, free memory) and,
 //    per instance, UpdateInstanceLoad (mean batch, replicas, served and
-//    offered rates) and
+//    offered rates, batching cap) and
 //    SetState with the state machine's result (instance_state.h);
 //  - it asks for a load        → AddInstance in state kInactive with the
 //    expected ready_at, and UpdateWorker with the variant's memory taken out
@@ -110,7 +110,7 @@ class LiveState {
   void SetState(InstanceId id, InstanceState state);
   void SetReadyAt(InstanceId id, Nanos ready_at);
   void UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas, double served_qps,
-                          double arrival_qps, int32_t max_batch = 0);
+                          double arrival_qps, int32_t max_batch);
   void SetWaiting(InstanceId id, int32_t waiting);
   void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
   // A query was sent to the instance at `now`: one more waiting there, and

@@ -47,23 +47,31 @@ bool MeetsStatic(const VariantOption& o, const Reqs& q) {
 }
 
 // The queries beyond the free replicas drain in batches of the mean batch,
-// or of as many as each replica has queued (up to the instance's cap, or
-// the profile's largest batch) when that answers sooner, and the query
-// rides one such batch.
-double Estimate(const VariantOption& o, const LiveInstance& in) {
+// or of as many as each replica has queued (up to the instance's cap, at
+// most the profile's largest batch) when that is larger and answers
+// sooner, and the query rides one such batch.
+double EstimateAt(const VariantOption& o, const LiveInstance& in, int b) {
   const int replicas = std::max(1, in.replicas);
   const int ahead = std::max(0, in.waiting - replicas + 1);
-  const int cap = in.max_batch > 0 ? in.max_batch : o.profile.max_batch();
-  auto at = [&](int b) {
-    const double service = o.profile.LatencyAt(b);
-    return ahead * service / (b * replicas) + service;
-  };
-  const int mean = std::max(1, static_cast<int>(std::lround(std::max(1.0, in.mean_batch))));
-  const int queue = std::min(cap, (ahead + replicas - 1) / replicas);
-  const double best = queue > mean ? std::min(at(mean), at(queue)) : at(mean);
+  const double service = o.profile.LatencyAt(b);
   const double start =
       in.state == InstanceState::kInactive && in.ready_at > kNow ? ToMillis(in.ready_at - kNow) : 0;
-  return start + best;
+  return start + (ahead * service / (b * replicas) + service);
+}
+int MeanBatch(const LiveInstance& in) {
+  return std::max(1, static_cast<int>(std::lround(std::max(1.0, in.mean_batch))));
+}
+int QueueBatch(const VariantOption& o, const LiveInstance& in) {
+  const int replicas = std::max(1, in.replicas);
+  const int ahead = std::max(0, in.waiting - replicas + 1);
+  const int largest = std::max(1, o.profile.max_batch());
+  const int cap = in.max_batch > 0 ? std::min(in.max_batch, largest) : largest;
+  return std::min(cap, (ahead + replicas - 1) / replicas);
+}
+double Estimate(const VariantOption& o, const LiveInstance& in) {
+  const int mean = MeanBatch(in), queue = QueueBatch(o, in);
+  return queue > mean ? std::min(EstimateAt(o, in, mean), EstimateAt(o, in, queue))
+                      : EstimateAt(o, in, mean);
 }
 
 // Step 1's load of a worker: the work sent to it lately, per replica of
@@ -151,8 +159,13 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
     const InstanceState s = in.state;
     EXPECT_TRUE(live.worker(in.worker).accepting);
     EXPECT_EQ(d.serving, idx.FindOption(in.variant, live.worker(in.worker).type));
-    const double expected = Estimate(idx.option(d.serving), in);
-    EXPECT_NEAR(d.estimated_ms, expected, 1e-9 * expected);
+    const VariantOption& o = idx.option(d.serving);
+    EXPECT_DOUBLE_EQ(d.estimated_ms, Estimate(o, in));
+    // Never above the mean batch's estimate alone; the same whenever the
+    // queue per replica is no longer than the mean batch.
+    const double at_mean = EstimateAt(o, in, MeanBatch(in));
+    EXPECT_LE(d.estimated_ms, at_mean);
+    if (QueueBatch(o, in) <= MeanBatch(in)) EXPECT_DOUBLE_EQ(d.estimated_ms, at_mean);
     if (any_healthy) {
       EXPECT_EQ(s, InstanceState::kActive) << "unhealthy instance chosen over a healthy one";
       EXPECT_FALSE(d.degraded);

@@ -62,15 +62,15 @@ inline bool MakesDeadline(double est_ms, Nanos now, Nanos deadline) {
 // batches, then the query's own batch runs (Profile::AnswerBehindMs). The
 // batch is the instance's recent mean, which is what its batching formed at
 // the present load, unless the batch the queue per replica allows (up to
-// the instance's cap) answers sooner: a burst after a quiet spell goes out
-// in batches larger than the quiet spell's mean.
+// the instance's cap) is larger and answers sooner: a burst after a quiet
+// spell goes out in batches larger than the quiet spell's mean.
 inline double EstimateMs(const VariantOption& o, const LiveInstance& in, Nanos now) {
   const int replicas = std::max(1, in.replicas);
   // Queries already sent that a replica is running do not delay a new one
   // while another replica is free: only those beyond the free replicas
   // queue.
   const int ahead = std::max(0, in.waiting - replicas + 1);
-  const int cap = in.max_batch > 0 ? in.max_batch : std::max(1, o.profile.max_batch());
+  const int cap = o.profile.BatchCap(in.max_batch);
   const int mean = static_cast<int>(std::lround(std::max(1.0, in.mean_batch)));
   const int queue = std::min(cap, (ahead + replicas - 1) / replicas);
   double answer = o.profile.AnswerBehindMs(ahead, mean, replicas);

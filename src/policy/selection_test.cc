@@ -206,7 +206,7 @@ TEST_F(SelectionTest, TheStreamSplitsByWork) {
 TEST_F(SelectionTest, ReplicasShareTheQueue) {
   WorkerId w = Worker(small_, 0.1);
   InstanceId id = Instance(opt_, w, InstanceState::kActive, 12, 4);
-  live_.UpdateInstanceLoad(id, 4, 2, 100, 0);
+  live_.UpdateInstanceLoad(id, 4, 2, 100, 0, 0);
   // 12 waiting over 2 replicas: one starts on the free replica's next batch,
   // 11 queue. At the mean batch of 4 (9 ms) they would take 11·9/8 + 9 =
   // 21.4 ms; the 6 a replica (11 ms) the queue allows answer sooner:

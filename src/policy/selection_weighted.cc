@@ -24,9 +24,8 @@ SelectionDecision WeightedRoundRobin::Route(const SelectionIndex& index, const L
   // The instance itself when it can take the query now: a serving one, or
   // a loading one ready before the deadline. A serving one is not judged by
   // the queue estimate: its batching policy (Proteus's drops what cannot
-  // make it) knows better than an estimate from the last report's mean
-  // batch, which overstates the wait whenever the queue grows and batches
-  // with it.
+  // make it) knows better than an estimate from reports
+  // (docs/accuracy-scaling.md).
   auto usable = [&](InstanceId id, OptionId& option) {
     const LiveInstance& in = live.instance(id);
     if (!live.has_worker(in.worker) || !live.worker(in.worker).accepting) return false;

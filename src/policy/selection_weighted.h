@@ -14,9 +14,9 @@
 //    loading but ready before the deadline. Unlike Select, a serving
 //    instance is not judged by the estimated queue wait: the plan sized its
 //    share, and its batching policy drops what cannot make the deadline
-//    (Proteus routes the same way; the estimate from the last report's
-//    mean batch overstates the wait whenever the queue, and with it the
-//    batch, grows).
+//    (Proteus routes the same way; judged by the estimate, then taken from
+//    the last report's mean batch alone, it turned away queries the plan
+//    carried: docs/accuracy-scaling.md).
 //  - A weighted instance still loading lends its weight to the instance of
 //    the same app it replaces on that worker (one without a weight, still
 //    serving), so the worker's planned share keeps being served until the
