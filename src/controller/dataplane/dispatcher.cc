@@ -150,24 +150,28 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
   Attempt(std::move(query));
 }
 
+absl::Status Dispatcher::DeadlineError(Query& query) {
+  std::string answerer = "any instance";
+  std::string waited;
+  {
+    absl::MutexLock lock(&query.sent_mu);
+    if (query.sent_variant != nullptr) {
+      answerer = absl::StrCat(query.sent_variant->spec.key.ToString(), " on ", query.sent_worker);
+    } else if (!query.waited_for.empty()) {
+      waited = absl::StrCat("; it was waiting for ", query.waited_for);
+    }
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(DeadlinePassed(query.deadline, query.received, answerer), waited));
+}
+
 void Dispatcher::Expire(const std::shared_ptr<Query>& query) {
   if (query->finished.load(std::memory_order_acquire)) return;
   // The timer has let go of this entry (another lane's copy does nothing),
   // so Finish need not cancel it: cancelling takes every lane's lock, which
   // a stalled thread may hold.
   query->deadline_timer_seq.store(0, std::memory_order_relaxed);
-  std::string answerer = "any instance";
-  std::string waited;
-  {
-    absl::MutexLock lock(&query->sent_mu);
-    if (query->sent_variant != nullptr) {
-      answerer = absl::StrCat(query->sent_variant->spec.key.ToString(), " on ", query->sent_worker);
-    } else if (!query->waited_for.empty()) {
-      waited = absl::StrCat("; it was waiting for ", query->waited_for);
-    }
-  }
-  Finish(query, absl::DeadlineExceededError(absl::StrCat(
-                    DeadlinePassed(query->deadline, query->received, answerer), waited)));
+  Finish(query, DeadlineError(*query));
 }
 
 absl::Status Dispatcher::Choose(Query& query, const VariantKey& key) {
@@ -216,10 +220,9 @@ bool Dispatcher::Admit(const std::shared_ptr<Query>& query) {
 
 void Dispatcher::Attempt(std::shared_ptr<Query> query) {
   if (query->finished.load(std::memory_order_acquire)) return;  // its deadline answered it
-  if (options_.clock->Now() >= query->deadline) {
-    return Finish(query, absl::DeadlineExceededError(
-                             "the deadline passed before an instance could run the query"));
-  }
+  // A retry that comes after the deadline (a poll for a worker woken late
+  // on a busy host) answers as the deadline's timer would have.
+  if (options_.clock->Now() >= query->deadline) return Finish(query, DeadlineError(*query));
   std::shared_ptr<const policy::SelectionIndex> index = options_.cluster->selection_index();
   policy::SelectionRequest request;
   switch (query->scope) {

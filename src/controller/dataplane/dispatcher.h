@@ -107,6 +107,8 @@ class Dispatcher {
 
  private:
   struct Query;
+  // The deadline's answer: who had the query, or what it was waiting for.
+  static absl::Status DeadlineError(Query& query);
   void Attempt(std::shared_ptr<Query> query);
   // Admission control (admission.h), once per query before its first
   // attempt (retries are not judged again): false when the query was
