@@ -84,7 +84,7 @@ absl::StatusOr<ConsolidationDecision> DecideConsolidation(
     std::vector<ModelAutoscalerState::LoadSample>& history = decision.state.history[model] =
         AppendLoadSample(it != previous.history.end() ? it->second
                                                       : std::vector<ModelAutoscalerState::LoadSample>{},
-                         load, now, std::min(horizon, o.history_limit));
+                         {now, load}, std::min(horizon, o.history_limit));
 
     // Hysteresis: how the model's workers changed since the last call.
     ConsolidationState::Spread& spread = decision.state.spread[model];

@@ -500,20 +500,23 @@ std::optional<ModelScaleAction> ScaleDown(
   return action;
 }
 
-// The least load in `history` over the last `window`, or nullopt when the
-// history does not reach back that far yet.
-std::optional<double> LeastLoadOver(const std::vector<ModelAutoscalerState::LoadSample>& history,
-                                    Nanos now, Nanos window) {
+// The least of `field` over the samples of the last `window`, or nullopt when
+// the history does not reach back that far yet.
+std::optional<double> LeastOver(const std::vector<ModelAutoscalerState::LoadSample>& history,
+                                Nanos now, Nanos window,
+                                double ModelAutoscalerState::LoadSample::*field) {
   if (history.empty() || history.front().at > now - window) return std::nullopt;
   double least = std::numeric_limits<double>::infinity();
   for (const auto& sample : history) {
-    if (sample.at >= now - window) least = std::min(least, sample.load_qps);
+    if (sample.at >= now - window) least = std::min(least, sample.*field);
   }
   return std::isinf(least) ? std::nullopt : std::optional<double>(least);
 }
 
 // The capacity switch (ModelAutoscalerOptions::capacity_switch_*): for a
-// model that needs neither more nor less, under high load, replace the
+// model that needs neither more nor less, under high load (by the profiles,
+// the least load over the wait / the replicas' capacity; as measured, the
+// least busy share over the wait), replace the
 // replicas that carry the load at `capacity_switch_gain` times the cost per
 // unit of throughput of the best variant w by enough of w for
 // `scale_down_headroom` over the peak of the wait, when that costs no more
@@ -534,6 +537,8 @@ std::optional<ModelScaleAction> CapacitySwitch(
   struct Candidate {
     Move move;
     double least = 0, peak = 0;
+    double busy = 0;  // the higher of the two readings of how busy
+    bool measured = false;  // the measured share is the higher
     Nanos wait = 0;
   };
   std::optional<Candidate> best;
@@ -565,10 +570,13 @@ std::optional<ModelScaleAction> CapacitySwitch(
     if (from.empty()) continue;
     const Nanos wait =
         std::min(std::max(o.min_scale_down_wait, FromSeconds(load_s)), o.history_limit);
-    const std::optional<double> least = LeastLoadOver(history, now, wait);
+    using Sample = ModelAutoscalerState::LoadSample;
+    const std::optional<double> least = LeastOver(history, now, wait, &Sample::load_qps);
+    const std::optional<double> least_busy = LeastOver(history, now, wait, &Sample::busy);
     const std::optional<double> peak = PeakLoadOver(history, now, wait);
-    if (!least.has_value() || !peak.has_value()) continue;
-    if (*least < o.capacity_switch_utilisation * capacity) continue;  // not high load
+    if (!least.has_value() || !least_busy.has_value() || !peak.has_value()) continue;
+    const double busy = std::max(*least / capacity, *least_busy);
+    if (busy < o.capacity_switch_utilisation) continue;  // not high load
     const double rest = capacity - replaced_qps;
     int k = std::max({ReplicasFor(o.scale_down_headroom * *peak - rest, to.saturation_qps),
                       o.min_replicas_per_model - (total - replaced), 0});
@@ -584,7 +592,7 @@ std::optional<ModelScaleAction> CapacitySwitch(
       mv.also.push_back({from[i], m.variants[from[i]].replicas});
     }
     if (!FitsMove(s, used, m, mv)) continue;
-    Candidate c{mv, *least, *peak, wait};
+    Candidate c{mv, *least, *peak, busy, *least_busy > *least / capacity, wait};
     if (!best.has_value() || better(c, *best)) best = c;
   }
   if (!best.has_value()) return std::nullopt;
@@ -604,10 +612,11 @@ std::optional<ModelScaleAction> CapacitySwitch(
       m, mv,
       absl::StrFormat(
           "capacity under load: at least %.1f qps over the last %.0f s kept its replicas %.0f%% "
-          "busy (>= %.0f%%); %s carries the load at %.3g $ per million queries (%.0f qps per "
+          "busy%s (>= %.0f%%); %s carries the load at %.3g $ per million queries (%.0f qps per "
           "replica), %.2fx cheaper per query than %s: %s, for %+.3g $/s of running cost",
-          best->least, ToSeconds(best->wait), 100 * best->least / capacity,
-          100 * o.capacity_switch_utilisation, to.variant, CostPerQps(to) * 1e6, to.saturation_qps,
+          best->least, ToSeconds(best->wait), 100 * best->busy,
+          best->measured ? " by their CPU" : "", 100 * o.capacity_switch_utilisation, to.variant,
+          CostPerQps(to) * 1e6, to.saturation_qps,
           CostPerQps(m.variants[mv.from]) / CostPerQps(to), replaced, Describe(m, mv),
           RunningCost(m, mv)));
   action.cause = ModelScaleAction::Cause::kCapacity;
@@ -621,7 +630,8 @@ std::vector<ModelAutoscalerState::LoadSample> UpdateHistory(
     const ModelAutoscalerOptions& o) {
   Nanos horizon = o.min_scale_down_wait;
   for (const ScalingVariant& v : m.variants) horizon = std::max(horizon, FromSeconds(v.load_s));
-  return AppendLoadSample(std::move(history), m.load_qps, now, std::min(horizon, o.history_limit));
+  return AppendLoadSample(std::move(history), {now, m.load_qps, m.busy},
+                          std::min(horizon, o.history_limit));
 }
 
 }  // namespace

@@ -21,7 +21,8 @@
 // high load): replace the replicas of variants that carry the load at
 // `capacity_switch_gain` times the cost per unit of throughput of the best
 // variant, for no more running cost, once the load has kept the model's
-// replicas `capacity_switch_utilisation` busy over the wait.
+// replicas `capacity_switch_utilisation` busy over the wait (by their
+// profiles, or as measured).
 //
 // Everything the policy knows comes in as arguments: the worker's snapshot,
 // `now`, and the ModelAutoscalerState it returned last time (its load
@@ -102,6 +103,13 @@ struct ScalingModel {
   // accuracy reaches this. When unset the floor is the least accuracy among
   // the running variants, less ModelAutoscalerOptions::max_accuracy_drop.
   std::optional<double> min_accuracy;
+  // How busy serving the model kept its replicas' cores, as measured (the
+  // worker's CPU, in proportion to what the model's instances served there),
+  // 0..1; 0 when not measured. The capacity switch reads it beside
+  // load / capacity: a profile is the model's compute alone, and where the
+  // data path costs more per query than the model, load / capacity reads a
+  // busy worker as idle.
+  double busy = 0;
 };
 
 // What the worker looks like this second.
@@ -154,8 +162,9 @@ struct ModelAutoscalerOptions {
   // running cost). 0: load times always decide ties, as INFaaS's cost does.
   double capacity_tie_load_s = 1;
   // The capacity switch: once a model's offered load has kept its replicas
-  // here at least this busy (the least load over the wait / their
-  // capacity), replicas of variants whose cost per unit of throughput
+  // here at least this busy over the wait (the least load over the wait /
+  // their capacity, or the least measured ScalingModel::busy, whichever is
+  // higher), replicas of variants whose cost per unit of throughput
   // (C_v / saturation_qps) is at least `capacity_switch_gain` times the best
   // accurate-enough variant's are replaced by that variant, when that costs
   // no more to run. Needs `allow_upgrade`; infinity turns it off.
@@ -214,6 +223,7 @@ struct ModelAutoscalerState {
   struct LoadSample {
     Nanos at = 0;
     double load_qps = 0;
+    double busy = 0;  // ScalingModel::busy
   };
   std::map<std::string, std::vector<LoadSample>> history;  // by model, oldest first
 };
@@ -276,11 +286,12 @@ absl::Status ValidateScalingSnapshot(const ModelScalingSnapshot& snapshot);
 // history does not reach back that far yet.
 std::optional<double> PeakLoadOver(const std::vector<ModelAutoscalerState::LoadSample>& history,
                                    Nanos now, Nanos window);
-// `history` with `load_qps` at `now` appended, less the samples no wait of
-// up to `horizon` will look at again.
+// `history` with `sample` appended, less the samples no wait of up to
+// `horizon` will look at again. A sample at the time of the last replaces it;
+// one older than the last clears the history (the clock went back).
 std::vector<ModelAutoscalerState::LoadSample> AppendLoadSample(
-    std::vector<ModelAutoscalerState::LoadSample> history, double load_qps, Nanos now,
-    Nanos horizon);
+    std::vector<ModelAutoscalerState::LoadSample> history,
+    const ModelAutoscalerState::LoadSample& sample, Nanos horizon);
 
 // Σ saturation qps of ready and loading replicas of `model`.
 double ModelCapacityQps(const ScalingModel& model);

@@ -126,17 +126,20 @@ TEST(CapacityUnderLoadTest, AFullOneCoreWorkerSwitchesInPlace) {
   EXPECT_EQ(d->actions[0].cause, Cause::kCapacity);
 }
 
-// Runs the autoscaler once a second over `loads` (one per second) and
-// returns the actions of each second; completed moves are applied at once.
+// Runs the autoscaler once a second over `loads` (one per second; with
+// `busy`, the measured busy share of each second too) and returns the
+// actions of each second; completed moves are applied at once.
 std::vector<std::vector<ModelScaleAction>> Drive(ModelScalingSnapshot s,
                                                  const std::vector<double>& loads,
                                                  ModelAutoscalerOptions o = {},
-                                                 ModelScalingSnapshot* end = nullptr) {
+                                                 ModelScalingSnapshot* end = nullptr,
+                                                 const std::vector<double>& busy = {}) {
   auto a = Make(o);
   ModelAutoscalerState state;
   std::vector<std::vector<ModelScaleAction>> out;
   for (size_t t = 0; t < loads.size(); ++t) {
     s.models[0].load_qps = loads[t];
+    s.models[0].busy = t < busy.size() ? busy[t] : 0;
     auto d = a->Decide(s, state, FromSeconds(static_cast<double>(t)));
     EXPECT_TRUE(d.ok()) << d.status();
     if (!d.ok()) break;
@@ -177,6 +180,34 @@ TEST(CapacityUnderLoadTest, LightLoadKeepsWhatRuns) {
   // 1,000 qps is 8% of opencv's capacity: below 25%, nothing moves.
   auto rounds = Drive(Zoo(kCpu1, 0, {{"opencv", 1}}), std::vector<double>(120, 1000));
   for (size_t t = 0; t < rounds.size(); ++t) EXPECT_THAT(rounds[t], IsEmpty()) << t;
+}
+
+TEST(CapacityUnderLoadTest, AWorkerBusyWithTheDataPathIsHighLoad) {
+  // The real server's load step on the 2-core host (steady-load run 6):
+  // one opencv replica answered 2,227 q/s, 18% of its profile, while its
+  // worker's CPU read 78% busy. By the profile alone nothing moves; the
+  // measured share calls it high load, and the switch goes to torch-opt.
+  const std::vector<double> loads(30, 2227);
+  auto by_profile = Drive(Zoo(kCpu1, 0, {{"opencv", 1}}), loads);
+  for (size_t t = 0; t < by_profile.size(); ++t) EXPECT_THAT(by_profile[t], IsEmpty()) << t;
+  ModelScalingSnapshot end;
+  auto measured =
+      Drive(Zoo(kCpu1, 0, {{"opencv", 1}}), loads, {}, &end, std::vector<double>(30, 0.78));
+  for (int t = 0; t < 3; ++t) EXPECT_THAT(measured[t], IsEmpty()) << t;
+  ASSERT_EQ(measured[3].size(), 1u);
+  EXPECT_EQ(measured[3][0].to_variant, "torch-opt");
+  EXPECT_EQ(measured[3][0].cause, Cause::kCapacity);
+  EXPECT_THAT(measured[3][0].reason,
+              HasSubstr("at least 2227.0 qps over the last 3 s kept its replicas 78% busy by "
+                        "their CPU (>= 25%)"));
+  EXPECT_EQ(Variant(end, "torch-opt").replicas, 1);
+  EXPECT_EQ(Variant(end, "opencv").replicas, 0);
+  // The least share over the wait decides: one busy second in three is not
+  // high load.
+  std::vector<double> spiky(30, 0.1);
+  for (size_t t = 0; t < spiky.size(); t += 3) spiky[t] = 0.9;
+  auto spikes = Drive(Zoo(kCpu1, 0, {{"opencv", 1}}), loads, {}, nullptr, spiky);
+  for (size_t t = 0; t < spikes.size(); ++t) EXPECT_THAT(spikes[t], IsEmpty()) << t;
 }
 
 TEST(CapacityUnderLoadTest, AOneSecondSpikeIsNotHighLoad) {

@@ -57,6 +57,10 @@ absl::Status ValidateScalingSnapshot(const ModelScalingSnapshot& s) {
     if (!(m.load_qps >= 0)) {
       return absl::InvalidArgumentError(absl::StrCat("model ", m.model, " has a negative load"));
     }
+    if (!(m.busy >= 0 && m.busy <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", m.model, " has a busy share outside 0..1"));
+    }
     std::set<std::string> variants;
     for (const ScalingVariant& v : m.variants) {
       if (!variants.insert(v.variant).second) {
@@ -105,11 +109,12 @@ std::optional<double> PeakLoadOver(const std::vector<ModelAutoscalerState::LoadS
 }
 
 std::vector<ModelAutoscalerState::LoadSample> AppendLoadSample(
-    std::vector<ModelAutoscalerState::LoadSample> history, double load_qps, Nanos now,
-    Nanos horizon) {
+    std::vector<ModelAutoscalerState::LoadSample> history,
+    const ModelAutoscalerState::LoadSample& sample, Nanos horizon) {
+  const Nanos now = sample.at;
   if (!history.empty() && history.back().at > now) history.clear();  // the clock went back
   if (!history.empty() && history.back().at == now) history.pop_back();
-  history.push_back({now, load_qps});
+  history.push_back(sample);
   // The newest sample at or before the horizon stays: it proves coverage.
   size_t drop = 0;
   while (drop + 1 < history.size() && history[drop + 1].at <= now - horizon) ++drop;

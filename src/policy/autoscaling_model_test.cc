@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "policy/testing/scaling_variant.h"
 #include "policy/testing/test_profiles.h"
 
@@ -403,6 +405,11 @@ TEST(ModelAutoscalerTest, RejectsBadOptionsAndSnapshots) {
   EXPECT_EQ(a->Decide(twice, {}, 0).status().code(), absl::StatusCode::kInvalidArgument);
   ModelScalingSnapshot negative = Worker(8, {V("u", 10, 1, 1, 1)}, -5);
   EXPECT_EQ(a->Decide(negative, {}, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  for (double busy : {-0.1, 1.5, std::nan("")}) {
+    ModelScalingSnapshot odd = Worker(8, {V("u", 10, 1, 1, 1)}, 5);
+    odd.models[0].busy = busy;
+    EXPECT_EQ(a->Decide(odd, {}, 0).status().code(), absl::StatusCode::kInvalidArgument) << busy;
+  }
 }
 
 TEST(ModelAutoscalerTest, ApplyShowsTheTransitionPeak) {
