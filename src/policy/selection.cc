@@ -1,6 +1,7 @@
 #include "policy/selection.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -184,6 +185,10 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
   // A loaded (not loading) instance of a feasible option: if nothing is
   // chosen, it was too busy (step 6's kBusy).
   bool have_loaded = false;
+  // The soonest a load under way in scope (of a feasible option) answers
+  // one more query: step 4's quickest rule starts no load that would answer
+  // later (selection_rules.h, LaterThanLoadUnderWay).
+  double soonest_under_way_ms = std::numeric_limits<double>::infinity();
   HealthyKey healthy{};
   FastestKey loading{}, degraded{};
   OptionId healthy_option = kNoId, loading_option = kNoId, degraded_option = kNoId;
@@ -201,8 +206,11 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     const bool in_time = selection_internal::MakesDeadline(est, now, request.deadline);
     const bool within = selection_internal::WithinLatency(est, limits);
     under_load |= selection_internal::Saturated(in.state, in_time, within);
-    if (!in_time) continue;
     const bool inactive = in.state == InstanceState::kInactive;
+    if (inactive && selection_internal::Feasible(o, limits)) {
+      soonest_under_way_ms = std::min(soonest_under_way_ms, est);
+    }
+    if (!in_time) continue;
     if (inactive && !options.use_loading_instances) continue;
     if (within) {
       if (in.state == InstanceState::kActive) {
@@ -283,6 +291,11 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     }
     if (!selection_internal::Feasible(o, limits)) continue;
     any_feasible = true;
+    if (!under_load &&
+        selection_internal::LaterThanLoadUnderWay(o.cold_ms, soonest_under_way_ms)) {
+      under_way = true;  // so is every later option: the cold order is by cold_ms
+      break;
+    }
     selection_internal::CapacityKey key{};
     if (under_load) {
       key = selection_internal::CapacityKeyOf(index.option(o.option), limits, now, request.deadline,

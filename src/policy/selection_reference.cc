@@ -3,6 +3,10 @@
 // oracle of selection_property_test.cc and the baseline of selection_bench.
 // It shares only the per-item arithmetic (selection_rules.h) with Select().
 #include "policy/selection.h"
+
+#include <algorithm>
+#include <limits>
+
 #include "policy/selection_rules.h"
 
 namespace maitre::policy {
@@ -70,6 +74,8 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
   // and what step 4 under load needs: the load the scope lacks and its loads
   // under way.
   bool under_load = false;
+  // Step 4's quickest rule: the soonest a load under way answers.
+  double soonest_under_way_ms = std::numeric_limits<double>::infinity();
   selection_internal::ScopeDemand demand;
   std::vector<std::pair<OptionId, VariantId>> loading_options, present_options;
   for (InstanceId id : instances) {
@@ -88,7 +94,10 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     under_load |= selection_internal::Saturated(in.state, in_time, fits);
     if (selection_internal::Feasible(o, limits)) {
       demand.Add(o, in, limits);
-      if (in.state == InstanceState::kInactive) loading_options.push_back({oid, in.variant});
+      if (in.state == InstanceState::kInactive) {
+        loading_options.push_back({oid, in.variant});
+        soonest_under_way_ms = std::min(soonest_under_way_ms, est);
+      }
       present_options.push_back({oid, in.variant});
     }
     // Loading instances count as loads under way whatever the options say;
@@ -183,6 +192,11 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
              selection_internal::CapacityKeyOf(o, limits, now, request.deadline, missing),
              present))) {
       under_way = true;  // the better load under way is the scope's capacity
+      continue;
+    }
+    if (!under_load &&
+        selection_internal::LaterThanLoadUnderWay(o.cold_ms, soonest_under_way_ms)) {
+      under_way = true;
       continue;
     }
     bool loading = false;

@@ -361,6 +361,18 @@ bool LoadUnderWay(const LiveState& live, const Option& o) {
   return false;
 }
 
+// Step 4's quickest rule: a load whose cold start (`cold_ms`) would answer
+// no sooner than a load of the scope already under way (`soonest_ms`, the
+// least estimate among the scope's loading instances of feasible options)
+// is not started. Without it, every query of a burst that found the scope's
+// one instance Interfered started the next variant in cold order: on the
+// 2-core host one second of a load step loaded torch-opt, opencv, torch and
+// torch-int8 on one worker (docs/experiments.md, steady-load run 7), though
+// the torch-opt load under way would answer each of those queries first.
+inline bool LaterThanLoadUnderWay(double cold_ms, double soonest_ms) {
+  return cold_ms >= soonest_ms;
+}
+
 // How far `o` is from the limits (step 3).
 struct Shortfall {
   double total = 0;

@@ -424,27 +424,58 @@ TEST_F(SelectionTest, LoadingInstanceServesWhenReadyInTime) {
   EXPECT_NE(Decide(Request(40, 0.9), no_loading).instance, loading);
 }
 
-TEST_F(SelectionTest, NoSecondLoadWhileOneIsUnderWay) {
+TEST_F(SelectionTest, NoLoadThatWouldAnswerLaterThanOneUnderWay) {
   WorkerId w1 = Worker(small_, 0.1);
   Worker(small_, 0.2);
   InstanceId loading = Instance(opt_, w1, InstanceState::kInactive);
   live_.SetReadyAt(loading, kNow + 150 * kMillisecond);
   SelectionRequest r = Request(100, 0.9, 0.05);  // not ready in time
   SelectionDecision d = Decide(r);
-  // cnn:opt is loading on small already; the next fastest, cnn:torch, is
-  // planned instead (on the idlest small worker, which lacks it).
+  // cnn:opt, loading on small already, answers in 156 ms; cnn:torch would
+  // take 310 ms to load and serve, so nothing new is planned. A load is
+  // under way, so the reason is the deadline, not the room.
   EXPECT_EQ(d.outcome, O::kUnavailable);
   EXPECT_EQ(d.unavailable, UnavailableReason::kDeadline);
+  EXPECT_FALSE(d.load.valid());
+  // A load under way that answers later than another variant's cold start
+  // (ready in a second) leaves room for it: cnn:torch is planned, on the
+  // idlest small worker, which lacks it.
+  live_.SetReadyAt(loading, kNow + kSecond);
+  d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kUnavailable);
   ASSERT_TRUE(d.load.valid());
   EXPECT_EQ(index_.option(d.load.option).variant, cnn_);
   EXPECT_EQ(d.load.worker, w1);
-  // Once cnn:torch is loading too there is nothing new to plan, but loads
-  // are under way, so the reason is the deadline, not the room.
+  // Once cnn:torch is loading too there is nothing new to plan.
   InstanceId second = Instance(cnn_, w1, InstanceState::kInactive);
   live_.SetReadyAt(second, kNow + kSecond);
   d = Decide(r);
   EXPECT_EQ(d.outcome, O::kUnavailable);
   EXPECT_EQ(d.unavailable, UnavailableReason::kDeadline);
+  EXPECT_FALSE(d.load.valid());
+}
+
+// The real server's load step (docs/experiments.md, steady-load run 7): the
+// scope's one instance turned Interfered, and each query of the burst,
+// served on it meanwhile, started the next variant in cold order on the
+// idle worker. Only the first load may start.
+TEST_F(SelectionTest, ABurstOnAnInterferedInstanceStartsOneLoad) {
+  WorkerId idle = Worker(small_, 0.0);
+  WorkerId busy = Worker(small_, 0.9);
+  InstanceId interfered = Instance(opt_, busy, InstanceState::kInterfered);
+  SelectionRequest r = Request(100, 0.9, 0.05);
+  SelectionDecision d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kServeAndLoad);
+  EXPECT_EQ(d.instance, interfered);
+  ASSERT_TRUE(d.load.valid());
+  EXPECT_EQ(index_.option(d.load.option).variant, opt_);
+  EXPECT_EQ(d.load.worker, idle);
+  InstanceId started = Instance(opt_, idle, InstanceState::kInactive);
+  live_.SetReadyAt(started, kNow + 200 * kMillisecond);
+  d = Decide(r);
+  EXPECT_EQ(d.outcome, O::kUseInstance);  // was kServeAndLoad, loading cnn:torch
+  EXPECT_EQ(d.instance, interfered);
+  EXPECT_TRUE(d.degraded);
   EXPECT_FALSE(d.load.valid());
 }
 

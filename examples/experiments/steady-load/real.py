@@ -18,7 +18,8 @@ variant) at the app's 20 ms objective over HTTP binary. Three phases, one run:
             profiles are kept), then open-loop Poisson at 10% of C for
             STEP_LOW_S and 90% of C for STEP_HIGH_S: which variants answer at
             the low rate, and at the end of the high part;
-  steady    open-loop Poisson at 70% of C for STEADY_S (900 s): how often a
+  steady    (skipped when STEADY_S is 0) open-loop Poisson at 70% of C for
+            STEADY_S (900 s): how often a
             variant is given up (unloaded) and loaded back, from the server's
             log, how many answers are 500 or lost, and every 30 s each
             instance's served rate and the rate the controller sent
@@ -214,7 +215,8 @@ def main():
 
         if args["step_low_s"] > 0 and args["step_high_s"] > 0:
             server = step(args, server, data, out, capacity, summary, log)
-        steady(args, server, data, out, capacity, summary, log)
+        if args["steady_s"] > 0:
+            steady(args, server, data, out, capacity, summary, log)
     finally:
         server.stop()
         os.replace(os.path.join(data, "serve.log"), os.path.join(out, "serve.log"))
