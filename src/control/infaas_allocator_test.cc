@@ -189,6 +189,32 @@ TEST_F(InfaasAllocatorTest, AnObservedShareOfTheProfileAppliesToEveryVariantOfTh
   EXPECT_EQ(sink.decisions[0].target, "m:v");
 }
 
+TEST_F(InfaasAllocatorTest, AWorkerBusyBeyondItsProfilesCallsTheLoadHighForTheCapacitySwitch) {
+  // v serves 20 qps, a tenth of its profile, but its worker's CPU reads 20%
+  // of four cores: 0.8 of the one core its replica holds, the data path's
+  // work. "fast" carries 3x v per replica at the same price. Measured, the
+  // load is high and v is switched to fast; at 2% CPU nothing moves.
+  auto fast = Profile::Create({{1, 3.3, 3.6}, {8, 13.3, 14.6}}, 100, 50);
+  ASSERT_TRUE(fast.ok());
+  auto rounds = [&](double cpu) {
+    auto allocator = Make();
+    RecordingSink sink;
+    for (Nanos t = 60 * kSecond; t < 70 * kSecond; t += kSecond) {
+      ObservedWorker w = Worker("w1", 1, 20);
+      w.cpu_utilisation = cpu;
+      Observation o = At(t, {w});
+      o.models[0].variants.push_back({"fast", "cpu-4", 0.9, &*fast, 1});
+      EXPECT_TRUE(allocator->ModelRound(o, sink).ok());
+    }
+    return sink.decisions;
+  };
+  std::vector<Decision> busy = rounds(0.2);
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_EQ(busy[0].kind, "upgrade") << busy[0].reason;
+  EXPECT_NE(busy[0].reason.find("80% busy by their CPU"), std::string::npos) << busy[0].reason;
+  EXPECT_TRUE(rounds(0.02).empty());
+}
+
 // Rounds every second from `from` until `until` on the workers `at` gives
 // for each time; returns the give-ups decided. Loads end at once (the
 // observations do not show them).
