@@ -52,17 +52,14 @@ double CoresHeld(const Observation& observation, const ObservedWorker& worker) {
 // on the 2-core host one opencv replica answering 2,227 q/s kept its worker
 // 78% busy while its profile (11,336 q/s) read 20% (docs/policies.md,
 // "Capacity under load").
-double MeasuredBusy(const Observation& observation, const ObservedWorker& worker,
-                    const std::string& model, double worker_cores) {
+double MeasuredBusy(const ObservedWorker& worker, const ModelOption& model,
+                    double worker_cores) {
   double served = 0, of_model = 0, cores = 0;
   for (const ObservedInstance& inst : worker.instances) {
     served += inst.served_qps;
-    if (inst.key.model != model) continue;
+    if (inst.key.model != model.name) continue;
     of_model += inst.served_qps;
-    if (inst.takes_queries) {
-      cores += inst.ready *
-               CoresPerReplica(observation.FindModel(model), worker, inst.key.variant);
-    }
+    if (inst.takes_queries) cores += inst.ready * CoresPerReplica(&model, worker, inst.key.variant);
   }
   if (!(served > 0) || !(cores > 0) || !(worker.cpu_utilisation > 0)) return 0;
   return std::min(1.0, worker.cpu_utilisation * worker_cores * (of_model / served) / cores);
@@ -184,7 +181,7 @@ policy::ModelScalingSnapshot InfaasAllocator::WorkerSnapshot(
     policy::ScalingModel m;
     m.model = model_name;
     m.load_qps = load;
-    m.busy = MeasuredBusy(observation, worker, model_name, type->cores);
+    m.busy = MeasuredBusy(worker, *model, type->cores);
     m.min_accuracy = model->min_accuracy;
     for (const VariantOption& v : model->variants) {
       if (v.worker_type != worker.type || v.profile == nullptr) continue;

@@ -538,7 +538,6 @@ std::optional<ModelScaleAction> CapacitySwitch(
     Move move;
     double least = 0, peak = 0;
     double busy = 0;  // the higher of the two readings of how busy
-    bool measured = false;  // the measured share is the higher
     Nanos wait = 0;
   };
   std::optional<Candidate> best;
@@ -592,7 +591,7 @@ std::optional<ModelScaleAction> CapacitySwitch(
       mv.also.push_back({from[i], m.variants[from[i]].replicas});
     }
     if (!FitsMove(s, used, m, mv)) continue;
-    Candidate c{mv, *least, *peak, busy, *least_busy > *least / capacity, wait};
+    Candidate c{mv, *least, *peak, busy, wait};
     if (!best.has_value() || better(c, *best)) best = c;
   }
   if (!best.has_value()) return std::nullopt;
@@ -615,7 +614,7 @@ std::optional<ModelScaleAction> CapacitySwitch(
           "busy%s (>= %.0f%%); %s carries the load at %.3g $ per million queries (%.0f qps per "
           "replica), %.2fx cheaper per query than %s: %s, for %+.3g $/s of running cost",
           best->least, ToSeconds(best->wait), 100 * best->busy,
-          best->measured ? " by their CPU" : "", 100 * o.capacity_switch_utilisation, to.variant,
+          best->busy > best->least / capacity ? " by their CPU" : "", 100 * o.capacity_switch_utilisation, to.variant,
           CostPerQps(to) * 1e6, to.saturation_qps,
           CostPerQps(m.variants[mv.from]) / CostPerQps(to), replaced, Describe(m, mv),
           RunningCost(m, mv)));

@@ -34,10 +34,9 @@
 //     (ties: price, variant id, type id) that has no load under way (no
 //     loading instance of the variant on an accepting worker of that type:
 //     a second load would only finish later), that would answer sooner than
-//     every load of the scope under way (its cold start below the least
-//     est of the scope's loading instances of feasible options on accepting
-//     workers:
-//     LaterThanLoadUnderWay), and has a placement: the accepting
+//     every load of the scope under way (its cold start below the least est
+//     of the scope's loading instances of feasible options on accepting
+//     workers: LaterThanLoadUnderWay), and has a placement: the accepting
 //     worker of its type with the lowest utilisation (ties: lower id) that
 //     has free memory for it, does not already hold the variant, and whose
 //     cores busy instances of the model's other variants do not fill
