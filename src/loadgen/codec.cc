@@ -99,7 +99,7 @@ absl::Status AppendRequestJson(std::string* out, const std::vector<Tensor>& inpu
   return absl::OkStatus();
 }
 
-int64_t ReadMicros(simdjson::dom::object parameters, std::string_view key) {
+int64_t ReadInteger(simdjson::dom::object parameters, std::string_view key) {
   simdjson::dom::element e;
   if (parameters[key].get(e) != simdjson::SUCCESS) return -1;
   int64_t i = 0;
@@ -183,9 +183,10 @@ absl::StatusOr<ServerTimings> ParseResponseTimings(absl::string_view body, int64
   }
   simdjson::dom::object parameters;
   if (root["parameters"].get(parameters) != simdjson::SUCCESS) return timings;
-  timings.queue_us = ReadMicros(parameters, "queue_us");
-  timings.compute_us = ReadMicros(parameters, "compute_us");
-  timings.total_us = ReadMicros(parameters, "total_us");
+  timings.queue_us = ReadInteger(parameters, "queue_us");
+  timings.compute_us = ReadInteger(parameters, "compute_us");
+  timings.total_us = ReadInteger(parameters, "total_us");
+  timings.batch_rows = ReadInteger(parameters, "batch_size");
   return timings;
 }
 

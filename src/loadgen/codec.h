@@ -59,13 +59,15 @@ std::string SerializeHttpRequest(absl::string_view method, absl::string_view hos
 // The split an answer reports in its "parameters" (docs/architecture.md, "How a
 // query travels": every result carries queue, compute and total), -1 where the
 // server did not say, and the variant that answered ("model:version" from the
-// answer's model_name and model_version; "" when it names none). Which
+// answer's model_name and model_version; "" when it names none), and the
+// rows of the batch the query ran in. Which
 // variant answered is how `maitre bench` measures an app's effective
 // accuracy.
 struct ServerTimings {
   int64_t queue_us = -1;
   int64_t compute_us = -1;
   int64_t total_us = -1;
+  int64_t batch_rows = -1;
   std::string variant;
 };
 

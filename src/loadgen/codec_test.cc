@@ -135,18 +135,21 @@ TEST(SerializeHttpRequestTest, WritesAHeadAndTheBody) {
 
 TEST(ParseResponseTimingsTest, ReadsTheSplitFromParameters) {
   auto t = ParseResponseTimings(
-      R"({"parameters":{"queue_us":120,"compute_us":800.0,"total_us":1000},"outputs":[]})", -1);
+      R"({"parameters":{"queue_us":120,"compute_us":800.0,"total_us":1000,"batch_size":6},)"
+      R"("outputs":[]})",
+      -1);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->queue_us, 120);
   EXPECT_EQ(t->compute_us, 800);
   EXPECT_EQ(t->total_us, 1000);
-
+  EXPECT_EQ(t->batch_rows, 6);
   EXPECT_EQ(t->variant, "");
 
   t = ParseResponseTimings(R"({"outputs":[]})", -1);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->queue_us, -1);
   EXPECT_EQ(t->total_us, -1);
+  EXPECT_EQ(t->batch_rows, -1);
 
   t = ParseResponseTimings(R"({"model_name":"fmnist-cnn","model_version":"torch-opt"})", -1);
   ASSERT_TRUE(t.ok());

@@ -17,7 +17,7 @@
 namespace maitre::loadgen {
 namespace {
 
-int64_t MicrosParameter(const google::protobuf::Map<std::string, inference::InferParameter>& map,
+int64_t IntegerParameter(const google::protobuf::Map<std::string, inference::InferParameter>& map,
                         const std::string& key) {
   auto it = map.find(key);
   if (it == map.end()) return -1;
@@ -116,9 +116,10 @@ class GrpcTransport final : public Transport {
     if (status.ok()) {
       r.ok = true;
       const auto& parameters = call->response.parameters();
-      r.server.queue_us = MicrosParameter(parameters, "queue_us");
-      r.server.compute_us = MicrosParameter(parameters, "compute_us");
-      r.server.total_us = MicrosParameter(parameters, "total_us");
+      r.server.queue_us = IntegerParameter(parameters, "queue_us");
+      r.server.compute_us = IntegerParameter(parameters, "compute_us");
+      r.server.total_us = IntegerParameter(parameters, "total_us");
+      r.server.batch_rows = IntegerParameter(parameters, "batch_size");
       r.server.variant =
           VariantOf(call->response.model_name(), call->response.model_version());
     } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&

@@ -154,6 +154,8 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
   report.max_in_flight = run.max_in_flight;
 
   std::vector<double> latency, service, lag, queue, compute, total, outside;
+  double batch_rows_sum = 0;
+  int64_t batch_rows_count = 0;
   std::vector<int64_t> error_counts(run.error_kinds.size(), 0);
   std::vector<std::vector<double>> error_latency(run.error_kinds.size());
   const double slo = description.slo_ms.value_or(0);
@@ -209,6 +211,10 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
     }
     if (r.server.queue_us >= 0) queue.push_back(r.server.queue_us / 1000.0);
     if (r.server.compute_us >= 0) compute.push_back(r.server.compute_us / 1000.0);
+    if (r.server.batch_rows > 0) {
+      batch_rows_sum += static_cast<double>(r.server.batch_rows);
+      ++batch_rows_count;
+    }
     if (r.server.total_us >= 0) {
       total.push_back(r.server.total_us / 1000.0);
       outside.push_back(Ms(r.done - r.sent) - r.server.total_us / 1000.0);
@@ -237,6 +243,7 @@ BenchReport BuildReport(const RunResult& run, const RunDescription& description)
   report.compute_ms_p50 = median(std::move(compute));
   report.total_ms_p50 = median(std::move(total));
   report.outside_server_ms_p50 = median(std::move(outside));
+  if (batch_rows_count > 0) report.batch_rows_mean = batch_rows_sum / batch_rows_count;
   for (size_t i = 0; i < run.error_kinds.size(); ++i) {
     if (error_counts[i] == 0) continue;
     report.errors.push_back({run.error_kinds[i], error_counts[i],
@@ -288,6 +295,11 @@ std::string FormatReport(const BenchReport& r) {
     summary.push_back({"outside server (p50)",
                        absl::StrCat(ms(r.outside_server_ms_p50),
                                     " ms (client, network, front-end parsing)")});
+    if (r.batch_rows_mean > 0) {
+      summary.push_back({"server batch (mean)",
+                         absl::StrFormat("%.1f rows in the batch each answer ran in",
+                                         r.batch_rows_mean)});
+    }
   } else {
     summary.push_back({"server (p50)", "no timings in the answers"});
   }
@@ -366,7 +378,8 @@ nlohmann::json ReportJson(const BenchReport& r) {
                  {"queue_ms_p50", NullIfUnknown(r.queue_ms_p50)},
                  {"compute_ms_p50", NullIfUnknown(r.compute_ms_p50)},
                  {"total_ms_p50", NullIfUnknown(r.total_ms_p50)},
-                 {"outside_server_ms_p50", NullIfUnknown(r.outside_server_ms_p50)}};
+                 {"outside_server_ms_p50", NullIfUnknown(r.outside_server_ms_p50)},
+                 {"batch_rows_mean", NullIfUnknown(r.batch_rows_mean)}};
   nlohmann::json errors = nlohmann::json::object();
   nlohmann::json examples = nlohmann::json::object();
   nlohmann::json error_latency = nlohmann::json::object();

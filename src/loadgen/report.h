@@ -13,7 +13,10 @@
 //   failed or unfinished request, over all requests started.
 // - server split: medians of the answers' queue_us / compute_us / total_us
 //   parameters; "outside server" is the median of (service − total): the
-//   client, the network and the front-end's parsing.
+//   client, the network and the front-end's parsing; "batch rows" is the
+//   mean of the answers' batch_size, the rows of the batch each query rode
+//   (so a batch of 8 counts eight times: it is what a query saw, not the
+//   mean batch the executor ran).
 // - effective accuracy: the mean accuracy of the variants that answered,
 //   over successful answers to an app whose variant's accuracy the server
 //   listed (GET /v2/apps/{app}); -1 when there is none.
@@ -123,6 +126,7 @@ struct BenchReport {
   double compute_ms_p50 = -1;
   double total_ms_p50 = -1;
   double outside_server_ms_p50 = -1;
+  double batch_rows_mean = -1;  // -1: the server reported none
   std::vector<ErrorCount> errors;  // most frequent first
   int64_t max_in_flight = 0;
   std::vector<ServedCount> served;  // ok answers by variant, most first

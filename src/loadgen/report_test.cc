@@ -34,7 +34,8 @@ TEST(SummarizeTest, SortsFirst) {
 }
 
 // Ten requests scheduled 100 ms apart from t = 1 s: seven answered (latency
-// 10..70 ms, client lag 1 ms each), two 503s and one never answered.
+// 10..70 ms, client lag 1 ms each; the first four in batches of 8 rows, the
+// rest alone), two 503s and one never answered.
 RunResult SampleRun() {
   RunResult run;
   run.start = kSecond;
@@ -52,6 +53,7 @@ RunResult SampleRun() {
       r.ok = true;
       r.done = r.scheduled + (i + 1) * 10 * kMillisecond;
       r.server = {1000 * (i + 1), 2000, 5000};
+      r.server.batch_rows = i < 4 ? 8 : 1;
     } else if (i < 9) {
       r.done = r.sent + kMillisecond;
       r.error = 0;
@@ -97,6 +99,7 @@ TEST(BuildReportTest, CountsLatencyFromTheScheduledTime) {
   EXPECT_DOUBLE_EQ(r.compute_ms_p50, 2);
   EXPECT_DOUBLE_EQ(r.total_ms_p50, 5);
   EXPECT_THAT(r.outside_server_ms_p50, DoubleNear(39 - 5, 1e-9));
+  EXPECT_DOUBLE_EQ(r.batch_rows_mean, (4 * 8 + 3 * 1) / 7.0);
   ASSERT_EQ(r.errors.size(), 2u);
   EXPECT_EQ(r.errors[0].kind, "http 503");
   EXPECT_EQ(r.errors[0].count, 2);
@@ -141,6 +144,7 @@ TEST(BuildReportTest, AnEmptyRunIsAllZeros) {
   EXPECT_EQ(r.started, 0);
   EXPECT_EQ(r.throughput_qps, 0);
   EXPECT_EQ(r.queue_ms_p50, -1);
+  EXPECT_EQ(r.batch_rows_mean, -1);
   EXPECT_THAT(FormatReport(r), HasSubstr("no timings"));
 }
 
