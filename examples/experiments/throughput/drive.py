@@ -19,6 +19,7 @@ import time
 import urllib.request
 
 TICK = os.sysconf("SC_CLK_TCK")
+BENCH_ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
 
 
 def thread_cpu(pid):
@@ -207,20 +208,46 @@ def cpu_split(before, after, queries):
     return out
 
 
-def raw_executor(executor_bench, zoo, model, batches):
-    """{flavor: {batch: rows/s on one core}} from executor_bench (median of repetitions)."""
-    flt = "|".join(f"{model}/(torch-opt|torch|opencv)/batch:{b}/" for b in batches)
-    out = subprocess.run(
-        [executor_bench, f"--zoo={zoo}", "--threads=1", f"--benchmark_filter=^({flt})",
-         "--benchmark_repetitions=5", "--benchmark_report_aggregates_only=true",
-         "--benchmark_format=json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        check=True, env=dict(os.environ, OPENBLAS_NUM_THREADS="1")).stdout
+def executor_bench_cmd(executor_bench, zoo, pattern):
+    return [executor_bench, f"--zoo={zoo}", "--threads=1", f"--benchmark_filter=^({pattern})",
+            "--benchmark_repetitions=5", "--benchmark_report_aggregates_only=true",
+            "--benchmark_format=json"]
+
+
+def medians(out):
+    """{(flavor, batch): rows/s} from executor_bench's JSON (the medians of the repetitions)."""
     result = {}
     for b in json.loads(out)["benchmarks"]:
         if b.get("aggregate_name") != "median":
             continue
         _, flavor, batch = b["run_name"].split("/")[:3]
-        result.setdefault(flavor, {})[int(batch.split(":")[1])] = round(b["items_per_second"])
+        result[(flavor, int(batch.split(":")[1]))] = round(b["items_per_second"])
+    return result
+
+
+def raw_executor(executor_bench, zoo, model, batches):
+    """{flavor: {batch: rows/s on one core}} from executor_bench, the other cores idle."""
+    flt = "|".join(f"{model}/(torch-opt|torch|opencv)/batch:{b}/" for b in batches)
+    out = subprocess.run(executor_bench_cmd(executor_bench, zoo, flt), stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, check=True, env=BENCH_ENV).stdout
+    result = {}
+    for (flavor, batch), rate in medians(out).items():
+        result.setdefault(flavor, {})[batch] = rate
+    return result
+
+
+def raw_all_cores(executor_bench, zoo, model, flavor, batches, cores):
+    """{batch: rows/s}: one executor_bench per core, each pinned to its core, all running the
+    same batch size at once, their rates summed. What the cores compute together is less
+    than one core's rate times the cores where the virtual cores share the physical ones."""
+    result = {}
+    for batch in batches:
+        cmd = executor_bench_cmd(executor_bench, zoo, f"{model}/{flavor}/batch:{batch}/")
+        procs = [subprocess.Popen(["taskset", "-c", str(core)] + cmd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env=BENCH_ENV)
+                 for core in range(cores)]
+        rates = [medians(p.communicate()[0])[(flavor, batch)] for p in procs]
+        result[batch] = sum(rates)
     return result
 
 
@@ -286,6 +313,7 @@ def measure_served(name, maitre, zoo, args, log):
                     "concurrency": concurrency,
                     "rows_per_s": round(best[1]["throughput_qps"]),
                     "p99_ms": round(best[1]["latency_ms"]["p99"], 2),
+                    "batch_rows_mean": best[1]["server"].get("batch_rows_mean"),
                     "by_variant": {v["variant"]: v["answers"] for v in best[1]["served"]},
                     "cpu_run": {
                         "rows_per_s": round(report["throughput_qps"]),
@@ -311,12 +339,18 @@ def main():
     summary = {"setup": {k: args[k] for k in ("latency_ms", "duration", "share", "models",
                                              "protocols", "serve_flags", "builds", "loadgen",
                                              "pinned")},
-               "host_cores": os.cpu_count(), "raw": {}, "served": {}}
+               "host_cores": os.cpu_count(), "raw": {}, "raw_all_cores": {}, "served": {}}
     path = os.path.join(out, "summary.json")
     for model in args["models"]:
         log(f"raw executor: {model}")
         summary["raw"][model] = raw_executor(args["executor_bench"], zoo, model,
                                              args["raw_batches"])
+        best = max(summary["raw"][model].items(), key=lambda kv: max(kv[1].values()))[0]
+        log(f"raw executor, every core at once: {model} {best}")
+        summary["raw_all_cores"][model] = {
+            "flavor": best,
+            "rows_per_s": raw_all_cores(args["executor_bench"], zoo, model, best,
+                                        args["raw_batches"], os.cpu_count())}
     for name, maitre in args["builds"].items():
         log(f"served, {name}: {maitre}")
         summary["served"][name] = measure_served(name, maitre, zoo, args, log)
