@@ -23,12 +23,24 @@ bool HoldsUnhealthy(const MigrationWorker& worker, const std::string& model) {
   return false;
 }
 
+// The most the copy of `model:variant` on `worker` was offered over the
+// load window (its samples are in `state`).
+double PeakOffered(const MigrationState& state, const std::string& worker,
+                   const MigrationInstance& inst) {
+  double peak = inst.offered_qps;
+  auto it = state.offered.find({worker, absl::StrCat(inst.model, ":", inst.variant)});
+  if (it == state.offered.end()) return peak;
+  for (const auto& [at, qps] : it->second) peak = std::max(peak, qps);
+  return peak;
+}
+
 // The first other worker serving `model:variant` Active, if the Active
-// copies elsewhere have the spare capacity for what `inst` is offered. A
-// copy in a spell of its own (Interfered within `spell_gap`) is not Active
-// yet, however it reads now: on the real server both retires that selection
-// undid within seconds were for copies back from Interfered for under a
-// second and, left with the whole load, Interfered again within seconds.
+// copies elsewhere have the spare capacity for what `inst` is offered (each
+// load the most of the window). A copy in a spell of its own (Interfered
+// within `spell_gap`) is not Active yet, however it reads now: on the real
+// server both retires that selection undid within seconds were for copies
+// back from Interfered for under a second and, left with the whole load,
+// Interfered again within seconds.
 // When there is none, `why_not` says what the other copies were, for the
 // held line: a retire held for minutes is otherwise impossible to explain.
 const MigrationWorker* CarriedElsewhere(const std::vector<MigrationWorker>& workers,
@@ -55,18 +67,20 @@ const MigrationWorker* CarriedElsewhere(const std::vector<MigrationWorker>& work
         *why_not = absl::StrCat("the copy on ", w.id, " has no capacity figure");
         return nullptr;
       }
-      spare += options.retire_utilisation * i.capacity_qps - i.offered_qps;
-      others.push_back(absl::StrFormat("%s active, offered %.0f of %.0f qps", w.id,
-                                       i.offered_qps, i.capacity_qps));
+      const double offered = PeakOffered(state, w.id, i);
+      spare += options.retire_utilisation * i.capacity_qps - offered;
+      others.push_back(absl::StrFormat("%s active, offered up to %.0f of %.0f qps", w.id,
+                                       offered, i.capacity_qps));
       if (first == nullptr) first = &w;
     }
   }
-  if (first != nullptr && spare >= inst.offered_qps) return first;
+  const double wanted = PeakOffered(state, source.id, inst);
+  if (first != nullptr && spare >= wanted) return first;
   *why_not = others.empty()
                  ? std::string("no other copy")
                  : absl::StrFormat("other copies: %s; spare %.0f qps at %.0f%% against its %.0f",
                                    absl::StrJoin(others, ", "), std::max(0.0, spare),
-                                   100 * options.retire_utilisation, inst.offered_qps);
+                                   100 * options.retire_utilisation, wanted);
   return nullptr;
 }
 
@@ -91,6 +105,20 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
       state.spells[where] = spell;
     }
   }
+  // Each copy's offered load over the window, this round's included; copies
+  // gone are forgotten.
+  for (const MigrationWorker& w : workers) {
+    for (const MigrationInstance& i : w.instances) {
+      const auto where = std::make_pair(w.id, absl::StrCat(i.model, ":", i.variant));
+      auto& samples = state.offered[where];
+      if (auto it = previous.offered.find(where); it != previous.offered.end()) {
+        for (const auto& sample : it->second) {
+          if (now - sample.first < options.load_window) samples.push_back(sample);
+        }
+      }
+      samples.push_back({now, i.offered_qps});
+    }
+  }
   std::set<std::string> acted;  // models with an action this round
   // Cores and memory already promised to moves this round, by worker.
   std::map<std::string, std::pair<double, double>> promised;
@@ -113,9 +141,11 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
             {MigrationAction::Kind::kRetire, inst.model, inst.variant, source.id, serving->id,
              inst.replicas,
              absl::StrFormat("%s on %s has been Interfered for %.1f s and %s serves it Active "
-                             "with room for its %.0f qps: unload the slow copy",
+                             "with room for the up to %.0f qps it was offered in %.0f s: unload "
+                             "the slow copy",
                              name, source.id, ToSeconds(now - since), serving->id,
-                             inst.offered_qps)});
+                             PeakOffered(state, source.id, inst),
+                             ToSeconds(options.load_window))});
         acted.insert(inst.model);
         state.last_moved[inst.model] = now;
         continue;

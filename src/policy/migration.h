@@ -11,7 +11,9 @@
 //  - kRetire: other workers already serve the same variant Active, with
 //    spare capacity (`retire_utilisation` of their capacity, less what they
 //    are offered) for all the slow copy is offered: selection sends the
-//    queries there already, so the slow copy is only unloaded. A copy that
+//    queries there already, so the slow copy is only unloaded. Both loads
+//    read as the most each copy was offered over `load_window`, so that a
+//    lull does not pass for room. A copy that
 //    was added for capacity is not given up while the others could not carry
 //    its share. Their capacity is what the caller saw them deliver where it
 //    saw less than the profile (a worker at its CPU limit carries what it
@@ -36,6 +38,7 @@
 // Thread-safety: a free function over value types.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -91,6 +94,12 @@ struct MigrationOptions {
   Nanos settle = 15 * kSecond;
   // The share of the other copies' capacity that kRetire may plan to use.
   double retire_utilisation = 0.8;
+  // kRetire weighs the most each copy was offered over this window, not its
+  // last report. Judged on the last report, real closed-loop runs retired
+  // slow copies in the second between two of their client's bursts, with
+  // the copy that stayed already past its capacity at the load before; the
+  // model autoscaler placed four of six back one to two seconds later.
+  Nanos load_window = 30 * kSecond;
   // A worker at or above this CPU utilisation is no less loaded.
   double max_target_utilisation = 0.8;
 };
@@ -105,6 +114,9 @@ struct MigrationState {
   std::map<std::pair<std::string, std::string>, Spell> spells;
   std::map<std::string, Nanos> last_moved;       // by model
   std::map<std::string, Nanos> last_moved_from;  // by source worker
+  // Each (worker, "model:variant") copy's offered qps by round, within
+  // `load_window`, oldest first.
+  std::map<std::pair<std::string, std::string>, std::deque<std::pair<Nanos, double>>> offered;
 };
 
 struct MigrationAction {

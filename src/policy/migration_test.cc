@@ -131,8 +131,8 @@ TEST(MigrationTest, RetiresTheSlowCopyWhenActiveCopiesElsewhereCanCarryItsLoad) 
   d = RunFor(workers, 10, &state);
   EXPECT_TRUE(d.actions.empty());
   ASSERT_EQ(d.held.size(), 1u);
-  EXPECT_NE(d.held["m:v on a"].find("no retire (other copies: b active, offered 100 of 200 "
-                                    "qps; spare 60 qps at 80% against its 70)"),
+  EXPECT_NE(d.held["m:v on a"].find("no retire (other copies: b active, offered up to 100 of "
+                                    "200 qps; spare 60 qps at 80% against its 70)"),
             std::string::npos)
       << d.held["m:v on a"];
   workers[1].instances[0].state = InstanceState::kInterfered;
@@ -150,6 +150,45 @@ TEST(MigrationTest, RetiresTheSlowCopyWhenActiveCopiesElsewhereCanCarryItsLoad) 
   d = RunFor(workers, 10, &state);
   ASSERT_EQ(d.actions.size(), 1u);
   EXPECT_EQ(d.actions[0].kind, Kind::kMove);
+}
+
+TEST(MigrationTest, ALullDoesNotPassForRoom) {
+  // A closed-loop client's bursts with a second's pause between them: b,
+  // the copy that stays, is offered 180 of its 200 qps while a burst runs,
+  // more than 80% of it, and nothing in the pause; a's slow copy, which
+  // selection avoids, is offered nothing. Judged on the last report, the
+  // pause at t = 5 s read as room and a was retired (the model autoscaler
+  // loaded it back a second later on the real server). Judged on the most
+  // of the window, a stays until the bursts have been gone for the whole
+  // window.
+  std::vector<MigrationWorker> workers = {
+      Worker("a", 0.9, 0, {Inst("m", "v", InstanceState::kInterfered)}),
+      Worker("b", 0.9, 0, {Inst("m", "v", InstanceState::kActive)}),
+  };
+  workers[1].instances[0].capacity_qps = 200;
+  MigrationOptions options;
+  options.load_window = 10 * kSecond;
+  MigrationState state;
+  int retired_at = -1;
+  for (int t = 0; t <= 30 && retired_at < 0; ++t) {
+    const bool burst = t < 12 && t % 5 != 0;  // bursts until 12 s, paused at 5 and 10 s
+    workers[1].instances[0].offered_qps = burst ? 180 : 0;
+    MigrationDecision d = DecideMigrations(workers, state, t * kSecond, options);
+    state = d.state;
+    for (const MigrationAction& a : d.actions) {
+      ASSERT_EQ(a.kind, Kind::kRetire);
+      EXPECT_NE(a.reason.find("with room for the up to 0 qps it was offered in 10 s"),
+                std::string::npos)
+          << a.reason;
+      retired_at = t;
+    }
+    if (t == 5 || t == 10) {
+      EXPECT_NE(d.held["m:v on a"].find("offered up to 180 of 200 qps"), std::string::npos)
+          << t << ": " << d.held["m:v on a"];
+    }
+  }
+  // The last burst was at 11 s; the window forgets it at 21 s.
+  EXPECT_EQ(retired_at, 21);
 }
 
 TEST(MigrationTest, ACopyBackFromInterferedWithinTheGapDoesNotCarryTheSlowOne) {
