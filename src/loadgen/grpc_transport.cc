@@ -18,7 +18,7 @@ namespace maitre::loadgen {
 namespace {
 
 int64_t IntegerParameter(const google::protobuf::Map<std::string, inference::InferParameter>& map,
-                        const std::string& key) {
+                         const std::string& key) {
   auto it = map.find(key);
   if (it == map.end()) return -1;
   const inference::InferParameter& p = it->second;

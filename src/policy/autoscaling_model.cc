@@ -614,8 +614,8 @@ std::optional<ModelScaleAction> CapacitySwitch(
           "busy%s (>= %.0f%%); %s carries the load at %.3g $ per million queries (%.0f qps per "
           "replica), %.2fx cheaper per query than %s: %s, for %+.3g $/s of running cost",
           best->least, ToSeconds(best->wait), 100 * best->busy,
-          best->busy > best->least / capacity ? " by their CPU" : "", 100 * o.capacity_switch_utilisation, to.variant,
-          CostPerQps(to) * 1e6, to.saturation_qps,
+          best->busy > best->least / capacity ? " by their CPU" : "",
+          100 * o.capacity_switch_utilisation, to.variant, CostPerQps(to) * 1e6, to.saturation_qps,
           CostPerQps(m.variants[mv.from]) / CostPerQps(to), replaced, Describe(m, mv),
           RunningCost(m, mv)));
   action.cause = ModelScaleAction::Cause::kCapacity;

@@ -23,12 +23,18 @@ bool HoldsUnhealthy(const MigrationWorker& worker, const std::string& model) {
   return false;
 }
 
+// How the state keys a copy: (worker, "model:variant").
+std::pair<std::string, std::string> CopyKey(const std::string& worker,
+                                            const MigrationInstance& inst) {
+  return {worker, absl::StrCat(inst.model, ":", inst.variant)};
+}
+
 // The most the copy of `model:variant` on `worker` was offered over the
 // load window (its samples are in `state`).
 double PeakOffered(const MigrationState& state, const std::string& worker,
                    const MigrationInstance& inst) {
   double peak = inst.offered_qps;
-  auto it = state.offered.find({worker, absl::StrCat(inst.model, ":", inst.variant)});
+  auto it = state.offered.find(CopyKey(worker, inst));
   if (it == state.offered.end()) return peak;
   for (const auto& [at, qps] : it->second) peak = std::max(peak, qps);
   return peak;
@@ -59,7 +65,7 @@ const MigrationWorker* CarriedElsewhere(const std::vector<MigrationWorker>& work
         others.push_back(absl::StrCat(w.id, " ", InstanceStateName(i.state)));
         continue;
       }
-      if (state.spells.count({w.id, absl::StrCat(i.model, ":", i.variant)}) > 0) {
+      if (state.spells.count(CopyKey(w.id, i)) > 0) {
         others.push_back(absl::StrCat(w.id, " active within its own spell"));
         continue;
       }
@@ -109,7 +115,7 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
   // gone are forgotten.
   for (const MigrationWorker& w : workers) {
     for (const MigrationInstance& i : w.instances) {
-      const auto where = std::make_pair(w.id, absl::StrCat(i.model, ":", i.variant));
+      const auto where = CopyKey(w.id, i);
       auto& samples = state.offered[where];
       if (auto it = previous.offered.find(where); it != previous.offered.end()) {
         for (const auto& sample : it->second) {
@@ -126,7 +132,7 @@ MigrationDecision DecideMigrations(const std::vector<MigrationWorker>& workers,
     if (source.starting || state.last_moved_from.count(source.id) > 0) continue;
     for (const MigrationInstance& inst : source.instances) {
       if (inst.state != InstanceState::kInterfered || inst.replicas <= 0) continue;
-      const auto spell_key = std::make_pair(source.id, absl::StrCat(inst.model, ":", inst.variant));
+      const auto spell_key = CopyKey(source.id, inst);
       auto seen = state.spells.find(spell_key);
       const Nanos since = seen != state.spells.end() ? seen->second.since : now;
       state.spells[spell_key] = {since, now};
