@@ -12,12 +12,13 @@
 // and each cluster round it runs the cluster autoscaler. Before the model
 // autoscaler it moves instances that stay Interfered to a less-loaded worker
 // (policy/migration.h): the replicas load on the target first, queries go
-// there once it serves (selection avoids Interfered instances), and the
-// source is unloaded in a later round, once the observation shows the
-// target ready; the model sits out the other rules meanwhile. A (worker, model)
-// with a move under way sits rounds out until the sink says the move ended,
-// so a round never stacks moves on a stale report; and an instance younger
-// than `min_instance_age` is neither shrunk nor given up.
+// there once it serves (selection passes Interfered instances over while a
+// healthy one answers sooner), and the source is unloaded in a later round,
+// once the observation shows the target ready; the model sits out the
+// other rules meanwhile. A (worker, model) with a move under way sits rounds
+// out until the sink says the move ended, so a round never stacks moves on a
+// stale report; and an instance younger than `min_instance_age` is neither
+// shrunk nor given up.
 //
 // Thread-safety: rounds are called from one thread; the sink's `done`
 // callbacks may come from any thread.

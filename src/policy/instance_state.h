@@ -17,8 +17,9 @@
 // docs/policies.md, "Instance state machine". The controller keeps one
 // InstanceHistory per instance, calls NextInstanceState on every report for
 // it and copies the resulting state into the selection's live view
-// (selection_live.h). Selection avoids Overloaded and Interfered instances;
-// the model autoscaler migrates Interfered ones.
+// (selection_live.h). Selection avoids Overloaded instances, and
+// Interfered ones unless, at their measured speed, they answer sooner than
+// the healthy pick; the model autoscaler migrates Interfered ones.
 //
 // Thread-safety: pure functions over values; safe from any thread.
 #pragma once
@@ -103,8 +104,9 @@ struct InstanceStateOptions {
   double interference_min_busy = 0.25;
   // Consecutive reports with evidence before Active becomes Interfered.
   int32_t interfered_after_reports = 2;
-  // Selection sends an Interfered instance no queries, so it produces no
-  // evidence either way. After this many consecutive reports in which it
+  // Selection sends an Interfered instance no queries while a healthy copy
+  // answers sooner (at light load, always), so it produces no evidence
+  // either way. After this many consecutive reports in which it
   // served nothing it returns to Active, and the next queries probe it.
   // 0 keeps it Interfered until evidence clears it (or it is migrated).
   int32_t probe_after_idle_reports = 5;

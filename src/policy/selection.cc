@@ -192,6 +192,10 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
   HealthyKey healthy{};
   FastestKey loading{}, degraded{};
   OptionId healthy_option = kNoId, loading_option = kNoId, degraded_option = kNoId;
+  // Step 1's Interfered candidate, keyed by its est at its measured speed.
+  bool have_interfered = false;
+  FastestKey interfered{};
+  OptionId interfered_option = kNoId;
   for (InstanceId id : scope.instances) {
     if (scope.model != kNoId && live.instance_model(id) != scope.model) continue;
     const LiveInstance& in = live.instance(id);
@@ -212,6 +216,17 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     }
     if (!in_time) continue;
     if (inactive && !options.use_loading_instances) continue;
+    if (selection_internal::InterferedCandidate(in.state, in)) {
+      const double at_speed = selection_internal::AtMeasuredSpeed(est, in);
+      const FastestKey key{at_speed, o.price_per_hour, id};
+      if (selection_internal::WithinLatency(at_speed, limits) &&
+          selection_internal::MakesDeadline(at_speed, now, request.deadline) &&
+          (!have_interfered || key < interfered)) {
+        interfered = key;
+        interfered_option = oid;
+        have_interfered = true;
+      }
+    }
     if (within) {
       if (in.state == InstanceState::kActive) {
         const HealthyKey key{live.RecentLoad(index, in.worker, now),
@@ -241,6 +256,18 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
   }
 
   SelectionDecision d;
+  if (have_interfered &&
+      selection_internal::InterferedFirst(
+          have_healthy,
+          have_healthy ? selection_internal::AtMeasuredSpeed(healthy.est, live.instance(healthy.id))
+                       : 0,
+          interfered.est)) {
+    d.outcome = SelectionOutcome::kUseInstance;
+    d.instance = interfered.id;
+    d.serving = interfered_option;
+    d.estimated_ms = interfered.est;
+    return d;
+  }
   if (have_healthy || have_loading) {
     d.outcome = SelectionOutcome::kUseInstance;
     d.instance = have_healthy ? healthy.id : loading.id;

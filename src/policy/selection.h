@@ -24,8 +24,14 @@
 //    makes the deadline when now + est <= deadline.
 //  1. Healthy: among Active instances on accepting workers whose option
 //     fits statically, with est <= L and the deadline made, pick the one on
-//     the least-utilised worker; ties by lower price, then lower est, then
-//     lower instance id.
+//     the least-loaded worker (LiveState::RecentLoad), then the
+//     least-utilised; ties by lower price, then lower est, then lower
+//     instance id. An Interfered instance whose speed is measured
+//     (LiveInstance::slowdown) is weighed at that speed, est × max(1,
+//     slowdown): the soonest such (ties: price, id) within L and by the
+//     deadline is taken instead when there is no healthy pick or it answers
+//     strictly sooner than the healthy pick at that one's measured speed;
+//     its decision carries the slowed est.
 //  2. Loading: else, among loading (Inactive) instances passing the same
 //     tests, the one with the lowest est; ties by price, then id.
 //  3. If no option in scope is feasible: kUnsatisfiable, naming the closest
@@ -76,8 +82,9 @@
 //     has joined, has the memory, or lacks the variant already).
 //     `load` is set when a placement exists, so the next queries can be
 //     served.
-// Overloaded and Interfered instances are therefore used only in step 5,
-// when no healthy or loading instance and no in-time load can serve.
+// Overloaded instances are therefore used only in step 5, when no healthy,
+// Interfered-in-time or loading instance and no in-time load can serve;
+// Interfered ones in step 1 at their measured speed, or in step 5.
 //
 // Select() reads only the app's (or model's, or variant's) instance list,
 // the scope's options in cold order until the first that fits, and the

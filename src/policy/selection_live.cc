@@ -206,6 +206,10 @@ void LiveState::SetWaiting(InstanceId id, int32_t waiting) {
   if (has_instance(id)) instances_[id].live.waiting = std::max(0, waiting);
 }
 
+void LiveState::SetSlowdown(InstanceId id, double slowdown) {
+  if (has_instance(id)) instances_[id].live.slowdown = std::max(0.0, slowdown);
+}
+
 void LiveState::AddWaiting(InstanceId id, int32_t delta) {
   if (has_instance(id)) {
     LiveInstance& live = instances_[id].live;

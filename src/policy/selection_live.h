@@ -20,6 +20,8 @@
 //    AddWaiting(-1). Reports do not reset this count: it is the
 //    controller's own queries in flight, which is what selection must see
 //    between reports (a report is up to a second old);
+//  - an answer comes back with its compute time → SetSlowdown
+//    (NextSlowdown), how much slower than its profile the instance runs;
 //  - the selection index is rebuilt → Sync(new index) before the next
 //    decision uses it; it drops instances whose variant is gone.
 // Ids of removed workers and instances are reused by later Add calls.
@@ -29,6 +31,7 @@
 // nanoseconds), or keeps one per dispatcher thread.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -75,7 +78,28 @@ struct LiveInstance {
   int32_t replicas = 1;   // values below 1 read as 1
   double served_qps = 0;
   double arrival_qps = 0;  // offered to it over the last report (0: unknown)
+  // How much slower than its profile it computes lately: a moving mean of
+  // each answer's compute time over the profile's LatencyAt(its batch)
+  // (NextSlowdown). 0: unknown, nothing answered yet. It stays put while the
+  // instance serves nothing, so an Interfered instance that selection passes
+  // over keeps the speed it was last seen at.
+  double slowdown = 0;
 };
+
+// The moving mean behind LiveInstance::slowdown after `answers` more
+// answers, each computed in `compute_ms` where the profile says
+// `profiled_ms` for its batch. Each answer moves it an eighth of the way:
+// a few hundred answers a second follow a change within tens of
+// milliseconds, and one slow batch moves it little. An unknown mean (0)
+// starts from 1, the profile's speed. The ratio is clamped to [0.5, 20] so
+// that a timer's hiccup or a cached batch cannot throw it far.
+inline double NextSlowdown(double previous, double compute_ms, double profiled_ms,
+                           int answers = 1) {
+  const double from = previous > 0 ? previous : 1.0;
+  if (!(profiled_ms > 0) || !(compute_ms > 0) || answers <= 0) return from;
+  const double ratio = std::clamp(compute_ms / profiled_ms, 0.5, 20.0);
+  return from + (ratio - from) * (1 - std::pow(7.0 / 8.0, answers));
+}
 
 // How fast a sent query stops counting as recent load: a couple of report
 // intervals, so that the live sum carries what the last report cannot yet
@@ -112,6 +136,7 @@ class LiveState {
   void UpdateInstanceLoad(InstanceId id, double mean_batch, int32_t replicas, double served_qps,
                           double arrival_qps, int32_t max_batch);
   void SetWaiting(InstanceId id, int32_t waiting);
+  void SetSlowdown(InstanceId id, double slowdown);  // LiveInstance::slowdown
   void AddWaiting(InstanceId id, int32_t delta);  // never goes below 0
   // A query was sent to the instance at `now`: one more waiting there, and
   // its work (by `index`'s profile of the instance's option) added to its

@@ -4,8 +4,10 @@
 //  - a chosen variant meets the requirements (degraded choices excepted,
 //    which still meet accuracy, cost and the deadline);
 //  - "unsatisfiable" comes exactly when no variant can meet them;
-//  - an Overloaded or Interfered instance is never chosen while a healthy
-//    candidate exists;
+//  - an Overloaded instance is never chosen while a healthy candidate
+//    exists, and an Interfered one only at its measured speed: within the
+//    objective and the deadline, and sooner than the healthy pick at that
+//    one's measured speed;
 //  - ties go to the lower cost;
 //  - a load is the quickest answer, or under load (a saturated instance in
 //    scope) the cheapest way to carry the load the scope lacks among those
@@ -106,6 +108,27 @@ bool HealthyCandidate(const SelectionIndex& idx, const LiveState& live, const Se
          MakesDeadline(est, r);
 }
 
+// Either of them at its measured speed (LiveInstance::slowdown), never
+// faster than its profile.
+double AtSpeed(double est, const LiveInstance& in) { return est * std::max(1.0, in.slowdown); }
+
+// An Interfered instance that step 1 may use: its speed known, on an
+// accepting worker, fitting accuracy and cost, and at that speed within the
+// latency objective and the deadline.
+bool InterferedCandidateOf(const SelectionIndex& idx, const LiveState& live,
+                           const SelectionRequest& r, InstanceId id) {
+  const LiveInstance& in = live.instance(id);
+  if (in.state != InstanceState::kInterfered || !(in.slowdown > 0)) return false;
+  if (!InScope(idx, r, in.variant)) return false;
+  const LiveWorker& w = live.worker(in.worker);
+  const OptionId o = idx.FindOption(in.variant, w.type);
+  if (!w.accepting || o == kNoId) return false;
+  const Reqs q = ReqsOf(r);
+  const double at_speed = AtSpeed(Estimate(idx.option(o), in), in);
+  return MeetsStatic(idx.option(o), q) && (!q.latency || at_speed <= *q.latency) &&
+         MakesDeadline(at_speed, r);
+}
+
 void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionRequest& r,
               const SelectionOptions& opts) {
   const SelectionDecision d = Select(idx, live, r, opts);
@@ -122,9 +145,48 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
       any_feasible = true;
     }
   }
+  // Step 1's healthy pick (the least recent load, then the least-utilised
+  // worker, the price, the est and the id) and the soonest Interfered
+  // candidate at its measured speed (ties to the price, then the id).
   bool any_healthy = false;
+  InstanceId healthy_pick = kNoId, interfered_pick = kNoId;
+  std::tuple<double, double, double, double, InstanceId> healthy_key;
+  std::tuple<double, double, InstanceId> interfered_key;
   for (InstanceId i = 0; i < live.instance_slots(); ++i) {
-    if (live.has_instance(i) && HealthyCandidate(idx, live, r, i)) any_healthy = true;
+    if (!live.has_instance(i)) continue;
+    const LiveInstance& in = live.instance(i);
+    const LiveWorker& w = live.worker(in.worker);
+    const OptionId o = idx.FindOption(in.variant, w.type);
+    if (HealthyCandidate(idx, live, r, i)) {
+      any_healthy = true;
+      const auto key = std::make_tuple(RecentLoadOf(idx, live, in.worker), w.utilisation,
+                                       idx.option(o).price_per_hour,
+                                       Estimate(idx.option(o), in), i);
+      if (healthy_pick == kNoId || key < healthy_key) {
+        healthy_pick = i;
+        healthy_key = key;
+      }
+    }
+    if (InterferedCandidateOf(idx, live, r, i)) {
+      const auto key = std::make_tuple(AtSpeed(Estimate(idx.option(o), in), in),
+                                       idx.option(o).price_per_hour, i);
+      if (interfered_pick == kNoId || key < interfered_key) {
+        interfered_pick = i;
+        interfered_key = key;
+      }
+    }
+  }
+  // The Interfered candidate serves when it answers sooner than the
+  // healthy pick, both at their measured speeds, or when there is none.
+  const bool interfered_first =
+      interfered_pick != kNoId &&
+      (healthy_pick == kNoId ||
+       std::get<0>(interfered_key) <
+           AtSpeed(std::get<3>(healthy_key), live.instance(healthy_pick)));
+  if (interfered_first) {
+    EXPECT_EQ(d.outcome, SelectionOutcome::kUseInstance);
+    EXPECT_EQ(d.instance, interfered_pick);
+    EXPECT_FALSE(d.degraded);
   }
 
   // Unsatisfiable exactly when no variant in scope can meet the requirements
@@ -160,23 +222,27 @@ void CheckOne(const SelectionIndex& idx, const LiveState& live, const SelectionR
     EXPECT_TRUE(live.worker(in.worker).accepting);
     EXPECT_EQ(d.serving, idx.FindOption(in.variant, live.worker(in.worker).type));
     const VariantOption& o = idx.option(d.serving);
-    EXPECT_DOUBLE_EQ(d.estimated_ms, Estimate(o, in));
+    const bool at_its_speed = s == InstanceState::kInterfered && !d.degraded;
+    EXPECT_DOUBLE_EQ(d.estimated_ms, at_its_speed ? AtSpeed(Estimate(o, in), in) : Estimate(o, in));
     // Never above the mean batch's estimate alone; the same whenever the
     // queue per replica is no longer than the mean batch.
     const double at_mean = EstimateAt(o, in, MeanBatch(in));
-    EXPECT_LE(d.estimated_ms, at_mean);
-    if (QueueBatch(o, in) <= MeanBatch(in)) EXPECT_DOUBLE_EQ(d.estimated_ms, at_mean);
+    const double own = at_its_speed ? AtSpeed(1, in) : 1;
+    EXPECT_LE(d.estimated_ms, at_mean * own * (1 + 1e-12));
+    if (QueueBatch(o, in) <= MeanBatch(in)) EXPECT_DOUBLE_EQ(d.estimated_ms, at_mean * own);
     if (any_healthy) {
-      EXPECT_EQ(s, InstanceState::kActive) << "unhealthy instance chosen over a healthy one";
+      EXPECT_TRUE(s == InstanceState::kActive || (interfered_first && d.instance == interfered_pick))
+          << "unhealthy instance chosen over a healthy one";
       EXPECT_FALSE(d.degraded);
     }
-    if (s == InstanceState::kOverloaded || s == InstanceState::kInterfered) {
-      EXPECT_TRUE(d.degraded);
+    if (s == InstanceState::kOverloaded) EXPECT_TRUE(d.degraded);
+    if (s == InstanceState::kInterfered && !d.degraded) {
+      EXPECT_TRUE(interfered_first) << "Interfered instance chosen though it answers later";
     }
   }
   // Healthy choice: the least recent load, ties to the least-utilised
   // worker, then to the lower price.
-  if (d.outcome == SelectionOutcome::kUseInstance && any_healthy) {
+  if (d.outcome == SelectionOutcome::kUseInstance && any_healthy && !interfered_first) {
     auto key = [&](InstanceId i) {
       const LiveInstance& in = live.instance(i);
       const LiveWorker& w = live.worker(in.worker);

@@ -59,9 +59,11 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     }
   }
 
-  // Step 1: healthy instances.
+  // Step 1: healthy instances, and Interfered ones at their measured speed.
   InstanceId healthy = kNoId;
   selection_internal::HealthyKey healthy_key{};
+  InstanceId interfered = kNoId;
+  selection_internal::FastestKey interfered_key{};
   // Step 2: loading instances.
   InstanceId loading = kNoId;
   selection_internal::FastestKey loading_key{};
@@ -104,6 +106,16 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     // only serving on them needs use_loading_instances.
     if (in.state == InstanceState::kInactive && !options.use_loading_instances) continue;
     if (!in_time) continue;
+    if (selection_internal::InterferedCandidate(in.state, in)) {
+      const double at_speed = selection_internal::AtMeasuredSpeed(est, in);
+      selection_internal::FastestKey key{at_speed, o.price_per_hour, id};
+      if (selection_internal::WithinLatency(at_speed, limits) &&
+          selection_internal::MakesDeadline(at_speed, now, request.deadline) &&
+          (interfered == kNoId || key < interfered_key)) {
+        interfered = id;
+        interfered_key = key;
+      }
+    }
     if (fits && in.state == InstanceState::kActive) {
       selection_internal::HealthyKey key{live.RecentLoad(index, in.worker, now),
                                          worker.utilisation, o.price_per_hour, est, id};
@@ -132,6 +144,19 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
   auto serving_of = [&](InstanceId id) {
     return index.FindOption(live.instance(id).variant, live.worker(live.instance(id).worker).type);
   };
+  if (interfered != kNoId &&
+      selection_internal::InterferedFirst(
+          healthy != kNoId,
+          healthy != kNoId ? selection_internal::AtMeasuredSpeed(healthy_key.est,
+                                                                 live.instance(healthy))
+                           : 0,
+          interfered_key.est)) {
+    d.outcome = SelectionOutcome::kUseInstance;
+    d.instance = interfered;
+    d.serving = serving_of(interfered);
+    d.estimated_ms = interfered_key.est;
+    return d;
+  }
   if (healthy != kNoId || loading != kNoId) {
     d.outcome = SelectionOutcome::kUseInstance;
     d.instance = healthy != kNoId ? healthy : loading;

@@ -80,6 +80,33 @@ inline double EstimateMs(const VariantOption& o, const LiveInstance& in, Nanos n
   return start + answer;
 }
 
+// When the instance would answer at the speed it was last measured at
+// (LiveInstance::slowdown), never sooner than its profile says: an
+// instance measured faster than its profile (a median against a profile
+// read at its tail) counts at the profile's speed, and so does one whose
+// speed is unknown.
+inline double AtMeasuredSpeed(double est_ms, const LiveInstance& in) {
+  return est_ms * std::max(1.0, in.slowdown);
+}
+
+// Step 1's Interfered candidates: an Interfered instance whose speed is
+// known. It serves when, at that speed, it answers within L and by the
+// deadline, and sooner than the healthy pick at that one's measured speed
+// (InterferedFirst). Without it, the Active copy takes every query however
+// long its queue: on the 2-core host one worker's copy took the model's
+// whole load past what it delivered while the other's stood idle.
+inline bool InterferedCandidate(InstanceState state, const LiveInstance& in) {
+  return state == InstanceState::kInterfered && in.slowdown > 0;
+}
+
+// Whether step 1 takes the Interfered candidate answering in
+// `interfered_ms` (at its measured speed) over the healthy pick (when there
+// is one) answering in `healthy_ms` at its own. Ties stay with the healthy
+// instance.
+inline bool InterferedFirst(bool have_healthy, double healthy_ms, double interfered_ms) {
+  return !have_healthy || interfered_ms < healthy_ms;
+}
+
 // Step 1 order: recent load, worker utilisation, price, est, instance id.
 struct HealthyKey {
   double load, utilisation, price, est;
@@ -300,8 +327,8 @@ inline bool PlacementBefore(const LiveWorker& a, WorkerId ida, const LiveWorker&
 
 // Whether a ready instance keeps its replicas' cores busy: unless it is
 // Active and idle (nothing offered, served or waiting), it does. An
-// Interfered one counts however idle: selection avoids it, so it shows no
-// queries, but it is probed again within a few reports, and its cores were
+// Interfered one counts however idle: selection passes it over while a
+// healthy copy answers sooner, so it may show no queries, but it is probed again within a few reports, and its cores were
 // slow already (on the 2-core host opencv was loaded beside such a
 // torch-opt, and both then served on the one core).
 inline bool Busy(const LiveInstance& in) {

@@ -255,6 +255,78 @@ TEST_F(SelectionTest, UnhealthyInstancesAreAvoided) {
   EXPECT_EQ(Decide(Request(50, 0.8)).instance, healthy);
 }
 
+// On the 2-core host one worker's copy turned Interfered (its batches
+// slowed by the data path beside it) and the other's took the model's whole
+// load, past what it delivered, while the first stood idle. At its measured
+// speed the Interfered copy answers sooner than the queue on the Active one.
+TEST_F(SelectionTest, AnInterferedCopyServesWhenItAnswersSoonerAtItsMeasuredSpeed) {
+  WorkerId w1 = Worker(small_, 0.9);
+  WorkerId w2 = Worker(small_, 0.1);
+  InstanceId active = Instance(mlp_, w1, InstanceState::kActive, /*waiting=*/12);
+  InstanceId interfered = Instance(mlp_, w2, InstanceState::kInterfered);
+  live_.SetSlowdown(active, 1.2);
+  live_.SetSlowdown(interfered, 2);
+  SelectionDecision d = Decide(Request(50, 0.8));
+  EXPECT_EQ(d.outcome, O::kUseInstance);
+  EXPECT_EQ(d.instance, interfered);
+  EXPECT_DOUBLE_EQ(d.estimated_ms, 2 * 3);  // mlp's 3 ms at batch 1, twice as slow
+  EXPECT_FALSE(d.degraded);
+  // With no queue on the Active copy it answers first: 3 × 1.2 < 6 ms.
+  live_.SetWaiting(active, 0);
+  d = Decide(Request(50, 0.8));
+  EXPECT_EQ(d.instance, active);
+  EXPECT_DOUBLE_EQ(d.estimated_ms, 3);
+  // As fast as the healthy copy, at the two copies' speeds: the tie stays
+  // with the healthy one.
+  live_.SetSlowdown(active, 2);
+  EXPECT_EQ(Decide(Request(50, 0.8)).instance, active);
+}
+
+// An Interfered copy whose speed was never measured, or that at its speed
+// misses the objective, is still passed over in step 1.
+TEST_F(SelectionTest, AnInterferedCopyOfUnknownOrTooSlowSpeedIsPassedOver) {
+  WorkerId w1 = Worker(small_, 0.9);
+  WorkerId w2 = Worker(small_, 0.1);
+  InstanceId active = Instance(mlp_, w1, InstanceState::kActive, /*waiting=*/12);
+  InstanceId interfered = Instance(mlp_, w2, InstanceState::kInterfered);
+  EXPECT_EQ(Decide(Request(50, 0.8)).instance, active);  // speed unknown
+  live_.SetSlowdown(interfered, 20);                       // 60 ms at batch 1
+  EXPECT_EQ(Decide(Request(50, 0.8)).instance, active);
+  // With no healthy copy left it serves only degraded (step 5), as before.
+  live_.SetState(active, InstanceState::kOverloaded);
+  SelectionDecision d = Decide(Request(50, 0.8));
+  EXPECT_TRUE(d.degraded);
+}
+
+// With every copy Interfered, step 1 takes the one that answers soonest at
+// its measured speed, and nothing is loaded for a query that copy answers
+// within its objective.
+TEST_F(SelectionTest, WithEveryCopyInterferedTheSoonestAtItsSpeedServes) {
+  Worker(small_, 0.0);  // room for a load
+  WorkerId w1 = Worker(small_, 0.9);
+  WorkerId w2 = Worker(small_, 0.1);
+  InstanceId slow = Instance(mlp_, w1, InstanceState::kInterfered);
+  InstanceId slower = Instance(mlp_, w2, InstanceState::kInterfered);
+  live_.SetSlowdown(slow, 2);
+  live_.SetSlowdown(slower, 3);
+  SelectionDecision d = Decide(Request(50, 0.8));
+  EXPECT_EQ(d.outcome, O::kUseInstance);
+  EXPECT_EQ(d.instance, slow);
+  EXPECT_FALSE(d.degraded);
+  EXPECT_FALSE(d.load.valid());
+  live_.SetWaiting(slow, 4);  // 2 × (4 × 3 + 3) = 30 ms against the other's 9
+  EXPECT_EQ(Decide(Request(50, 0.8)).instance, slower);
+}
+
+TEST(NextSlowdownTest, MovesAnEighthOfTheWayPerAnswerFromTheProfilesSpeed) {
+  EXPECT_DOUBLE_EQ(NextSlowdown(0, 3, 1), 1 + 2.0 / 8);  // unknown starts at 1
+  EXPECT_DOUBLE_EQ(NextSlowdown(2, 2, 1), 2);
+  EXPECT_DOUBLE_EQ(NextSlowdown(1, 3, 1, 2), 1 + 2 * (1 - 49.0 / 64));  // two answers
+  EXPECT_DOUBLE_EQ(NextSlowdown(1, 1000, 1), 1 + 19.0 / 8);             // clamped to 20
+  EXPECT_DOUBLE_EQ(NextSlowdown(1.5, 0, 1), 1.5);  // nothing measured: unchanged
+  EXPECT_DOUBLE_EQ(NextSlowdown(0, 1, 0), 1);
+}
+
 TEST_F(SelectionTest, ColdLoadPicksTheFastestToServeAndTheIdlestWorker) {
   Worker(small_, 0.5);
   WorkerId idle_small = Worker(small_, 0.1);

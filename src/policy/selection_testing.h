@@ -146,6 +146,9 @@ inline void FillRandomLive(Draw& d, const SelectionIndex& index, const RandomLiv
       // load prices the load the scope lacks.
       in.arrival_qps = spec.coarse ? d.Coarse(0, 50, 6) : d.Real(0, 400);
       in.served_qps = spec.coarse ? d.Coarse(0, 50, 4) : d.Real(0, 300);
+      // How much slower than its profile it answered lately, or unknown:
+      // step 1 weighs an Interfered instance at that speed.
+      in.slowdown = d.Chance(0.3) ? 0 : spec.coarse ? d.Coarse(0.5, 0.5, 6) : d.Real(0.5, 4);
       // AddInstance refuses a second instance of a variant on one worker;
       // the draw simply moves on.
       (void)live.AddInstance(index, in);

@@ -219,6 +219,17 @@ void SelectionRouter::AddWaiting(int32_t instance, int32_t delta) {
   if (id != policy::kNoId) live_.AddWaiting(id, delta);
 }
 
+void SelectionRouter::Answered(int32_t instance, Nanos compute, int32_t rows, int32_t answers) {
+  policy::InstanceId id = At(instance_live_, instance);
+  if (id == policy::kNoId) return;
+  const policy::LiveInstance& in = live_.instance(id);
+  const policy::OptionId option = index_.FindOption(in.variant, live_.worker(in.worker).type);
+  if (option == policy::kNoId) return;
+  live_.SetSlowdown(id, policy::NextSlowdown(in.slowdown, ToMillis(compute),
+                                             index_.option(option).profile.LatencyAt(rows),
+                                             answers));
+}
+
 void SelectionRouter::Sent(int32_t instance, Nanos now) {
   policy::InstanceId id = At(instance_live_, instance);
   if (id != policy::kNoId) live_.Sent(index_, id, now);

@@ -80,6 +80,10 @@ class SelectionRouter {
   void UpdateInstanceLoad(int32_t instance, double mean_batch, int32_t replicas, double served_qps,
                           double arrival_qps, int32_t max_batch);
   void AddWaiting(int32_t instance, int32_t delta);
+  // A batch of `rows` rows ran in `compute` and answered `answers`
+  // queries: the instance's measured speed (LiveInstance::slowdown) moves
+  // as the controller's does with each answer.
+  void Answered(int32_t instance, Nanos compute, int32_t rows, int32_t answers);
   void Sent(int32_t instance, Nanos now);
   // The allocator's query assignment (LiveState::SetRouteWeights), by
   // simulator worker and variant.

@@ -623,6 +623,7 @@ void Simulator::OnBatchDone(int32_t r) {
     w.active_this_interval = true;
     in_system_ -= n;
     selection_->AddWaiting(i, -n);
+    selection_->Answered(i, now_ - rep.batch_start, rep.batch_rows, n);
   }
   rep.batch.clear();
   if (rep.retiring) {

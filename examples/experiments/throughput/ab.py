@@ -12,9 +12,10 @@ Both servers run on their embedded defaults (two one-core workers each here, so 
 workers share the cores; a server that is not being measured is idle). Per target,
 protocol and round, each build gets one closed-loop run at the same concurrency, in an
 order that alternates from round to round, with its controller's and workers' CPU read
-around it. Writes OUT/ab.json: every round's figures, and per build the medians of
-rows/s, p99 and CPU per query, and the median of the rounds' rows/s ratios (last build
-over first).
+around it. Writes OUT/ab.json: every round's figures (with the variants that answered and
+each worker's CPU per query), and per build the medians of rows/s, p99 and CPU per query,
+and the median of the rounds' rows/s ratios (last build over first); and each server's log
+as OUT/serve-NAME.log.
 """
 import json
 import os
@@ -78,7 +79,12 @@ def main():
                             "controller_us": split["controller"]["total_us"],
                             "workers_us": round(sum(v["total_us"] for k, v in split.items()
                                                     if k != "controller"), 1),
-                            "loadgen_us": round(loadgen_cpu / answered * 1e6, 1)}
+                            "loadgen_us": round(loadgen_cpu / answered * 1e6, 1),
+                            # Where the answers came from: the variants, and each
+                            # worker's CPU per query (an idle worker shows ~0).
+                            "variants": {v["variant"]: v["answers"] for v in report["served"]},
+                            "per_worker_us": {k: v["total_us"] for k, v in split.items()
+                                              if k != "controller"}}
                     log(f"{target} {protocol} round {i + 1}: " + ", ".join(
                         f"{n} {row[n]['rows_per_s']} rows/s (p99 {row[n]['p99_ms']} ms, "
                         f"{row[n]['controller_us']:.0f}+{row[n]['workers_us']:.0f} µs)"
@@ -104,6 +110,11 @@ def main():
     finally:
         for name, s in servers.items():
             s.stop()
+            # The server's log says which instances changed state and what the
+            # autoscaler did while it was measured.
+            log_path = os.path.join(dirs[name], "serve.log")
+            if os.path.exists(log_path):
+                subprocess.run(["cp", log_path, os.path.join(args["out"], f"serve-{name}.log")])
             subprocess.run(["rm", "-rf", dirs[name]])
 
 

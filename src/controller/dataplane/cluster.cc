@@ -343,11 +343,9 @@ void Cluster::Release(const std::string& worker_id, const VariantKey& key, Reply
   // it) computes slower than its profile, which was measured alone.
   if (const policy::VariantOption* option = OptionOf(key, w->second.view.type.name);
       option != nullptr && times.compute > 0 && times.batch > 0) {
-    const double profiled_ms = option->profile.LatencyAt(times.batch);
-    if (profiled_ms > 0) {
-      const double ratio = std::clamp(ToMillis(times.compute) / profiled_ms, 0.5, 20.0);
-      record.slowdown += (ratio - record.slowdown) / 8;
-    }
+    record.slowdown = policy::NextSlowdown(record.slowdown, ToMillis(times.compute),
+                                           option->profile.LatencyAt(times.batch));
+    if (record.live != policy::kNoId) live_.SetSlowdown(record.live, record.slowdown);
   }
   if (record.outstanding > 0) {
     --record.outstanding;
