@@ -44,6 +44,36 @@ double CoresHeld(const Observation& observation, const ObservedWorker& worker) {
   return cores;
 }
 
+// Whether an instance of another model than the one being placed leaves
+// its cores to the placement: Active, fully loaded, and with nothing
+// offered, served or queued by the last report. It keeps its memory (it
+// stays loaded, warm for its model's next query), not its cores: on the
+// 2-core host the zoo's CNN, idle on one worker after its load had moved
+// on, held that worker's one core, and the wide CNN, at its capacity on the
+// other worker, was refused a place there ("no-room") until selection found
+// its instance Overloaded. The rule is selection's (selection_rules.h,
+// Busy: an Active idle instance holds no core); Interfered ones count
+// however idle, as there.
+bool LeavesItsCores(const ObservedInstance& inst, const std::string& placing_model) {
+  return inst.key.model != placing_model && inst.takes_queries &&
+         inst.state == policy::InstanceState::kActive && inst.loading == 0 &&
+         inst.winding_down == 0 && inst.arrival_qps <= 0 && inst.served_qps <= 0 &&
+         inst.queue_length <= 0;
+}
+
+// Cores a placement of `model` finds taken on `worker`: CoresHeld less
+// those of other models' idle instances (LeavesItsCores).
+double CoresTakenFor(const Observation& observation, const ObservedWorker& worker,
+                     const std::string& model) {
+  double cores = CoresHeld(observation, worker);
+  for (const ObservedInstance& inst : worker.instances) {
+    if (!LeavesItsCores(inst, model)) continue;
+    cores -= inst.ready * CoresPerReplica(observation.FindModel(inst.key.model), worker,
+                                          inst.key.variant);
+  }
+  return cores;
+}
+
 // How busy serving `model` kept its ready replicas' cores on `worker`
 // (policy::ScalingModel::busy): the worker's CPU, in proportion to what the
 // model's instances served of everything served there, over the cores its
@@ -512,7 +542,7 @@ void InfaasAllocator::PlaceElsewhere(const Observation& observation, const Obser
     p.id = w.id;
     p.total_cores = type->cores;
     p.total_memory_mb = static_cast<double>(type->memory_mb);
-    p.free_cores = type->cores - CoresHeld(observation, w);
+    p.free_cores = type->cores - CoresTakenFor(observation, w, action.model);
     p.free_memory_mb = type->memory_mb > 0 ? type->memory_mb - w.memory_used_mb : 0;
     const ObservedInstance* there = FindInstance(w, key);
     p.accepting = there == nullptr || there->loading == 0;  // a load there would be replaced

@@ -360,6 +360,47 @@ TEST_F(InfaasAllocatorTest, AFullWorkerHasItsReplicasPlacedOnAnotherOfItsType) {
   EXPECT_EQ(sink.decisions.back().kind, "place");
 }
 
+// The throughput experiment's turn from one model to the next: the first
+// model idle on w2, the second at its capacity on w1. The idle instance
+// keeps its memory, not its cores: the second model is placed beside it.
+// Once the first model has load again, its cores are taken.
+TEST_F(InfaasAllocatorTest, AnIdleInstanceOfAnotherModelLeavesItsCoresToAPlacement) {
+  RecordingSink sink;
+  ObservedWorker full = Worker("w1", 4, 2000);
+  ObservedWorker idle = Worker("w2", 4, 0);
+  idle.instances[0].key = {"other", "v"};
+  Observation o = At(kSecond, {full, idle});
+  ModelOption other = o.models[0];
+  other.name = "other";
+  o.models.push_back(other);
+  auto allocator = Make();
+  ASSERT_TRUE(allocator->ModelRound(o, sink).ok());
+  ASSERT_FALSE(sink.loads.empty());
+  for (const auto& load : sink.loads) {
+    EXPECT_EQ(load.worker, "w2");
+    EXPECT_EQ(load.key.ToString(), "m:v");
+  }
+  EXPECT_EQ(sink.decisions.back().kind, "place");
+
+  for (auto busy : {std::function<void(ObservedInstance&)>(
+                        [](ObservedInstance& i) { i.arrival_qps = i.served_qps = 5; }),
+                    std::function<void(ObservedInstance&)>([](ObservedInstance& i) {
+                      i.state = policy::InstanceState::kInterfered;
+                    }),
+                    std::function<void(ObservedInstance&)>([](ObservedInstance& i) {
+                      i.queue_length = 1;
+                    })}) {
+    Observation taken = o;
+    busy(taken.workers[1].instances[0]);
+    RecordingSink refused;
+    auto fresh = Make();
+    ASSERT_TRUE(fresh->ModelRound(taken, refused).ok());
+    EXPECT_TRUE(refused.loads.empty());
+    ASSERT_FALSE(refused.decisions.empty());
+    EXPECT_EQ(refused.decisions.back().kind, "no-room");
+  }
+}
+
 TEST_F(InfaasAllocatorTest, TheClusterRoundAddsAWorkerButNeverRetiresBelowTheFloor) {
   options_.cluster_scaling = true;
   options_.model_scaling = ModelScaling::kOff;
