@@ -216,16 +216,9 @@ SelectionDecision Select(const SelectionIndex& index, const LiveState& live,
     }
     if (!in_time) continue;
     if (inactive && !options.use_loading_instances) continue;
-    if (selection_internal::InterferedCandidate(in.state, in)) {
-      const double at_speed = selection_internal::AtMeasuredSpeed(est, in);
-      const FastestKey key{at_speed, o.price_per_hour, id};
-      if (selection_internal::WithinLatency(at_speed, limits) &&
-          selection_internal::MakesDeadline(at_speed, now, request.deadline) &&
-          (!have_interfered || key < interfered)) {
-        interfered = key;
-        interfered_option = oid;
-        have_interfered = true;
-      }
+    if (selection_internal::OfferInterfered(in, id, est, o.price_per_hour, limits, now,
+                                            request.deadline, have_interfered, interfered)) {
+      interfered_option = oid;
     }
     if (within) {
       if (in.state == InstanceState::kActive) {

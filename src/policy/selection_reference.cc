@@ -62,7 +62,7 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
   // Step 1: healthy instances, and Interfered ones at their measured speed.
   InstanceId healthy = kNoId;
   selection_internal::HealthyKey healthy_key{};
-  InstanceId interfered = kNoId;
+  bool have_interfered = false;
   selection_internal::FastestKey interfered_key{};
   // Step 2: loading instances.
   InstanceId loading = kNoId;
@@ -106,16 +106,8 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
     // only serving on them needs use_loading_instances.
     if (in.state == InstanceState::kInactive && !options.use_loading_instances) continue;
     if (!in_time) continue;
-    if (selection_internal::InterferedCandidate(in.state, in)) {
-      const double at_speed = selection_internal::AtMeasuredSpeed(est, in);
-      selection_internal::FastestKey key{at_speed, o.price_per_hour, id};
-      if (selection_internal::WithinLatency(at_speed, limits) &&
-          selection_internal::MakesDeadline(at_speed, now, request.deadline) &&
-          (interfered == kNoId || key < interfered_key)) {
-        interfered = id;
-        interfered_key = key;
-      }
-    }
+    selection_internal::OfferInterfered(in, id, est, o.price_per_hour, limits, now,
+                                        request.deadline, have_interfered, interfered_key);
     if (fits && in.state == InstanceState::kActive) {
       selection_internal::HealthyKey key{live.RecentLoad(index, in.worker, now),
                                          worker.utilisation, o.price_per_hour, est, id};
@@ -144,7 +136,7 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
   auto serving_of = [&](InstanceId id) {
     return index.FindOption(live.instance(id).variant, live.worker(live.instance(id).worker).type);
   };
-  if (interfered != kNoId &&
+  if (have_interfered &&
       selection_internal::InterferedFirst(
           healthy != kNoId,
           healthy != kNoId ? selection_internal::AtMeasuredSpeed(healthy_key.est,
@@ -152,8 +144,8 @@ SelectionDecision SelectBruteForce(const SelectionIndex& index, const LiveState&
                            : 0,
           interfered_key.est)) {
     d.outcome = SelectionOutcome::kUseInstance;
-    d.instance = interfered;
-    d.serving = serving_of(interfered);
+    d.instance = interfered_key.id;
+    d.serving = serving_of(interfered_key.id);
     d.estimated_ms = interfered_key.est;
     return d;
   }

@@ -95,8 +95,8 @@ inline double AtMeasuredSpeed(double est_ms, const LiveInstance& in) {
 // (InterferedFirst). Without it, the Active copy takes every query however
 // long its queue: on the 2-core host one worker's copy took the model's
 // whole load past what it delivered while the other's stood idle.
-inline bool InterferedCandidate(InstanceState state, const LiveInstance& in) {
-  return state == InstanceState::kInterfered && in.slowdown > 0;
+inline bool InterferedCandidate(const LiveInstance& in) {
+  return in.state == InstanceState::kInterfered && in.slowdown > 0;
 }
 
 // Whether step 1 takes the Interfered candidate answering in
@@ -130,6 +130,25 @@ struct FastestKey {
     return id < o.id;
   }
 };
+
+// Step 1's Interfered candidate `id`, whose est by its profile is `est`:
+// lowers `best` (ties: price, id) to it when it is a candidate
+// (InterferedCandidate) that at its measured speed answers within L and by
+// the deadline. Returns whether it did.
+inline bool OfferInterfered(const LiveInstance& in, InstanceId id, double est, double price,
+                            const Limits& limits, Nanos now, Nanos deadline, bool& have,
+                            FastestKey& best) {
+  if (!InterferedCandidate(in)) return false;
+  const double at_speed = AtMeasuredSpeed(est, in);
+  const FastestKey key{at_speed, price, id};
+  if (!WithinLatency(at_speed, limits) || !MakesDeadline(at_speed, now, deadline) ||
+      (have && !(key < best))) {
+    return false;
+  }
+  best = key;
+  have = true;
+  return true;
+}
 
 // Step 4 order (the index's cold order).
 template <typename Option>
