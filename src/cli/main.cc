@@ -196,6 +196,11 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   serve_cmd->add_option("--max-in-flight", serve.max_in_flight,
                         "Queries in flight at most; more are refused 429 (default: from the "
                         "host's memory, 64 KiB per query in a sixteenth of it)");
+  serve_cmd->add_option("--shed-target-ms", serve.shed_target_ms,
+                        "Once the HTTP front-end's backlog stands, a query that waited longer "
+                        "than this to be read is refused 429 before decoding (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   serve_cmd->add_option("--grpc-max-streams", serve.grpc_max_streams,
                         "gRPC calls one client connection may have open at once")
       ->capture_default_str();

@@ -24,6 +24,7 @@
 #include "controller/models/catalog.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/dataplane/dispatcher.h"
+#include "controller/dataplane/backlog_shedder.h"
 #include "controller/dataplane/in_flight_limit.h"
 #include "controller/frontend/grpc_frontend.h"
 #include "controller/frontend/http_frontend.h"
@@ -314,6 +315,8 @@ class Controller {
     in_flight_ = std::make_unique<InFlightLimit>(
         options.max_in_flight > 0 ? options.max_in_flight : InFlightLimit::DefaultLimit());
     spdlog::info("at most {} queries in flight (--max-in-flight)", in_flight_->limit());
+    shedder_ = std::make_unique<BacklogShedder>(
+        BacklogShedder::Options{.target = FromMillis(options.shed_target_ms)});
     return absl::OkStatus();
   }
 
@@ -457,6 +460,7 @@ class Controller {
     frontend.access = access_.get();
     frontend.keys = keys_.get();
     frontend.in_flight = in_flight_.get();
+    frontend.shedder = shedder_.get();
     frontend.pipelines = pipelines_.get();
     frontend.version = kVersion;
     AddHttpRoutes(frontend, router);
@@ -680,6 +684,7 @@ class Controller {
   std::unique_ptr<Placer> placer_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<InFlightLimit> in_flight_;  // shared by both front-ends
+  std::unique_ptr<BacklogShedder> shedder_;  // the HTTP front-end's
   std::unique_ptr<jobs::JobRunner> jobs_;  // before http_server_: its routes use it
   absl::Mutex measurement_mu_;  // one measurement on the workers at a time
   std::unique_ptr<VariantPipeline> pipeline_;

@@ -55,6 +55,11 @@ struct ServeOptions {
   // (dataplane/in_flight_limit.h). 0: InFlightLimit::DefaultLimit(), from
   // the host's memory.
   int64_t max_in_flight = 0;
+  // The wait a query may have had in the HTTP front-end's backlog (from its
+  // head read to its handler) once that backlog stands; past it the query
+  // is refused 429 before its body is decoded
+  // (dataplane/backlog_shedder.h). 0: never shed.
+  double shed_target_ms = 5;
   // Bounds on the public gRPC server below the front-end's own: calls one
   // client connection may have open at once (more wait at the client, as
   // HTTP/2 has them), and the memory gRPC may use for client traffic (past

@@ -81,6 +81,13 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
                               {}}));
   m->bouncer_late_ = bouncer_late->With();
   MAITRE_ASSIGN_OR_RETURN(
+      auto* shed,
+      metric_set->AddCounter({"maitre_frontend_shed_total",
+                              "Queries the HTTP front-end refused before decoding them, having "
+                              "waited past its target in a standing backlog",
+                              {}}));
+  m->shed_ = shed->With();
+  MAITRE_ASSIGN_OR_RETURN(
       m->pipeline_requests_,
       metric_set->AddCounter({"maitre_pipeline_requests_total",
                             "Pipeline queries by pipeline and outcome (ok or the failure reason)",

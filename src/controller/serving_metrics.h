@@ -54,6 +54,10 @@ class ServingMetrics {
   // reports (policy::EstimateTally), as a histogram of answer ÷ estimate.
   void RecordBouncerEstimate(Nanos estimate, Nanos answered_after, bool in_time);
 
+  // One query the HTTP front-end shed from a standing backlog
+  // (dataplane/backlog_shedder.h); RecordQuery counts it as refused too.
+  void RecordShed() { shed_.Increment(); }
+
   // One Infer call to a worker carrying `queries` queries (the call
   // coalescer's grouping: docs/architecture.md, "How a query travels").
   void RecordWorkerCall(int queries) { call_queries_.Observe(queries); }
@@ -94,6 +98,7 @@ class ServingMetrics {
   metrics::Histogram call_queries_;
   metrics::Histogram bouncer_ratio_;
   metrics::Counter bouncer_late_;
+  metrics::Counter shed_;
   metrics::CollectedFamily* instances_ = nullptr;
   metrics::CollectedFamily* workers_ = nullptr;
   metrics::CollectedFamily* utilisation_ = nullptr;

@@ -127,7 +127,7 @@ class Frontend {
   }
 
   void Infer(http::Request&& request, InferTarget target, http::Responder respond) {
-    auto query = AcceptHttpQuery(request, o_.in_flight, o_.metrics, o_.clock, respond);
+    auto query = AcceptHttpQuery(request, o_.shedder, o_.in_flight, o_.metrics, o_.clock, respond);
     if (!query) return;
     // The dispatcher consumes the request; how to encode the answer is kept.
     std::vector<RequestedOutput> requested = query->request.outputs;

@@ -14,6 +14,7 @@
 #include "controller/dataplane/dispatcher.h"
 #include "controller/access/http_access.h"
 #include "controller/models/model_removal.h"
+#include "controller/dataplane/backlog_shedder.h"
 #include "controller/dataplane/in_flight_limit.h"
 #include "controller/models/registrar.h"
 #include "controller/pipelines/pipeline_book.h"
@@ -35,6 +36,9 @@ struct FrontendOptions {
   KeyRing* keys = nullptr;  // a deleted app's keys are revoked; may be null
   // Bounds the queries in flight (may be null: no bound).
   InFlightLimit* in_flight = nullptr;
+  // Sheds queries from a standing backlog before decoding them (may be
+  // null: never).
+  BacklogShedder* shedder = nullptr;
   // The registered pipelines (docs/pipelines.md, "Serving a pipeline"); may
   // be null: no pipeline routes.
   PipelineBook* pipelines = nullptr;

@@ -1,6 +1,6 @@
 // The app routes of the HTTP front-end (PUT /v2/apps/{app}, GET /v2/apps,
 // GET /v2/apps/{app}, DELETE), routed in-process over a real registry and
-// catalog, and /infer's in-flight bound.
+// catalog, and /infer's in-flight bound and backlog shedding.
 // The rest of the API is covered end to end in tests/e2e_*_test.cc.
 #include "controller/frontend/http_frontend.h"
 
@@ -199,6 +199,47 @@ TEST_F(AppRoutesTest, AFullInFlightBoundRefusesInferBeforeTheBodyIsDecoded) {
   http::Response decoded = send();
   EXPECT_EQ(decoded.status, 400) << decoded.body;
   EXPECT_EQ(limit.in_flight(), 0);  // the refused and the malformed hold nothing
+}
+
+TEST_F(AppRoutesTest, AStandingBacklogShedsInferBeforeTheBodyIsDecoded) {
+  constexpr Nanos kMs = 1'000'000;
+  ManualClock clock(1000 * kMs);
+  BacklogShedder shedder({.target = 5 * kMs, .interval = 100 * kMs});
+  FrontendOptions options;
+  options.shedder = &shedder;
+  options.clock = &clock;
+  options.access = access_.get();
+  http::Router router;
+  AddHttpRoutes(options, router);
+  ASSERT_TRUE(router.status().ok()) << router.status();
+  // A malformed body: 400 once decoded, so a 429 says it never was.
+  auto send = [&](Nanos waited) {
+    http::Request request;
+    request.method = "POST";
+    request.path = "/v2/models/m/infer";
+    request.body = "not json";
+    request.arrived = clock.Now() - waited;
+    std::optional<http::Response> answer;
+    router.Route(std::move(request), http::Responder::FromCallback(
+                                         [&answer](http::Response r) { answer = std::move(r); }));
+    EXPECT_TRUE(answer.has_value());
+    return answer.value_or(http::Response{});
+  };
+  // A whole interval in which every query waited 30 ms: a standing backlog,
+  // judged when the interval ends; until then each query is decoded.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(send(30 * kMs).status, 400);
+    clock.Advance(10 * kMs);
+  }
+  http::Response shed = send(30 * kMs);
+  EXPECT_EQ(shed.status, 429);
+  EXPECT_THAT(shed.body, HasSubstr("waited 30 ms to be read"));
+  EXPECT_THAT(shed.body, HasSubstr("target of 5 ms"));
+  EXPECT_EQ(send(2 * kMs).status, 400);  // a query within the target is decoded
+  // That query shows the backlog emptied: from the next interval on,
+  // nothing is shed.
+  clock.Advance(100 * kMs);
+  EXPECT_EQ(send(30 * kMs).status, 400);
 }
 
 }  // namespace

@@ -4,18 +4,32 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "controller/frontend/status_http.h"
 
 namespace maitre::controller {
 
-std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, InFlightLimit* in_flight,
-                                             ServingMetrics* metrics, const Clock* clock,
-                                             http::Responder& respond) {
+std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, BacklogShedder* shedder,
+                                             InFlightLimit* in_flight, ServingMetrics* metrics,
+                                             const Clock* clock, http::Responder& respond) {
   AcceptedQuery query;
   // Deadlines count from the request's arrival (its head read by the
   // server), so time spent reading the body and queued for this handler
   // is charged to the query (docs/architecture.md, "How a query travels").
-  query.received = request.arrived != 0 ? request.arrived : clock->Now();
+  const Nanos now = clock->Now();
+  query.received = request.arrived != 0 ? request.arrived : now;
+  if (shedder != nullptr && shedder->ShouldShed(now - query.received, now)) {
+    absl::Status refused = absl::ResourceExhaustedError(absl::StrCat(
+        "the server is overloaded: this query waited ", (now - query.received) / 1'000'000,
+        " ms to be read, past the front end's target of ",
+        shedder->options().target / 1'000'000, " ms; retry later"));
+    if (metrics != nullptr) {
+      metrics->RecordQuery("", "", refused, nullptr);
+      metrics->RecordShed();
+    }
+    std::move(respond)(ErrorResponse(refused));
+    return std::nullopt;
+  }
   if (in_flight != nullptr) {
     query.permit = in_flight->TryAcquire();
     if (!query.permit.held()) {

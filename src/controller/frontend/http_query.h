@@ -1,7 +1,8 @@
 // The first and last steps every HTTP /infer route shares, whether the
 // query goes to a model, an app or a pipeline (docs/api.md, "Open
-// Inference Protocol core"): take a permit under the in-flight bound,
-// parse the body (JSON, or the binary-data extension), and at the end
+// Inference Protocol core"): refuse a query that waited too long in the
+// front-end's backlog, take a permit under the in-flight bound, parse the
+// body (JSON, or the binary-data extension), and at the end
 // turn the encoded answer into an HTTP response.
 //
 // Thread-safety: functions are thread-safe.
@@ -9,6 +10,7 @@
 
 #include <optional>
 
+#include "controller/dataplane/backlog_shedder.h"
 #include "controller/dataplane/in_flight_limit.h"
 #include "controller/frontend/infer_codec.h"
 #include "controller/frontend/status_http.h"
@@ -27,12 +29,13 @@ struct AcceptedQuery {
   InFlightLimit::Permit permit;
 };
 
-// The query `request` carries, or nullopt when it was refused (over the
-// in-flight bound: 429; a malformed body: 400), in which case `respond`
-// was used. `in_flight` and `metrics` may be null.
-std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, InFlightLimit* in_flight,
-                                             ServingMetrics* metrics, const Clock* clock,
-                                             http::Responder& respond);
+// The query `request` carries, or nullopt when it was refused (shed from
+// a standing backlog or over the in-flight bound: 429; a malformed body:
+// 400), in which case `respond` was used. `shedder`, `in_flight` and
+// `metrics` may be null.
+std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, BacklogShedder* shedder,
+                                             InFlightLimit* in_flight, ServingMetrics* metrics,
+                                             const Clock* clock, http::Responder& respond);
 
 // A 200 carrying `encoded`, binary tensors following the JSON when it has
 // them.

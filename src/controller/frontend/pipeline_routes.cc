@@ -162,8 +162,8 @@ void ServePipelineQuery(const FrontendOptions& options,
     std::move(respond)(Stale(*pipeline));
     return;
   }
-  auto query = AcceptHttpQuery(request, options.in_flight, options.metrics, options.clock,
-                               respond);
+  auto query = AcceptHttpQuery(request, options.shedder, options.in_flight, options.metrics,
+                               options.clock, respond);
   if (!query) return;
   // The tuner's envelopes are drawn on these (docs/policies.md).
   if (pipeline->arrivals != nullptr) pipeline->arrivals->Record(query->received);

@@ -1,0 +1,27 @@
+#include "controller/dataplane/backlog_shedder.h"
+
+#include <algorithm>
+
+namespace maitre::controller {
+
+bool BacklogShedder::ShouldShed(Nanos waited, Nanos now) {
+  if (options_.target <= 0) return false;
+  absl::MutexLock lock(&mu_);
+  if (now >= interval_end_) {
+    // A whole interval with no query in it says nothing was queued.
+    const bool idle_between = now >= interval_end_ + options_.interval;
+    standing_ = !idle_between && interval_seen_ && interval_min_ > options_.target;
+    interval_seen_ = false;
+    interval_end_ = now + options_.interval;
+  }
+  interval_min_ = interval_seen_ ? std::min(interval_min_, waited) : waited;
+  interval_seen_ = true;
+  return standing_ && waited > options_.target;
+}
+
+bool BacklogShedder::standing() const {
+  absl::MutexLock lock(&mu_);
+  return standing_;
+}
+
+}  // namespace maitre::controller

@@ -1,0 +1,70 @@
+#include "controller/dataplane/backlog_shedder.h"
+
+#include <gtest/gtest.h>
+
+namespace maitre::controller {
+namespace {
+
+constexpr Nanos kMs = 1'000'000;
+
+BacklogShedder::Options Defaults() { return {.target = 5 * kMs, .interval = 100 * kMs}; }
+
+TEST(BacklogShedderTest, ABurstThatDrainsWithinAnIntervalShedsNothing) {
+  BacklogShedder shedder(Defaults());
+  // Waits of up to 40 ms, but each interval also holds a query that waited
+  // 1 ms: the backlog emptied, so no queue stood.
+  for (Nanos now = 0; now < 1000 * kMs; now += 10 * kMs) {
+    const Nanos waited = (now / (10 * kMs)) % 10 == 0 ? 1 * kMs : 40 * kMs;
+    EXPECT_FALSE(shedder.ShouldShed(waited, now)) << "at " << now / kMs << " ms";
+  }
+  EXPECT_FALSE(shedder.standing());
+}
+
+TEST(BacklogShedderTest, AStandingQueueShedsTheQueriesThatWaitedPastTheTarget) {
+  BacklogShedder shedder(Defaults());
+  // The first interval: every query waited 30 ms. It is judged only once it
+  // ends, so nothing is shed during it.
+  for (Nanos now = 0; now < 100 * kMs; now += 10 * kMs) {
+    EXPECT_FALSE(shedder.ShouldShed(30 * kMs, now));
+  }
+  // From the next interval on, a query over the target is refused and one
+  // within it is not.
+  EXPECT_TRUE(shedder.ShouldShed(30 * kMs, 100 * kMs));
+  EXPECT_TRUE(shedder.standing());
+  EXPECT_FALSE(shedder.ShouldShed(4 * kMs, 110 * kMs));
+  EXPECT_FALSE(shedder.ShouldShed(5 * kMs, 120 * kMs));  // at the target: kept
+  EXPECT_TRUE(shedder.ShouldShed(6 * kMs, 130 * kMs));
+}
+
+TEST(BacklogShedderTest, SheddingStopsOnceAnIntervalSeesTheQueueEmpty) {
+  BacklogShedder shedder(Defaults());
+  for (Nanos now = 0; now <= 200 * kMs; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
+  ASSERT_TRUE(shedder.standing());
+  // Within the interval that began at 200 ms, one query waited 2 ms: the
+  // shedding drained the backlog.
+  EXPECT_TRUE(shedder.ShouldShed(30 * kMs, 250 * kMs));
+  EXPECT_FALSE(shedder.ShouldShed(2 * kMs, 260 * kMs));
+  EXPECT_TRUE(shedder.ShouldShed(30 * kMs, 290 * kMs));  // still judged standing
+  // The next interval is judged on it: nothing is shed any more.
+  EXPECT_FALSE(shedder.ShouldShed(30 * kMs, 300 * kMs));
+  EXPECT_FALSE(shedder.standing());
+}
+
+TEST(BacklogShedderTest, AnIdleIntervalIsNoStandingQueue) {
+  BacklogShedder shedder(Defaults());
+  for (Nanos now = 0; now <= 100 * kMs; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
+  ASSERT_TRUE(shedder.standing());
+  // No query for longer than an interval: whatever stood has drained.
+  EXPECT_FALSE(shedder.ShouldShed(30 * kMs, 5000 * kMs));
+  EXPECT_FALSE(shedder.standing());
+}
+
+TEST(BacklogShedderTest, ATargetOfZeroNeverSheds) {
+  BacklogShedder shedder({.target = 0, .interval = 100 * kMs});
+  for (Nanos now = 0; now < 1000 * kMs; now += 10 * kMs) {
+    EXPECT_FALSE(shedder.ShouldShed(500 * kMs, now));
+  }
+}
+
+}  // namespace
+}  // namespace maitre::controller
