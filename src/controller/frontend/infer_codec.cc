@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -29,87 +30,134 @@ absl::Status Invalid(absl::string_view a, absl::string_view b = "", absl::string
   return absl::InvalidArgumentError(absl::StrCat(a, b, c));
 }
 
-// Appends the values of a (possibly nested) JSON array to `out` as raw bytes
-// of `dtype`, counting them in `count`.
-absl::Status AppendData(element e, DataType dtype, const std::string& name, std::string* out,
-                        int64_t* count) {
+// Where decoded values go: a tensor's bytes, written in place. Its owner
+// sizes them up front for the values the shape claims, so that a value is
+// one store rather than a call into std::string; a body holding more
+// values than it claimed grows them as it goes (and is refused by the
+// count check afterwards). Finish() trims them to what was written.
+class ValueSink {
+ public:
+  explicit ValueSink(std::string* out) : out_(out) {}
+  template <typename T>
+  void Put(T v) {
+    if (used_ + sizeof v > out_->size()) out_->resize(std::max(2 * out_->size(), used_ + sizeof v));
+    std::memcpy(out_->data() + used_, &v, sizeof v);
+    used_ += sizeof v;
+  }
+  void Finish() { out_->resize(used_); }
+
+ private:
+  std::string* out_;
+  size_t used_ = 0;
+};
+
+// Writes the values of a (possibly nested) JSON array as raw bytes of T,
+// counting them in `count`. The element type is chosen once per
+// tensor (DecodeData), not once per value: a row of an image is hundreds
+// of values, and this loop is a good part of the HTTP front-end's work.
+// `float_bound`: for a floating T, the magnitude from which a decimal no
+// longer rounds to a finite T.
+template <typename T>
+absl::Status AppendValues(element e, DataType dtype, double float_bound, const std::string& name,
+                          ValueSink& out, int64_t* count) {
   if (e.type() == element_type::ARRAY) {
     for (element child : array(e)) {
-      absl::Status s = AppendData(child, dtype, name, out, count);
+      absl::Status s = AppendValues<T>(child, dtype, float_bound, name, out, count);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
   }
-  auto append = [out](const void* p, size_t n) {
-    out->append(static_cast<const char*>(p), n);
-  };
-  auto number = [&](double* v) -> absl::Status {
-    if (e.is_int64()) {
-      *v = static_cast<double>(e.get_int64().value_unsafe());
-    } else if (e.is_uint64()) {
-      *v = static_cast<double>(e.get_uint64().value_unsafe());
-    } else if (e.is_double()) {
-      *v = e.get_double().value_unsafe();
-    } else {
-      return Invalid("input '", name, "': data must hold numbers");
-    }
-    return absl::OkStatus();
-  };
   ++*count;
-  // One branch per element type, chosen by core's VisitDataType: floats
-  // take any JSON number, BOOL only true/false, integers an integer within
-  // the type's range.
+  // Floats take any JSON number, BOOL only true/false, integers an integer
+  // within the type's range.
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!e.is_bool()) return Invalid("input '", name, "': BOOL data must hold true/false");
+    out.Put<uint8_t>(e.get_bool().value_unsafe() ? 1 : 0);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    double v = 0;
+    switch (e.type()) {
+      case element_type::DOUBLE:
+        v = e.get_double().value_unsafe();
+        break;
+      case element_type::INT64:
+        v = static_cast<double>(e.get_int64().value_unsafe());
+        break;
+      case element_type::UINT64:
+        v = static_cast<double>(e.get_uint64().value_unsafe());
+        break;
+      default:
+        return Invalid("input '", name, "': data must hold numbers");
+    }
+    if (!(std::fabs(v) < float_bound)) {
+      return Invalid("input '", name,
+                     absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
+    }
+    constexpr double kLargest = std::numeric_limits<T>::max();
+    const T f = static_cast<T>(std::clamp(v, -kLargest, kLargest));
+    out.Put(f);
+  } else {
+    int64_t i = 0;
+    uint64_t u = 0;
+    const bool is_signed = e.is_int64();
+    if (is_signed) {
+      i = e.get_int64().value_unsafe();
+    } else if (e.is_uint64()) {
+      u = e.get_uint64().value_unsafe();
+    } else {
+      return Invalid("input '", name,
+                     absl::StrCat("': ", DataTypeName(dtype), " data must hold integers"));
+    }
+    constexpr int64_t lo = static_cast<int64_t>(std::numeric_limits<T>::min());
+    constexpr uint64_t hi = static_cast<uint64_t>(std::numeric_limits<T>::max());
+    const bool fits =
+        is_signed ? (i >= lo && (i < 0 || static_cast<uint64_t>(i) <= hi)) : u <= hi;
+    if (!fits) {
+      return Invalid("input '", name,
+                     absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
+    }
+    const T v = is_signed ? static_cast<T>(i) : static_cast<T>(u);
+    out.Put(v);
+  }
+  return absl::OkStatus();
+}
+
+// Whether a (possibly nested) JSON array holds any value at all.
+bool HoldsAValue(element e) {
+  if (e.type() != element_type::ARRAY) return true;
+  for (element child : array(e)) {
+    if (HoldsAValue(child)) return true;
+  }
+  return false;
+}
+
+// Decodes a tensor's JSON "data" into `out` (sized up front for the values
+// the shape claims; see ValueSink), counting the values in `count`.
+absl::Status DecodeData(element e, DataType dtype, const std::string& name, std::string* out,
+                        int64_t* count) {
   return VisitDataType(
       dtype,
       [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<T, bool>) {
-          if (!e.is_bool()) return Invalid("input '", name, "': BOOL data must hold true/false");
-          uint8_t b = e.get_bool().value_unsafe() ? 1 : 0;
-          append(&b, 1);
-        } else if constexpr (std::is_floating_point_v<T>) {
-          double v = 0;
-          if (auto s = number(&v); !s.ok()) return s;
+        double float_bound = 0;
+        if constexpr (std::is_floating_point_v<T>) {
           // 1e39 would become FP32's infinity, which no model can answer. A
-          // decimal rounds to the nearest FP32, so one short of halfway past
+          // decimal rounds to the nearest T, so one short of halfway past
           // the largest still becomes the largest: 3.40282347e+38, FLT_MAX
           // printed to the nine digits that identify it, lies above it.
-          constexpr double kLargest = std::numeric_limits<T>::max();
-          const double half_step =
-              (kLargest - static_cast<double>(std::nextafter(std::numeric_limits<T>::max(),
-                                                             T{0}))) / 2;
-          if (!(std::fabs(v) < kLargest + half_step)) {
-            return Invalid("input '", name,
-                           absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
-          }
-          T f = static_cast<T>(std::clamp(v, -kLargest, kLargest));
-          append(&f, sizeof f);
-        } else {
-          int64_t i = 0;
-          uint64_t u = 0;
-          const bool is_signed = e.is_int64();
-          if (is_signed) {
-            i = e.get_int64().value_unsafe();
-          } else if (e.is_uint64()) {
-            u = e.get_uint64().value_unsafe();
-          } else {
-            return Invalid("input '", name,
-                           absl::StrCat("': ", DataTypeName(dtype), " data must hold integers"));
-          }
-          constexpr int64_t lo = static_cast<int64_t>(std::numeric_limits<T>::min());
-          constexpr uint64_t hi = static_cast<uint64_t>(std::numeric_limits<T>::max());
-          const bool fits =
-              is_signed ? (i >= lo && (i < 0 || static_cast<uint64_t>(i) <= hi)) : u <= hi;
-          if (!fits) {
-            return Invalid("input '", name,
-                           absl::StrCat("': a value is out of range for ", DataTypeName(dtype)));
-          }
-          T v = is_signed ? static_cast<T>(i) : static_cast<T>(u);
-          append(&v, sizeof v);
+          constexpr T kLargest = std::numeric_limits<T>::max();
+          float_bound = static_cast<double>(kLargest) +
+                        (static_cast<double>(kLargest) -
+                         static_cast<double>(std::nextafter(kLargest, T{0}))) / 2;
         }
-        return absl::OkStatus();
+        ValueSink sink(out);
+        absl::Status s = AppendValues<T>(e, dtype, float_bound, name, sink, count);
+        sink.Finish();
+        return s;
       },
       [&] {
+        // Nothing to convert is no error here: the tensor's own checks
+        // name what is wrong with an empty one of this type.
+        if (!HoldsAValue(e)) return absl::OkStatus();
         return Invalid("input '", name,
                        absl::StrCat("': ", DataTypeName(dtype),
                                     " cannot be sent as JSON; send it as binary data"));
@@ -169,17 +217,18 @@ absl::StatusOr<Tensor> ParseInput(element e, size_t index, size_t json_size, int
   if (o["data"].get(data) != simdjson::SUCCESS) {
     return Invalid("input '", t.name, "' needs \"data\" (or binary_data_size)");
   }
-  // Room for the values up front, but only as many as the JSON text can
+  // Room for the values up front (DecodeData writes them in place and trims
+  // the rest), but only as many as the JSON text can
   // hold (each takes two bytes at least, a digit and a separator): the
   // shape is the client's claim, and a few bytes claiming [2147483647]
   // must not cost gigabytes before the count check refuses them.
   size_t elem = DataTypeSize(t.dtype);
   const int64_t most = static_cast<int64_t>(json_size / 2 + 1);
   if (elem > 0 && expected > 0) {
-    t.data.reserve(static_cast<size_t>(std::min(expected, most)) * elem);
+    t.data.resize(static_cast<size_t>(std::min(expected, most)) * elem);
   }
   int64_t count = 0;
-  absl::Status s = AppendData(data, t.dtype, t.name, &t.data, &count);
+  absl::Status s = DecodeData(data, t.dtype, t.name, &t.data, &count);
   if (!s.ok()) return s;
   if (count != expected) {
     return Invalid("input '", t.name,
