@@ -694,6 +694,19 @@ TEST_F(ServerTest, RawProtocolDetails) {
   ASSERT_NE(second, std::string::npos) << two;
   EXPECT_LT(first, second);
   EXPECT_THAT(two.substr(first), HasSubstr("Connection: close"));
+
+  // Two requests with bodies in one write: each is answered with its own
+  // body, in order.
+  std::string bodies = RawExchange(server_->port(),
+                                   "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+                                   "first"
+                                   "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n"
+                                   "Connection: close\r\n\r\nsecond");
+  size_t one = bodies.find("\r\n\r\nfirst");
+  size_t other = bodies.find("\r\n\r\nsecond");
+  ASSERT_NE(one, std::string::npos) << bodies;
+  ASSERT_NE(other, std::string::npos) << bodies;
+  EXPECT_LT(one, other);
 }
 
 TEST_F(ServerTest, MultipartUpload) {

@@ -167,6 +167,13 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   }
 
   // Reads the body piece by piece, so that a long upload counts as activity.
+  // A body already read with its head still goes through async_read_some,
+  // whose completion waits behind the other connections' events: that wait
+  // is the backlog the front-end's shedding measures (Request::arrived is
+  // stamped at the head). Parsing it on the spot was tried and moved the
+  // whole wait to before the head, where nothing sees it: under overload
+  // nothing was shed and the backlog grew to seconds (docs/experiments.md,
+  // "overload").
   void ReadBody() {
     bhttp::async_read_some(socket_, buffer_, *parser_,
                            beast::bind_front_handler(&Session::OnBody, shared_from_this()));
