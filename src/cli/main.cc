@@ -198,7 +198,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "host's memory, 64 KiB per query in a sixteenth of it)");
   serve_cmd->add_option("--shed-target-ms", serve.shed_target_ms,
                         "Once the HTTP front-end's backlog stands, a query that waited longer "
-                        "than this to be read is refused 429 before decoding (0: never)")
+                        "than this behind other requests is refused 429 before decoding (0: never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   serve_cmd->add_option("--grpc-max-streams", serve.grpc_max_streams,

@@ -233,7 +233,7 @@ TEST_F(AppRoutesTest, AStandingBacklogShedsInferBeforeTheBodyIsDecoded) {
   }
   http::Response shed = send(30 * kMs);
   EXPECT_EQ(shed.status, 429);
-  EXPECT_THAT(shed.body, HasSubstr("waited 30 ms to be read"));
+  EXPECT_THAT(shed.body, HasSubstr("waited 30 ms in the front end's backlog"));
   EXPECT_THAT(shed.body, HasSubstr("target of 5 ms"));
   EXPECT_EQ(send(2 * kMs).status, 400);  // a query within the target is decoded
   // That query shows the backlog emptied: from the next interval on,

@@ -21,8 +21,8 @@ std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, BacklogShed
   if (shedder != nullptr && shedder->ShouldShed(now - query.received, now)) {
     absl::Status refused = absl::ResourceExhaustedError(absl::StrCat(
         "the server is overloaded: this query waited ", (now - query.received) / 1'000'000,
-        " ms to be read, past the front end's target of ",
-        shedder->options().target / 1'000'000, " ms; retry later"));
+        " ms in the front end's backlog, past its target of ",
+        shedder->options().target / 1e6, " ms; retry later"));
     if (metrics != nullptr) {
       metrics->RecordQuery("", "", refused, nullptr);
       metrics->RecordShed();
