@@ -18,9 +18,10 @@ std::optional<AcceptedQuery> AcceptHttpQuery(http::Request& request, BacklogShed
   // is charged to the query (docs/architecture.md, "How a query travels").
   const Nanos now = clock->Now();
   query.received = request.arrived != 0 ? request.arrived : now;
-  if (shedder != nullptr && shedder->ShouldShed(now - query.received, now)) {
+  const Nanos waited = now - query.received;  // in the front-end's backlog
+  if (shedder != nullptr && shedder->ShouldShed(waited, now)) {
     absl::Status refused = absl::ResourceExhaustedError(absl::StrCat(
-        "the server is overloaded: this query waited ", (now - query.received) / 1'000'000,
+        "the server is overloaded: this query waited ", waited / 1'000'000,
         " ms in the front end's backlog, past its target of ",
         shedder->options().target / 1e6, " ms; retry later"));
     if (metrics != nullptr) {
