@@ -127,6 +127,12 @@ void Dispatcher::Infer(InferTarget target, InferRequest request, Nanos received,
   if (latency) query->objective = received + FromMillis(*latency);
   query->deadline = received + (latency ? FromMillis(*latency) + options_.serving_allowance
                                         : options_.default_timeout);
+  // A client that will stop waiting sooner bounds both: the worker then
+  // aims at the client's deadline, and admission judges by it.
+  if (request.client_deadline) {
+    query->deadline = std::min(query->deadline, *request.client_deadline);
+    if (latency) query->objective = std::min(query->objective, *request.client_deadline);
+  }
   query->id = std::move(request.id);
   query->outputs = std::move(request.outputs);
   query->unchecked_inputs = std::move(request.inputs);

@@ -36,10 +36,11 @@ const VariantKey kKey{"m", "v"};
 // Holds each query's callback until Answer().
 class HoldingApi final : public testing::ServingOnlyApi {
  public:
-  void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>, const InferOptions&,
-             WorkerReplyCallback done) override {
+  void Infer(const VariantKey&, std::shared_ptr<const std::vector<Tensor>>,
+             const InferOptions& options, WorkerReplyCallback done) override {
     absl::MutexLock lock(&mu_);
     held_.push_back(std::move(done));
+    timeouts_.push_back(options.timeout);
   }
 
   absl::StatusOr<LoadResult> Load(const VariantSpec& spec, int replicas,
@@ -57,6 +58,11 @@ class HoldingApi final : public testing::ServingOnlyApi {
   int loads() {
     absl::MutexLock lock(&mu_);
     return loads_;
+  }
+  // The time to its deadline each query was sent with, in order.
+  std::vector<Nanos> timeouts() {
+    absl::MutexLock lock(&mu_);
+    return timeouts_;
   }
   // Waits until `n` queries are held (progress, not a time budget).
   void AwaitHeld(size_t n) {
@@ -83,6 +89,7 @@ class HoldingApi final : public testing::ServingOnlyApi {
   absl::Mutex mu_;
   std::vector<WorkerReplyCallback> held_ ABSL_GUARDED_BY(mu_);
   int loads_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Nanos> timeouts_ ABSL_GUARDED_BY(mu_);
 };
 
 // What came back for one query, and whether it came before Infer returned.
@@ -150,12 +157,15 @@ class DispatcherAdmissionTest : public ::testing::Test {
     std::shared_ptr<HoldingApi> to_;
   };
 
-  // Sends one query for model m with a latency objective of a minute;
-  // `answered_inline` says whether it was answered before Infer returned.
-  std::shared_ptr<Outcome> Send(bool* answered_inline) {
+  // Sends one query for model m with a latency objective of a minute (and
+  // the client's own deadline, if given); `answered_inline` says whether it
+  // was answered before Infer returned.
+  std::shared_ptr<Outcome> Send(bool* answered_inline,
+                                std::optional<Nanos> client_deadline = std::nullopt) {
     auto outcome = std::make_shared<Outcome>();
     InferRequest request;
     request.requirements.latency_ms = 60'000;
+    request.client_deadline = client_deadline;
     request.inputs.push_back(
         {"input", DataType::kFp32, {1, 1, 28, 28}, std::string(784 * 4, '\0')});
     dispatcher_->Infer({"", kKey.model, ""}, std::move(request), SteadyClock::Get()->Now(),
@@ -231,6 +241,36 @@ TEST_F(DispatcherAdmissionTest, AFloodIsRefusedAtOnceWhileAdmittedQueriesAreAnsw
   worker_->Answer();
   absl::MutexLock lock(&after->mu);
   EXPECT_TRUE(after->status.ok()) << after->status;
+}
+
+// A client that stops waiting before the objective's deadline (gRPC's own
+// deadline) bounds the query: admission judges by the time the client has
+// left, and the worker is sent that deadline, not the objective's.
+TEST_F(DispatcherAdmissionTest, TheClientsEarlierDeadlineBoundsAdmissionAndTheWorkersDeadline) {
+  // 5 s a query: the first answers in ~5 s, a second behind it in ~10 s,
+  // both well within the minute's objective.
+  const Nanos client_deadline = SteadyClock::Get()->Now() + 8 * kSecond;
+  bool inline_answer = true;
+  std::shared_ptr<Outcome> first = Send(&inline_answer, client_deadline);
+  EXPECT_FALSE(inline_answer);
+  std::shared_ptr<Outcome> second = Send(&inline_answer, client_deadline);
+  ASSERT_TRUE(inline_answer) << "admitted past the client's deadline";
+  {
+    absl::MutexLock lock(&second->mu);
+    EXPECT_EQ(second->status.code(), absl::StatusCode::kResourceExhausted) << second->status;
+  }
+  // Without a deadline of its own, the same query fits the objective.
+  std::shared_ptr<Outcome> third = Send(&inline_answer);
+  EXPECT_FALSE(inline_answer);
+  ASSERT_EQ(worker_->timeouts().size(), 2u);
+  EXPECT_LE(worker_->timeouts()[0], 8 * kSecond);
+  EXPECT_GT(worker_->timeouts()[0], 7 * kSecond);
+  EXPECT_GT(worker_->timeouts()[1], 59 * kSecond);
+  worker_->Answer();
+  for (const std::shared_ptr<Outcome>& outcome : {first, third}) {
+    absl::MutexLock lock(&outcome->mu);
+    EXPECT_TRUE(outcome->status.ok()) << outcome->status;
+  }
 }
 
 WorkerType BurstType() {

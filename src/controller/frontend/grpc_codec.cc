@@ -1,5 +1,6 @@
 #include "controller/frontend/grpc_codec.h"
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 
@@ -171,6 +172,15 @@ void ToModelInferResponse(InferResponse&& response, inference::ModelInferRespons
     o->mutable_shape()->Assign(tensor.shape.begin(), tensor.shape.end());
     out->add_raw_output_contents(std::move(tensor.data));
   }
+}
+
+std::optional<Nanos> ClientDeadline(std::chrono::system_clock::time_point deadline,
+                                    std::chrono::system_clock::time_point now, Nanos received) {
+  if (deadline == std::chrono::system_clock::time_point::max()) return std::nullopt;
+  // Far deadlines saturate rather than overflow the clock's nanoseconds.
+  const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::min(deadline - now, std::chrono::system_clock::duration(std::chrono::hours(24 * 365))));
+  return received + left.count();
 }
 
 }  // namespace maitre::controller

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace maitre::controller {
 namespace {
 
@@ -188,6 +190,23 @@ TEST(GrpcCodecTest, RefusesNaNInfinityAndUnnamedInputs) {
   r = FromModelInferRequest(unnamed);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(), "inputs[0] needs a name");
+}
+
+// gRPC's deadline (system clock) becomes one on the dispatcher's clock,
+// keeping the time the client has left.
+TEST(ClientDeadlineTest, KeepsTheTimeLeftOnTheDispatchersClock) {
+  using std::chrono::milliseconds;
+  const auto now = std::chrono::system_clock::now();
+  const Nanos received = 5 * kSecond;
+  EXPECT_EQ(ClientDeadline(std::chrono::system_clock::time_point::max(), now, received),
+            std::nullopt);
+  EXPECT_EQ(ClientDeadline(now + milliseconds(30), now, received),
+            received + 30 * kMillisecond);
+  // Passed while the call waited before its handler.
+  EXPECT_EQ(ClientDeadline(now - milliseconds(4), now, received), received - 4 * kMillisecond);
+  // A deadline decades away is a year, not an overflow.
+  const auto far = now + std::chrono::hours(24 * 365 * 100);
+  EXPECT_EQ(ClientDeadline(far, now, received), received + 365 * 24 * 3600 * kSecond);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "controller/frontend/grpc_frontend.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/frontend/grpc_codec.h"
@@ -131,6 +133,21 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
   // call's start, from which its deadline counts.
   const Nanos received = o_.clock->Now();
   auto* reactor = context->DefaultReactor();
+  // Under overload a call can wait inside gRPC, before this handler runs,
+  // for longer than its client waits. Decoding and computing it then would
+  // spend the server on answers nobody reads, while fresh calls queue
+  // behind them (measured: docs/experiments.md, "Overload"). gRPC's
+  // deadline counts from when it read the call, so it shows that wait.
+  const std::optional<Nanos> client_deadline =
+      ClientDeadline(context->deadline(), std::chrono::system_clock::now(), received);
+  if ((client_deadline && *client_deadline <= received) || context->IsCancelled()) {
+    absl::Status expired = absl::DeadlineExceededError(
+        "the client's deadline passed while the call waited in the server's gRPC queues, "
+        "before it could be read; nothing was computed for it");
+    o_.metrics->RecordQuery("", "", expired, nullptr);
+    reactor->Finish(rpc::ToGrpc(expired));
+    return reactor;
+  }
   InFlightLimit::Permit permit;
   if (o_.in_flight != nullptr) {
     permit = o_.in_flight->TryAcquire();
@@ -157,6 +174,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
     reactor->Finish(rpc::ToGrpc(parsed.status()));
     return reactor;
   }
+  parsed->client_deadline = client_deadline;
   if (absl::Status admitted = Admit(*context, parsed->app, request.model_name());
       !admitted.ok()) {
     o_.metrics->RecordQuery("", "", admitted, nullptr);

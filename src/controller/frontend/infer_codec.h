@@ -5,11 +5,13 @@
 // Thread-safety: functions are thread-safe; each call uses its own parser.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "core/time.h"
 #include "core/variant.h"
 
 namespace maitre::controller {
@@ -31,6 +33,11 @@ struct InferRequest {
   // An offline job's chunk: the app's default latency objective does not
   // apply (only what the job itself asked for).
   bool offline = false;
+  // The client's own deadline, on the dispatcher's clock, when the transport
+  // carries one (gRPC's): the query's deadline is the earlier of it and the
+  // one its objective sets, so no worker computes an answer the client no
+  // longer waits for.
+  std::optional<Nanos> client_deadline;
 };
 
 // What a query's answer carries besides its tensors (docs/api.md, "Open

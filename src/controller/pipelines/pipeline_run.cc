@@ -338,6 +338,7 @@ void Step(const std::shared_ptr<Run>& run) {
       launch.stage.id = run->request.id;
       launch.stage.requirements = run->request.requirements;
       launch.stage.offline = run->request.offline;
+      launch.stage.client_deadline = run->request.client_deadline;
       absl::Status read;
       for (const auto& [input, source] : vertex.inputs) {
         auto t = Read(*run, source, launch.rows);
