@@ -25,10 +25,11 @@ struct Request {
   std::string query;   // raw query string after '?', may be empty
   std::vector<Header> headers;
   std::string body;  // binary-safe
-  // When the server had read the request's head, on its ServerOptions::clock
-  // (0: not received by a Server). Time spent reading the body, and waiting
-  // for the handler, counts from here (docs/architecture.md, "How a query
-  // travels").
+  // When the request's first bytes reached the server's socket (the
+  // kernel's receive stamp; when it gave none, when the server read the
+  // head), on its ServerOptions::clock (0: not received by a Server). The
+  // wait in the socket, reading the body and waiting for the handler all
+  // count from here (docs/architecture.md, "How a query travels").
   Nanos arrived = 0;
 
   // Value of the first header called `name` (compared case-insensitively);

@@ -18,6 +18,7 @@
 #include "http/beast_request.h"
 #include "http/responder.h"
 #include "http/server_core.h"
+#include "http/stamped_reader.h"
 
 namespace maitre::http::internal {
 
@@ -36,6 +37,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
       : core_(std::move(core)),
         strand_(std::move(strand)),
         socket_(std::move(socket)),
+        reader_(socket_),
         timer_(strand_) {}
 
   ~Session() override {
@@ -141,7 +143,8 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     parser_.emplace();
     parser_->header_limit(kRequestHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(core_->options.max_body_bytes));
-    bhttp::async_read_header(socket_, buffer_, *parser_,
+    reader_.BeginRequest(buffer_.size() > 0);
+    bhttp::async_read_header(reader_, buffer_, *parser_,
                              beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
   }
 
@@ -149,7 +152,10 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
     if (state_ == State::kClosed) return;
     ++activity_;
     if (ec) return OnReadError(ec);
-    head_arrived_ = core_->options.clock->Now();
+    // Counted from when its first bytes reached the socket: the wait before
+    // the I/O thread read them is part of the backlog the shedder judges,
+    // and of the query's deadline.
+    head_arrived_ = ArrivalOnClock(reader_.request_stamp(), core_->options.clock->Now());
     state_ = State::kReadingBody;
     if (parser_->is_done()) return Dispatch();
     if (absl::EqualsIgnoreCase(Sv(parser_->get()[bhttp::field::expect]), "100-continue")) {
@@ -168,14 +174,14 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
 
   // Reads the body piece by piece, so that a long upload counts as activity.
   // A body already read with its head still goes through async_read_some,
-  // whose completion waits behind the other connections' events: that wait
-  // is the backlog the front-end's shedding measures (Request::arrived is
-  // stamped at the head). Parsing it on the spot was tried and moved the
-  // whole wait to before the head, where nothing sees it: under overload
-  // nothing was shed and the backlog grew to seconds (docs/experiments.md,
+  // whose completion waits behind the other connections' events. Parsing it
+  // on the spot was tried while Request::arrived was stamped at the head
+  // (it is now the socket's receive stamp): it moved the whole wait to
+  // before the head, where nothing then saw it, and under overload nothing
+  // was shed and the backlog grew to seconds (docs/experiments.md,
   // "overload").
   void ReadBody() {
-    bhttp::async_read_some(socket_, buffer_, *parser_,
+    bhttp::async_read_some(reader_, buffer_, *parser_,
                            beast::bind_front_handler(&Session::OnBody, shared_from_this()));
   }
 
@@ -406,6 +412,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   std::shared_ptr<ServerCore> core_;
   Strand strand_;
   tcp::socket socket_;
+  StampedReader reader_;  // reads socket_, and keeps when each request reached it
   asio::steady_timer timer_;
   bool holds_slot_ = false;     // counted in core_->open (under core_->mu)
   uint64_t activity_ = 0;       // completed I/O operations
@@ -414,7 +421,7 @@ class Session final : public ResponseSink, public std::enable_shared_from_this<S
   Nanos header_since_ = 0;      // when the header being read began (0: not yet seen)
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  Nanos head_arrived_ = 0;  // when the current request's head was read
+  Nanos head_arrived_ = 0;  // when the current request's first bytes reached the socket
   State state_ = State::kReading;
   bool keep_alive_ = true;
   bool http10_ = false;

@@ -3,8 +3,9 @@
 // overload").
 //
 // Why: when the front-end's I/O thread is the bottleneck, a request waits
-// between the moment its head is read (its arrival stamp) and the moment
-// its handler runs, behind every other connection's events. Admission sees
+// from the moment its first bytes reach its socket (its arrival stamp, the
+// kernel's) until its handler runs, behind every other connection's
+// events. Admission sees
 // that wait only after the body is decoded, the most expensive step, and by
 // then the query's deadline has often passed: refusals cost nearly as much
 // as answers, and the backlog keeps growing. This detector tells a standing
