@@ -15,7 +15,12 @@
 // was above the target is there a standing queue; while there is, a query
 // whose own wait is above the target is refused before decoding, which
 // costs a fraction of decoding it. A burst that drains within an interval
-// sheds nothing.
+// sheds nothing. Once shedding, the smallest wait is short because of the
+// shedding itself, so shedding ends only after an interval in which no
+// query waited past the target: ending it at the first short wait let the
+// backlog build again for a whole interval or more, over and over, and
+// under overload the queries decoded meanwhile had mostly missed their
+// deadlines already (docs/experiments.md, "Overload").
 //
 // Thread-safety: thread-safe (one mutex; the front-end calls it once per
 // query).
@@ -55,6 +60,7 @@ class BacklogShedder {
   Nanos interval_end_ ABSL_GUARDED_BY(mu_) = 0;
   bool interval_seen_ ABSL_GUARDED_BY(mu_) = false;
   Nanos interval_min_ ABSL_GUARDED_BY(mu_) = 0;
+  Nanos interval_max_ ABSL_GUARDED_BY(mu_) = 0;
   bool standing_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -36,17 +36,32 @@ TEST(BacklogShedderTest, AStandingQueueShedsTheQueriesThatWaitedPastTheTarget) {
   EXPECT_TRUE(shedder.ShouldShed(6 * kMs, 130 * kMs));
 }
 
-TEST(BacklogShedderTest, SheddingStopsOnceAnIntervalSeesTheQueueEmpty) {
+TEST(BacklogShedderTest, SheddingGoesOnWhileQueriesStillArrivePastTheTarget) {
   BacklogShedder shedder(Defaults());
   for (Nanos now = 0; now <= 200 * kMs; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
   ASSERT_TRUE(shedder.standing());
-  // Within the interval that began at 200 ms, one query waited 2 ms: the
-  // shedding drained the backlog.
+  // Within the interval that began at 200 ms, shedding kept some waits
+  // short, but others still came past the target: the overload goes on.
   EXPECT_TRUE(shedder.ShouldShed(30 * kMs, 250 * kMs));
   EXPECT_FALSE(shedder.ShouldShed(2 * kMs, 260 * kMs));
-  EXPECT_TRUE(shedder.ShouldShed(30 * kMs, 290 * kMs));  // still judged standing
-  // The next interval is judged on it: nothing is shed any more.
-  EXPECT_FALSE(shedder.ShouldShed(30 * kMs, 300 * kMs));
+  EXPECT_TRUE(shedder.ShouldShed(30 * kMs, 290 * kMs));
+  // So the next interval sheds too.
+  EXPECT_TRUE(shedder.ShouldShed(30 * kMs, 300 * kMs));
+  EXPECT_TRUE(shedder.standing());
+}
+
+TEST(BacklogShedderTest, SheddingStopsAfterAnIntervalWithNoQueryPastTheTarget) {
+  BacklogShedder shedder(Defaults());
+  for (Nanos now = 0; now <= 200 * kMs; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
+  ASSERT_TRUE(shedder.standing());
+  // The interval that began at 200 ms ends at 300; the one from 300 ms
+  // has every query within the target (at it counts as within).
+  for (Nanos now = 300 * kMs; now < 400 * kMs; now += 10 * kMs) {
+    EXPECT_FALSE(shedder.ShouldShed(now == 350 * kMs ? 5 * kMs : 1 * kMs, now));
+  }
+  // The next is judged on it: a late query is kept, and a whole interval
+  // past the target is needed to shed again.
+  EXPECT_FALSE(shedder.ShouldShed(30 * kMs, 400 * kMs));
   EXPECT_FALSE(shedder.standing());
 }
 
