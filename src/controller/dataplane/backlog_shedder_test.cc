@@ -9,6 +9,12 @@ constexpr Nanos kMs = 1'000'000;
 
 BacklogShedder::Options Defaults() { return {.target = 5 * kMs, .interval = 100 * kMs}; }
 
+// Queries that waited 30 ms, every 10 ms up to `until`: a standing queue
+// from the first interval's end (100 ms) on.
+void WaitLong(BacklogShedder& shedder, Nanos until) {
+  for (Nanos now = 0; now <= until; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
+}
+
 TEST(BacklogShedderTest, ABurstThatDrainsWithinAnIntervalShedsNothing) {
   BacklogShedder shedder(Defaults());
   // Waits of up to 40 ms, but each interval also holds a query that waited
@@ -38,7 +44,7 @@ TEST(BacklogShedderTest, AStandingQueueShedsTheQueriesThatWaitedPastTheTarget) {
 
 TEST(BacklogShedderTest, SheddingGoesOnWhileQueriesStillArrivePastTheTarget) {
   BacklogShedder shedder(Defaults());
-  for (Nanos now = 0; now <= 200 * kMs; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
+  WaitLong(shedder, 200 * kMs);
   ASSERT_TRUE(shedder.standing());
   // Within the interval that began at 200 ms, shedding kept some waits
   // short, but others still came past the target: the overload goes on.
@@ -52,7 +58,7 @@ TEST(BacklogShedderTest, SheddingGoesOnWhileQueriesStillArrivePastTheTarget) {
 
 TEST(BacklogShedderTest, SheddingStopsAfterAnIntervalWithNoQueryPastTheTarget) {
   BacklogShedder shedder(Defaults());
-  for (Nanos now = 0; now <= 200 * kMs; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
+  WaitLong(shedder, 200 * kMs);
   ASSERT_TRUE(shedder.standing());
   // The interval that began at 200 ms ends at 300; the one from 300 ms
   // has every query within the target (at it counts as within).
@@ -67,7 +73,7 @@ TEST(BacklogShedderTest, SheddingStopsAfterAnIntervalWithNoQueryPastTheTarget) {
 
 TEST(BacklogShedderTest, AnIdleIntervalIsNoStandingQueue) {
   BacklogShedder shedder(Defaults());
-  for (Nanos now = 0; now <= 100 * kMs; now += 10 * kMs) shedder.ShouldShed(30 * kMs, now);
+  WaitLong(shedder, 100 * kMs);
   ASSERT_TRUE(shedder.standing());
   // No query for longer than an interval: whatever stood has drained.
   EXPECT_FALSE(shedder.ShouldShed(30 * kMs, 5000 * kMs));
