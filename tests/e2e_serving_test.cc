@@ -187,6 +187,8 @@ TEST_F(ServingTest, RegistersServesAndDescribesModels) {
       << scrape->body;
   EXPECT_NE(scrape->body.find("maitre_cluster_cost_dollars_per_hour 0.1275"), std::string::npos);
   EXPECT_NE(scrape->body.find("maitre_inference_request_seconds_bucket"), std::string::npos);
+  // A few queries at a time make no standing backlog.
+  EXPECT_NE(scrape->body.find("maitre_frontend_shedding 0"), std::string::npos);
   // The queries went to the worker in calls, each counted.
   const size_t calls = scrape->body.find("maitre_worker_call_queries_count ");
   ASSERT_NE(calls, std::string::npos) << scrape->body;

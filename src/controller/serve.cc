@@ -286,8 +286,10 @@ class Controller {
       };
       burst_pool_ = std::make_unique<BurstPool>(*std::move(burst));
     }
+    shedder_ = std::make_unique<BacklogShedder>(
+        BacklogShedder::Options{.target = FromMillis(options.shed_target_ms)});
     MAITRE_ASSIGN_OR_RETURN(metrics_, ServingMetrics::Create(&metric_set_, cluster_.get(),
-                                                             burst_pool_.get()));
+                                                             burst_pool_.get(), shedder_.get()));
     if (cost_ != nullptr) {
       MAITRE_ASSIGN_OR_RETURN(cost_metrics_,
                               CostMetrics::Create(&metric_set_, cost_.get(), &app_usage_));
@@ -315,8 +317,6 @@ class Controller {
     in_flight_ = std::make_unique<InFlightLimit>(
         options.max_in_flight > 0 ? options.max_in_flight : InFlightLimit::DefaultLimit());
     spdlog::info("at most {} queries in flight (--max-in-flight)", in_flight_->limit());
-    shedder_ = std::make_unique<BacklogShedder>(
-        BacklogShedder::Options{.target = FromMillis(options.shed_target_ms)});
     return absl::OkStatus();
   }
 

@@ -19,11 +19,14 @@ std::string Reason(const absl::Status& status) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
-    metrics::MetricSet* metric_set, const Cluster* cluster, const BurstPool* burst_pool) {
+    metrics::MetricSet* metric_set, const Cluster* cluster, const BurstPool* burst_pool,
+    const BacklogShedder* shedder, const Clock* clock) {
   std::unique_ptr<ServingMetrics> m(new ServingMetrics());
   m->metric_set_ = metric_set;
   m->cluster_ = cluster;
   m->burst_pool_ = burst_pool;
+  m->shedder_ = shedder;
+  m->clock_ = clock;
   const std::vector<std::string> mv = {"model", "variant"};
   MAITRE_ASSIGN_OR_RETURN(
       m->requests_,
@@ -87,6 +90,14 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
                               "waited past its target in a standing backlog",
                               {}}));
   m->shed_ = shed->With();
+  if (shedder != nullptr) {
+    MAITRE_ASSIGN_OR_RETURN(
+        m->shedding_,
+        metric_set->AddCollectedGauge({"maitre_frontend_shedding",
+                                       "1 while the HTTP front-end sheds queries from a standing "
+                                       "backlog, else 0",
+                                       {}}));
+  }
   MAITRE_ASSIGN_OR_RETURN(
       m->pipeline_requests_,
       metric_set->AddCounter({"maitre_pipeline_requests_total",
@@ -153,6 +164,9 @@ absl::StatusOr<std::unique_ptr<ServingMetrics>> ServingMetrics::Create(
   }
   ServingMetrics* self = m.get();
   m->collector_ = metric_set->AddCollector([self](metrics::Collector& c) {
+    if (self->shedder_ != nullptr) {
+      c.Set(self->shedding_, {}, self->shedder_->standing(self->clock_->Now()) ? 1 : 0);
+    }
     if (self->burst_pool_ != nullptr) {
       const BurstPool::Stats s = self->burst_pool_->stats();
       c.Set(self->burst_queries_, {"taken"}, static_cast<double>(s.queries));

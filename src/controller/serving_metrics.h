@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "controller/dataplane/backlog_shedder.h"
 #include "controller/dataplane/burst_pool.h"
 #include "controller/dataplane/cluster.h"
 #include "controller/frontend/infer_codec.h"
@@ -27,11 +28,12 @@ namespace maitre::controller {
 class ServingMetrics {
  public:
   // Registers the families in `metric_set` and a collector that reads
-  // `cluster`, and `burst_pool` if any, at scrape time. They must outlive
-  // this object.
+  // `cluster`, and `burst_pool` and `shedder` if any (the latter on
+  // `clock`), at scrape time. They must outlive this object.
   static absl::StatusOr<std::unique_ptr<ServingMetrics>> Create(
       metrics::MetricSet* metric_set, const Cluster* cluster,
-      const BurstPool* burst_pool = nullptr);
+      const BurstPool* burst_pool = nullptr, const BacklogShedder* shedder = nullptr,
+      const Clock* clock = SteadyClock::Get());
   ~ServingMetrics();
 
   // One query's outcome. `model` and `variant` are "" when the query did
@@ -110,6 +112,9 @@ class ServingMetrics {
   metrics::CollectedFamily* burst_queries_ = nullptr;
   metrics::CollectedFamily* burst_workers_ = nullptr;
   const BurstPool* burst_pool_ = nullptr;
+  metrics::CollectedFamily* shedding_ = nullptr;
+  const BacklogShedder* shedder_ = nullptr;
+  const Clock* clock_ = nullptr;
   metrics::CollectorId collector_ = 0;
 
   // The model autoscaler's variant choices by (variant, reason).

@@ -24,9 +24,9 @@ bool BacklogShedder::ShouldShed(Nanos waited, Nanos now) {
   return standing_ && waited > options_.target;
 }
 
-bool BacklogShedder::standing() const {
+bool BacklogShedder::standing(Nanos now) const {
   absl::MutexLock lock(&mu_);
-  return standing_;
+  return standing_ && now < interval_end_ + options_.interval;
 }
 
 }  // namespace maitre::controller

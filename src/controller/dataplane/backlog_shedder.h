@@ -49,8 +49,9 @@ class BacklogShedder {
   // `now`), and returns whether to refuse it.
   bool ShouldShed(Nanos waited, Nanos now);
 
-  // Whether the last interval judged found a standing queue.
-  bool standing() const;
+  // Whether queries are being shed at `now`: as the last interval judged
+  // found, unless a whole interval has passed since without a query.
+  bool standing(Nanos now) const;
 
   const Options& options() const { return options_; }
 
