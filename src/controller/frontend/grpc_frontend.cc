@@ -141,11 +141,16 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
   const std::optional<Nanos> client_deadline =
       ClientDeadline(context->deadline(), std::chrono::system_clock::now(), received);
   if ((client_deadline && *client_deadline <= received) || context->IsCancelled()) {
-    absl::Status expired = absl::DeadlineExceededError(
-        "the client's deadline passed while the call waited in the server's gRPC queues, "
-        "before it could be read; nothing was computed for it");
-    o_.metrics->RecordQuery("", "", expired, nullptr);
-    reactor->Finish(rpc::ToGrpc(expired));
+    absl::Status stale =
+        context->IsCancelled()
+            ? absl::CancelledError(
+                  "the client cancelled the call before it could be read; nothing was computed "
+                  "for it")
+            : absl::DeadlineExceededError(
+                  "the client's deadline passed while the call waited in the server's gRPC "
+                  "queues, before it could be read; nothing was computed for it");
+    o_.metrics->RecordQuery("", "", stale, nullptr);
+    reactor->Finish(rpc::ToGrpc(stale));
     return reactor;
   }
   InFlightLimit::Permit permit;
