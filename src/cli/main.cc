@@ -143,6 +143,16 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                         "--allocator mark's predictor: last, ewma[:ALPHA], "
                         "holt-winters[:SEASON_UNITS]")
       ->capture_default_str();
+  serve_cmd->add_option("--mark-unit-s", serve.mark_unit_s,
+                        "--allocator mark: the prediction unit P_u in seconds, a whole multiple "
+                        "of the 5 s sample window; forecasts are per-unit peaks")
+      ->capture_default_str()
+      ->check(CLI::Range(5.0, 86400.0));
+  serve_cmd->add_option("--mark-cool-down-s", serve.mark_cool_down_s,
+                        "--allocator mark: how long a worker the plan no longer uses is kept "
+                        "before it is given back")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   serve_cmd->add_option("--mark-sl-min", serve.mark_sl_min,
                         "--allocator mark: the share of queries to keep within their objective, "
                         "in (0, 1]")

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/types/span.h"
 
 namespace maitre::control {
 namespace {
@@ -142,6 +143,16 @@ int MarkAllocator::WorkersOf(const Observation& observation, const std::string& 
   return count;
 }
 
+int MarkAllocator::HeldByOthers(const std::string& type, const std::string& app,
+                                const std::set<std::string>& kept) const {
+  int count = 0;
+  for (const auto& [id, w] : known_) {
+    count += w.type == type && (kept.count(id) > 0 || (!w.app.empty() && w.app != app));
+  }
+  for (const Pending& p : pending_) count += p.type == type && !p.app.empty() && p.app != app;
+  return count;
+}
+
 std::vector<std::string> MarkAllocator::Apps(const Observation& observation) const {
   std::set<std::string> apps;
   for (const ModelOption& m : observation.models) apps.insert(m.app);
@@ -242,7 +253,18 @@ absl::StatusOr<std::vector<double>> MarkAllocator::Forecast(const std::string& n
   const std::vector<double>& peaks = app.peaks.peaks();
   const int horizon = options_.mark.windows.horizon;
   if (app.forecast.empty() || peaks.size() != app.predicted_units) {
-    app.forecast = app.predictor->Predict(peaks, horizon);
+    // The app's history starts with its first query: the silent units
+    // between its registration and then are no record of its demand, and a
+    // seasonal predictor would take them for the first seasons. (The
+    // oracle's true peaks count from the allocator's first unit.)
+    const size_t first =
+        options_.mark.predictor == "oracle"
+            ? 0
+            : static_cast<size_t>(
+                  std::find_if(peaks.begin(), peaks.end(), [](double q) { return q > 0; }) -
+                  peaks.begin());
+    app.forecast =
+        app.predictor->Predict(absl::MakeConstSpan(peaks).subspan(first), horizon);
     const double last = app.forecast.empty() ? 0 : app.forecast.back();
     app.forecast.resize(static_cast<size_t>(horizon), last);
     app.predicted_units = peaks.size();
@@ -338,7 +360,9 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
     // (it pays from the launch), so no further overhead.
     p.launch_units = CeilUnits(LaunchTime(t.name), unit);
     if (auto max = options_.max_workers.find(t.name); max != options_.max_workers.end()) {
-      p.max_new = std::max(0, max->second - WorkersOf(observation, t.name));
+      // The ceiling less the workers other apps hold: this app's own (and
+      // the free ones) are candidates the plan counts as it uses them.
+      p.max_workers = std::max(0, max->second - HeldByOthers(t.name, app_name, kept));
     }
     types.push_back(std::move(p));
   }
@@ -408,6 +432,11 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
   }
   for (int t : plan->launch_now) {
     const policy::ProvisionedType& type = types[static_cast<size_t>(t)];
+    if (auto max = options_.max_workers.find(type.name);
+        max != options_.max_workers.end() && WorkersOf(observation, type.name) >= max->second) {
+      // A worker the plan gave up is still draining: launch once it is gone.
+      continue;
+    }
     sink.AddWorker(type.name);
     pending_.push_back({app_name, type.name, now});
     summary.capacity_qps += type.capacity_qps;
@@ -418,6 +447,23 @@ absl::Status MarkAllocator::PlanApp(const Observation& observation, const std::s
                                  forecast.front(),
                                  *std::max_element(forecast.begin(), forecast.end()),
                                  static_cast<int>(forecast.size()), type.capacity_qps)});
+  }
+  // Once a unit, what the plan rests on, so that an operator can see why
+  // a worker is kept or launched (the forecast of the coming units, the
+  // SLO monitor's boost included).
+  if (app.logged_unit != app.peaks.peaks().size()) {
+    app.logged_unit = app.peaks.peaks().size();
+    std::string coming;
+    for (size_t u = 0; u < std::min<size_t>(forecast.size(), 8); ++u) {
+      absl::StrAppend(&coming, u == 0 ? "" : " ", absl::StrFormat("%.0f", forecast[u]));
+    }
+    sink.Record({now, "plan", app_name, "", 0,
+                 absl::StrFormat("forecast %s qps over the coming %d units (boost %+.0f%%); "
+                                 "keeps %d worker(s), launches %d now and %d later: %.0f qps",
+                                 coming, static_cast<int>(std::min<size_t>(forecast.size(), 8)),
+                                 app.boost * 100, static_cast<int>(plan->keep.size()),
+                                 summary.launched, static_cast<int>(plan->launch_later.size()),
+                                 summary.capacity_qps)});
   }
   app.plan = std::move(summary);
   return absl::OkStatus();

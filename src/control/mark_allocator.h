@@ -97,6 +97,10 @@ class MarkAllocator : public Allocator {
   };
   std::optional<Choice> Choose(const Observation& observation, const std::string& app,
                                const std::string& type) const;
+  // Workers of `type` the app cannot use: held by other apps, or kept by an
+  // app planned earlier this round, and other apps' launches on the way.
+  int HeldByOthers(const std::string& type, const std::string& app,
+                   const std::set<std::string>& kept) const;
 
   struct KnownWorker {
     std::string type;
@@ -119,6 +123,8 @@ class MarkAllocator : public Allocator {
     size_t predicted_units = 0;
     std::vector<double> forecast;
     AppPlan plan;
+    // The unit whose plan was last logged: one "plan" line a unit.
+    std::optional<size_t> logged_unit;
     // The SLO monitor: what was resolved in the window, by round, and the
     // over-provisioning it asks for now.
     std::deque<std::pair<Nanos, ServiceCount>> service;

@@ -96,6 +96,12 @@ struct ServeOptions {
   // ahead of demand by.
   std::string mark_predictor = "ewma";
   double mark_launch_s = 10;
+  // Its prediction unit P_u (MArk's minute: a unit's peak is what it plans
+  // for, and launch times and paid time count in units) and the cool-down
+  // before a worker the plan no longer uses is given back. A unit is a whole
+  // multiple of the 5 s sample window.
+  double mark_unit_s = 60;
+  double mark_cool_down_s = 60;
   // Its SLO monitor's SL_min for every app: the share of queries it keeps
   // within their objective, in (0, 1].
   double mark_sl_min = 0.98;

@@ -20,6 +20,11 @@ control::MarkOptions MarkOf(const ServeOptions& options) {
   const bool sane = options.mark_launch_s >= 0 && options.mark_launch_s < 86400;
   mark.default_launch_time = sane ? FromSeconds(options.mark_launch_s) : -1;
   mark.sl_min = options.mark_sl_min;
+  // Nanoseconds hold about 292 years; a day bounds what a unit or a
+  // cool-down could sensibly be. Past it, -1: refused by validation.
+  auto seconds = [](double s) { return s >= 0 && s <= 86400 ? FromSeconds(s) : Nanos{-1}; };
+  mark.windows.unit = seconds(options.mark_unit_s);
+  mark.cool_down = seconds(options.mark_cool_down_s);
   return mark;
 }
 

@@ -67,6 +67,11 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
   std::vector<bool> unreachable(static_cast<size_t>(units), false);
   std::vector<bool> used(running.size(), false);
   std::vector<int> launched(types.size(), 0);  // new workers planned, by type
+  std::vector<int> in_use(types.size(), 0);    // running workers kept, by type
+  auto at_ceiling = [&](int type) {
+    const int max = types[static_cast<size_t>(type)].max_workers;
+    return max >= 0 && in_use[static_cast<size_t>(type)] + launched[static_cast<size_t>(type)] >= max;
+  };
   ProvisioningPlan plan;
   auto shortfall = [&](int t) {
     const double s = forecast[static_cast<size_t>(t)] - capacity[static_cast<size_t>(t)];
@@ -98,7 +103,7 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
     };
     for (size_t r = 0; r < running.size(); ++r) {
       const ProvisionedType& type = types[static_cast<size_t>(running[r].type)];
-      if (used[r] || !type.meets_slo) continue;
+      if (used[r] || !type.meets_slo || at_ceiling(running[r].type)) continue;
       Candidate c;
       c.running = static_cast<int>(r);
       c.type = running[r].type;
@@ -109,7 +114,7 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
     }
     for (size_t i = 0; i < types.size(); ++i) {
       const ProvisionedType& type = types[i];
-      if (!type.meets_slo || (type.max_new >= 0 && launched[i] >= type.max_new)) continue;
+      if (!type.meets_slo || at_ceiling(static_cast<int>(i))) continue;
       Candidate c;
       c.type = static_cast<int>(i);
       c.launch_at = std::max(0, tau - type.launch_units);
@@ -128,6 +133,7 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
     plan.planned_cost += best.cost;
     if (best.running >= 0) {
       used[static_cast<size_t>(best.running)] = true;
+      ++in_use[static_cast<size_t>(best.type)];
       plan.keep.push_back(running[static_cast<size_t>(best.running)].id);
     } else {
       ++launched[static_cast<size_t>(best.type)];

@@ -48,10 +48,13 @@ struct ProvisionedType {
   int launch_units = 0;        // units from its launch until it serves
   double launch_overhead = 0;  // O_i: what a launch costs beyond its paid time
   bool meets_slo = true;
-  // The most new workers of the type the plan may launch (now or later);
-  // -1: no limit. Past it the type is no candidate, and the greedy takes
-  // the next cheapest (a type at its ceiling must not hide the others).
-  int max_new = -1;
+  // The most workers of the type the plan may use: the running ones it
+  // keeps and the new ones it launches (now or later); -1: no limit. At it
+  // the type is no candidate, running or new, and the greedy takes the next
+  // cheapest (a type at its ceiling must not hide the others). A running
+  // worker idle until a later peak is still released when launching one
+  // ahead of that peak costs less: the two do not run at once.
+  int max_workers = -1;
 };
 
 struct RunningWorker {

@@ -37,12 +37,12 @@ TEST(MarkProvisioningTest, CoversTheForecastWithTheCheapestPerRequest) {
 
 TEST(MarkProvisioningTest, ATypeAtItsCeilingGivesWayToTheNextCheapest) {
   std::vector<ProvisionedType> types = {Type("small", 10, 1), Type("big", 40, 3)};
-  types[1].max_new = 1;
+  types[1].max_workers = 1;
   auto plan = PlanProvisioning({75, 75}, types, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
   // One big (40), then small ones for the other 35: four of them.
   EXPECT_THAT(plan->launch_now, ElementsAre(1, 0, 0, 0, 0));
-  types[0].max_new = 2;
+  types[0].max_workers = 2;
   plan = PlanProvisioning({75, 75}, types, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(plan->launch_now, ElementsAre(1, 0, 0));
@@ -95,6 +95,34 @@ TEST(MarkProvisioningTest, LaunchesAheadOfTheLoadByTheLaunchTime) {
   ASSERT_TRUE(now.ok());
   EXPECT_THAT(now->launch_now, ElementsAre(0));
   EXPECT_THAT(now->uncovered_qps, ElementsAre(0, 20, 0, 0));
+}
+
+TEST(MarkProvisioningTest, AtItsCeilingATypesIdleWorkerIsStillReplacedByALaterLaunch) {
+  // Two workers at most; one serves the 20 qps base, and a peak of 40 comes
+  // back at unit 4. Keeping the second idle until then costs 8 units; a
+  // launch one unit ahead, 5: it goes now and a launch is planned, which
+  // the ceiling allows, as the two never run at once.
+  std::vector<ProvisionedType> types = {Type("a", 20, 1, 1)};
+  types[0].max_workers = 2;
+  const std::vector<double> forecast = {20, 20, 20, 20, 40, 40, 40, 40};
+  auto plan = PlanProvisioning(forecast, types, {{1, 0, 0, 0}, {2, 0, 0, 0}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->keep, ElementsAre(1));
+  EXPECT_THAT(plan->release_now, ElementsAre(2));
+  ASSERT_EQ(plan->launch_later.size(), 1u);
+  EXPECT_EQ(plan->launch_later[0].launch_at, 3);
+  // The peak next unit: keeping it costs what a launch would, and it serves
+  // sooner, so it stays.
+  auto soon = PlanProvisioning({20, 40, 40, 40}, types, {{1, 0, 0, 0}, {2, 0, 0, 0}});
+  ASSERT_TRUE(soon.ok()) << soon.status();
+  EXPECT_THAT(soon->keep, ElementsAre(1, 2));
+  EXPECT_THAT(soon->launch_later, IsEmpty());
+  // The ceiling holds against running workers too: no third at the peak.
+  auto more = PlanProvisioning({20, 60, 60}, types, {{1, 0, 0, 0}, {2, 0, 0, 0}});
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_THAT(more->keep, ElementsAre(1, 2));
+  EXPECT_THAT(more->launch_now, IsEmpty());
+  EXPECT_THAT(more->uncovered_qps, ElementsAre(0, 20, 20));
 }
 
 TEST(MarkProvisioningTest, OnlyTypesThatMeetTheSloAreUsed) {
