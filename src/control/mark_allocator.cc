@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/types/span.h"
 
 namespace maitre::control {
 namespace {
@@ -233,7 +232,15 @@ void MarkAllocator::MeasureDemand(const Observation& observation) {
                                        : options_.model_period);
   last_model_round_ = observation.now;
   for (const auto& [app, qps] : OfferedByApp(observation, since_s)) {
-    AppState(app).peaks.Add(observation.now, qps);
+    policy::UnitPeakTracker& peaks = AppState(app).peaks;
+    // An app's history starts with its first query, and its units with it:
+    // the silence between its registration and then is no record of its
+    // demand (a seasonal predictor would take it for its first seasons),
+    // and units aligned with the load's own start do not straddle the
+    // steps of a load that repeats from then. The oracle's true peaks
+    // count from the allocator's first round.
+    if (!peaks.started() && !(qps > 0) && options_.mark.predictor != "oracle") continue;
+    peaks.Add(observation.now, qps);
   }
 }
 
@@ -253,18 +260,7 @@ absl::StatusOr<std::vector<double>> MarkAllocator::Forecast(const std::string& n
   const std::vector<double>& peaks = app.peaks.peaks();
   const int horizon = options_.mark.windows.horizon;
   if (app.forecast.empty() || peaks.size() != app.predicted_units) {
-    // The app's history starts with its first query: the silent units
-    // between its registration and then are no record of its demand, and a
-    // seasonal predictor would take them for the first seasons. (The
-    // oracle's true peaks count from the allocator's first unit.)
-    const size_t first =
-        options_.mark.predictor == "oracle"
-            ? 0
-            : static_cast<size_t>(
-                  std::find_if(peaks.begin(), peaks.end(), [](double q) { return q > 0; }) -
-                  peaks.begin());
-    app.forecast =
-        app.predictor->Predict(absl::MakeConstSpan(peaks).subspan(first), horizon);
+    app.forecast = app.predictor->Predict(peaks, horizon);
     const double last = app.forecast.empty() ? 0 : app.forecast.back();
     app.forecast.resize(static_cast<size_t>(horizon), last);
     app.predicted_units = peaks.size();

@@ -177,9 +177,9 @@ TEST_F(MarkAllocatorTest, LaunchesAheadOfAPredictedRiseByTheLaunchTime) {
 
 TEST_F(MarkAllocatorTest, AnAppsHistoryStartsWithItsFirstQuery) {
   // A season of four units: two at 700 qps, two at 50. One app registered
-  // two seasons before its first query, one whose queries began at once:
-  // the silence is no record of demand, so both forecast alike, and the
-  // next high unit high.
+  // two seasons and a half before its first query, one whose queries began
+  // at once: the silence is no record of demand, and units start with the
+  // load, so both forecast alike, and the season as it is.
   options_.mark.predictor = "holt-winters:4";
   const Nanos unit = 60 * kSecond;
   auto forecast_after = [&](int silent_units) {
@@ -187,8 +187,8 @@ TEST_F(MarkAllocatorTest, AnAppsHistoryStartsWithItsFirstQuery) {
     RecordingSink sink;
     auto at = [&](Nanos t, int64_t rows) { return At(t, {}, rows); };
     Nanos t = 0;
-    Offer(*allocator, sink, t, t + silent_units * unit, 0, at);
-    t += silent_units * unit;
+    Offer(*allocator, sink, t, t + silent_units * unit + unit / 2, 0, at);
+    t += silent_units * unit + unit / 2;
     for (int u = 0; u < 14; ++u, t += unit) {
       Offer(*allocator, sink, t, t + unit, u % 4 < 2 ? 700 : 50, at);
     }

@@ -27,6 +27,8 @@ class UnitPeakTracker {
   // ignored: a round's clock never runs backwards.
   void Add(Nanos at, double qps);
 
+  // Whether a reading has come, and with it the units' origin.
+  bool started() const { return started_; }
   // The peaks of the units that have ended, oldest first.
   const std::vector<double>& peaks() const { return peaks_; }
   // The unit in progress so far: its busiest window, the one still open

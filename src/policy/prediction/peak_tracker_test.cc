@@ -42,7 +42,9 @@ TEST(UnitPeakTrackerTest, UnitsWithoutReadingsPeakAtZeroAndOldReadingsAreIgnored
 
 TEST(UnitPeakTrackerTest, NegativeRatesCountAsZero) {
   UnitPeakTracker tracker({10 * kSecond, 5, 5 * kSecond});
+  EXPECT_FALSE(tracker.started());
   tracker.Add(0, -3);
+  EXPECT_TRUE(tracker.started());
   EXPECT_THAT(tracker.current_peak(), DoubleEq(0));
 }
 
