@@ -16,13 +16,12 @@ namespace maitre::controller {
 control::MarkOptions MarkOf(const ServeOptions& options) {
   control::MarkOptions mark;
   mark.predictor = options.mark_predictor;
-  // Out of range, -1, which ValidateMarkOptions refuses.
-  const bool sane = options.mark_launch_s >= 0 && options.mark_launch_s < 86400;
-  mark.default_launch_time = sane ? FromSeconds(options.mark_launch_s) : -1;
-  mark.sl_min = options.mark_sl_min;
-  // Nanoseconds hold about 292 years; a day bounds what a unit or a
-  // cool-down could sensibly be. Past it, -1: refused by validation.
+  // A day bounds what a launch time, unit or cool-down could sensibly be
+  // (and keeps the nanoseconds far from overflow). Out of range, -1, which
+  // ValidateMarkOptions refuses.
   auto seconds = [](double s) { return s >= 0 && s <= 86400 ? FromSeconds(s) : Nanos{-1}; };
+  mark.default_launch_time = seconds(options.mark_launch_s);
+  mark.sl_min = options.mark_sl_min;
   mark.windows.unit = seconds(options.mark_unit_s);
   mark.cool_down = seconds(options.mark_cool_down_s);
   return mark;

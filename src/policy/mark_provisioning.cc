@@ -69,8 +69,8 @@ absl::StatusOr<ProvisioningPlan> PlanProvisioning(absl::Span<const double> forec
   std::vector<int> launched(types.size(), 0);  // new workers planned, by type
   std::vector<int> in_use(types.size(), 0);    // running workers kept, by type
   auto at_ceiling = [&](int type) {
-    const int max = types[static_cast<size_t>(type)].max_workers;
-    return max >= 0 && in_use[static_cast<size_t>(type)] + launched[static_cast<size_t>(type)] >= max;
+    const size_t i = static_cast<size_t>(type);
+    return types[i].max_workers >= 0 && in_use[i] + launched[i] >= types[i].max_workers;
   };
   ProvisioningPlan plan;
   auto shortfall = [&](int t) {

@@ -140,9 +140,10 @@ grpc::ServerUnaryReactor* GrpcFrontend::ModelInfer(grpc::CallbackServerContext* 
   // deadline counts from when it read the call, so it shows that wait.
   const std::optional<Nanos> client_deadline =
       ClientDeadline(context->deadline(), std::chrono::system_clock::now(), received);
-  if ((client_deadline && *client_deadline <= received) || context->IsCancelled()) {
+  const bool cancelled = context->IsCancelled();
+  if ((client_deadline && *client_deadline <= received) || cancelled) {
     absl::Status stale =
-        context->IsCancelled()
+        cancelled
             ? absl::CancelledError(
                   "the client cancelled the call before it could be read; nothing was computed "
                   "for it")
